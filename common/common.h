@@ -1,0 +1,97 @@
+/* common.h: small helpers shared by every module (allocation, errors, logging,
+ * time, files, processes, ids). Includes nothing of ours. */
+#ifndef TRIALQ_COMMON_H
+#define TRIALQ_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- allocation: abort on out-of-memory so call sites stay simple ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- errors: functions return 0 or -1 and fill an errbuf the caller owns ---- */
+struct errbuf {
+    char msg[1024];
+};
+/* Sets e->msg (when e is not NULL) and returns -1. */
+int errf(struct errbuf *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefixes the message already in e with "prefix: ". Returns -1. */
+int errprefix(struct errbuf *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- logging: "[YYYY-MM-DD HH:MM:SS] LEVEL (module) message" on stderr ---- */
+enum log_level { LOG_TRACE, LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+void log_set_level(enum log_level lvl);
+int log_level_parse(const char *s, enum log_level *out);
+void log_set_module(const char *module); /* role name shown in every line */
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* ---- time ---- */
+int64_t now_ms(void);       /* wall clock, epoch milliseconds */
+int64_t mono_ms(void);      /* monotonic milliseconds */
+int64_t mono_us(void);      /* monotonic microseconds */
+void format_time_ms(int64_t ms, const char *fmt, char *out, size_t outlen); /* local time */
+/* "1h", "30m", "10s", "2d", "0.5h", or a plain number of seconds -> seconds (ceil).
+ * NNI's parse_time. Returns -1 on a bad string. */
+int parse_duration(const char *s, int64_t *seconds);
+
+/* ---- strings ---- */
+struct strbuf {
+    char *buf;
+    size_t len, cap;
+};
+void sb_init(struct strbuf *sb);
+void sb_free(struct strbuf *sb);
+void sb_add(struct strbuf *sb, const char *s, size_t n);
+void sb_puts(struct strbuf *sb, const char *s);
+void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *sb_detach(struct strbuf *sb); /* caller frees; sb is reset */
+int str_starts(const char *s, const char *prefix);
+int str_ends(const char *s, const char *suffix);
+
+/* ---- files ---- */
+int mkdir_p(const char *path, mode_t mode);
+/* Reads a whole file (NUL-terminated). NULL on error (errno set). */
+char *read_file(const char *path, size_t *len_out);
+/* write tmp, fsync, rename, fsync dir: the file has the old or the new content. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+int rm_rf(const char *path);
+char *path_join(const char *a, const char *b); /* caller frees */
+char *path_abs(const char *base_dir, const char *path); /* ~ expansion, relative to base */
+char *home_dir(void); /* $HOME or the passwd entry; caller frees */
+
+/* ---- processes ---- */
+/* Start time of pid in clock ticks since boot (field 22 of /proc/pid/stat); 0 if gone. */
+uint64_t proc_start_time(pid_t pid);
+/* True when pid runs (not a zombie) and, if start_time != 0, started then. */
+int proc_alive(pid_t pid, uint64_t start_time);
+/* SIGTERM, wait up to grace_ms, SIGKILL; waits for it to disappear. pid>0 a process,
+ * pid<0 a process group. Returns 0 when gone. */
+int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
+void close_fds_from(int lowfd); /* in a child before exec */
+const char *host_name(void);
+
+/* ---- ids and randomness ---- */
+void random_bytes(void *buf, size_t n);
+void gen_experiment_id(char out[9]); /* 8 chars of [a-z0-9] without repetition */
+void gen_trial_id(char out[6]);      /* 5 chars, letter first, then [a-zA-Z0-9] */
+void gen_token(char *out, size_t hexlen); /* hex secret, NUL-terminated */
+
+/* ---- the trialq home: $NNI_HOME or ~/nni-experiments ---- */
+char *trialq_home(const char *override); /* caller frees */
+char *trialq_db_path(const char *home);  /* <home>/trialq.db */
+/* Directory holding this executable (for locating the SDK and web UI). */
+char *self_exe_path(void);
+
+#endif

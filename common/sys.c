@@ -1,0 +1,420 @@
+/* sys.c: time, files, processes, ids: thin, careful wrappers over POSIX/Linux. */
+#include "common/common.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_ms(void)
+{
+    return mono_us() / 1000;
+}
+
+int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void format_time_ms(int64_t ms, const char *fmt, char *out, size_t outlen)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    if (strftime(out, outlen, fmt, &tm) == 0 && outlen)
+        out[0] = '\0';
+}
+
+int parse_duration(const char *s, int64_t *seconds)
+{
+    static const struct { char unit; int64_t mult; } units[] = {
+        {'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1},
+    };
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n == 0)
+        return -1;
+    int64_t mult = 0;
+    char last = (char)tolower((unsigned char)s[n - 1]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (last == units[i].unit) {
+            mult = units[i].mult;
+            n--;
+        }
+    if (mult == 0) {
+        /* A bare number means seconds only when it is one (NNI accepts ints). */
+        mult = 1;
+    }
+    char num[64];
+    if (n == 0 || n >= sizeof num)
+        return -1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(num, &end);
+    if (errno || *end != '\0' || !isfinite(v) || v <= 0 || v * (double)mult > 1e15)
+        return -1;
+    *seconds = (int64_t)ceil(v * (double)mult);
+    return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+    char *p = xstrdup(path);
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = '\0';
+        if (mkdir(p, mode) < 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *q = '/';
+    }
+    int rc = mkdir(p, mode);
+    free(p);
+    return rc < 0 && errno != EEXIST ? -1 : 0;
+}
+
+char *read_file(const char *path, size_t *len_out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb);
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int saved = errno;
+            close(fd);
+            sb_free(&sb);
+            errno = saved;
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        sb_add(&sb, buf, (size_t)r);
+    }
+    close(fd);
+    if (len_out)
+        *len_out = sb.len;
+    return sb_detach(&sb);
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            goto fail;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) < 0)
+        goto fail;
+    close(fd);
+    fd = -1;
+    if (rename(tmp, path) < 0)
+        goto fail;
+    free(tmp);
+    return fsync_dir_of(path);
+fail:;
+    int saved = errno;
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    free(tmp);
+    errno = saved;
+    return -1;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -1;
+    return nftw(path, rm_cb, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+char *path_join(const char *a, const char *b)
+{
+    if (b[0] == '/')
+        return xstrdup(b);
+    size_t n = strlen(a);
+    return xasprintf("%s%s%s", a, n && a[n - 1] == '/' ? "" : "/", b);
+}
+
+char *home_dir(void)
+{
+    const char *h = getenv("HOME");
+    if (h && *h)
+        return xstrdup(h);
+    struct passwd *pw = getpwuid(getuid());
+    return xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
+}
+
+char *path_abs(const char *base_dir, const char *path)
+{
+    char *joined;
+    if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
+        char *h = home_dir();
+        joined = xasprintf("%s%s", h, path + 1);
+        free(h);
+    } else if (path[0] == '/') {
+        joined = xstrdup(path);
+    } else {
+        joined = path_join(base_dir, path);
+    }
+    char *real = realpath(joined, NULL);
+    if (real) {
+        free(joined);
+        return real;
+    }
+    return joined; /* does not exist (yet): absolute but not canonical */
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *s = read_file(path, NULL);
+    if (!s)
+        return 0;
+    /* comm may contain spaces and ')': fields resume after the last ')' */
+    char *p = strrchr(s, ')');
+    uint64_t start = 0;
+    if (p) {
+        char state = 0;
+        p += 2;
+        state = *p;
+        /* fields after comm: 3=state ... 22=starttime; we are at field 3 */
+        int field = 3;
+        while (*p && field < 22) {
+            if (*p == ' ')
+                field++;
+            p++;
+        }
+        if (field == 22 && state != 'Z' && state != 'X')
+            start = strtoull(p, NULL, 10);
+    }
+    free(s);
+    return start;
+}
+
+int proc_alive(pid_t pid, uint64_t start_time)
+{
+    if (pid <= 0)
+        return 0;
+    uint64_t st = proc_start_time(pid);
+    if (st == 0)
+        return 0;
+    return start_time == 0 || st == start_time;
+}
+
+static int pgrp_alive(pid_t pgid)
+{
+    return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms)
+{
+    int group = pid < 0;
+    pid_t target = group ? -pid : pid;
+    if (group ? !pgrp_alive(target) : !proc_alive(target, start_time))
+        return 0;
+    kill(pid, SIGTERM);
+    int64_t deadline = mono_ms() + grace_ms;
+    for (;;) {
+        /* reap it if it is our child, so that it does not linger as a zombie */
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (group ? !pgrp_alive(target) : !proc_alive(target, start_time))
+            return 0;
+        if (mono_ms() >= deadline)
+            break;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    deadline = mono_ms() + 5000;
+    while (mono_ms() < deadline) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (group ? !pgrp_alive(target) : !proc_alive(target, start_time))
+            return 0;
+        usleep(5000);
+    }
+    return -1;
+}
+
+void close_fds_from(int lowfd)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        for (int fd = lowfd; fd < 1024; fd++)
+            close(fd);
+        return;
+    }
+    int dfd = dirfd(d);
+    struct dirent *de;
+    int fds[1024], n = 0;
+    while ((de = readdir(d)) && n < 1024) {
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] != '.' && fd >= lowfd && fd != dfd)
+            fds[n++] = fd;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+const char *host_name(void)
+{
+    static char name[256];
+    if (!name[0] && gethostname(name, sizeof name - 1) < 0)
+        strcpy(name, "localhost");
+    return name;
+}
+
+void random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            abort(); /* no entropy source: nothing sensible to do */
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+static unsigned rand_below(unsigned n)
+{
+    uint32_t x, limit = UINT32_MAX - UINT32_MAX % n;
+    do
+        random_bytes(&x, sizeof x);
+    while (x >= limit);
+    return x % n;
+}
+
+void gen_experiment_id(char out[9])
+{
+    char pool[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned left = 36;
+    for (int i = 0; i < 8; i++) {
+        unsigned k = rand_below(left);
+        out[i] = pool[k];
+        pool[k] = pool[--left];
+    }
+    out[8] = '\0';
+}
+
+void gen_trial_id(char out[6])
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    out[0] = letters[rand_below(52)];
+    for (int i = 1; i < 5; i++)
+        out[i] = alnum[rand_below(62)];
+    out[5] = '\0';
+}
+
+void gen_token(char *out, size_t hexlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < hexlen; i++)
+        out[i] = hex[rand_below(16)];
+    out[hexlen] = '\0';
+}
+
+char *trialq_home(const char *override)
+{
+    if (override && *override)
+        return path_abs(".", override);
+    const char *env = getenv("NNI_HOME");
+    if (env && *env)
+        return path_abs(".", env);
+    char *h = home_dir();
+    char *r = path_join(h, "nni-experiments");
+    free(h);
+    return r;
+}
+
+char *trialq_db_path(const char *home)
+{
+    return path_join(home, "trialq.db");
+}
+
+char *self_exe_path(void)
+{
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return xstrdup("trialq");
+    buf[n] = '\0';
+    return xstrdup(buf);
+}

@@ -1,0 +1,64 @@
+/* config.h: NNI experiment config (v2 YAML, v1 keys converted) -> validated struct
+ * plus the canonical JSON NNI's manager stores. Errors name file:line:col and the key. */
+#ifndef TRIALQ_CONFIG_H
+#define TRIALQ_CONFIG_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+struct algo_config {
+    int set;               /* 0 when the section is absent */
+    char *name;            /* built-in name as written (NULL for a custom class) */
+    char *class_name;      /* custom: "module.Class" */
+    char *code_directory;  /* custom: absolute path */
+    cJSON *class_args;     /* object (never NULL when set; may be empty) */
+};
+
+struct exp_config {
+    cJSON *canonical;             /* NNI v2 canonical config JSON, owned */
+    char *source_path;            /* the YAML file (absolute), NULL when from JSON */
+    char *experiment_name;        /* NULL if unset */
+    cJSON *search_space;          /* points into canonical ("searchSpace") */
+    char *trial_command;
+    char *trial_code_directory;   /* absolute */
+    int trial_concurrency;        /* > 0 */
+    int trial_gpu_number;         /* -1 when unset (null) */
+    int64_t max_experiment_seconds; /* 0 = unlimited */
+    int64_t max_trial_number;       /* 0 = unlimited */
+    int64_t max_trial_seconds;      /* 0 = unlimited */
+    char *experiment_working_directory; /* absolute, default ~/nni-experiments */
+    char *log_level;              /* info, debug, ... */
+    char *platform;               /* "local", "remote", ..., "hybrid" for a list */
+    char *nni_manager_ip;         /* NULL if unset */
+    int max_trial_retries;        /* trialq: retries of a trial whose job vanished (default 1) */
+    struct algo_config tuner;     /* advisor is moved here */
+    struct algo_config assessor;
+    int is_v1;                    /* the file was a v1 config that was converted */
+    char **warnings;              /* messages to show the user (v1 conversion, ignored keys) */
+    int nwarnings;
+    void *marks;                  /* private: key path -> file line:col */
+};
+
+/* Loads, converts (v1) and validates a YAML or JSON config file. On error, e->msg is
+ * "<file>:<line>:<col>: <key>: <what is wrong>" and nothing is returned. */
+int config_load(const char *path, struct exp_config **out, struct errbuf *e);
+
+/* Rebuilds the struct from a canonical JSON stored in the database (resume, api). */
+int config_from_json(const char *json, struct exp_config **out, struct errbuf *e);
+
+void config_free(struct exp_config *cfg);
+
+/* Position of a key path such as "searchSpace.lr._value" or "tuner.classArgs" in the
+ * source file (1-based). Returns 0 when known, -1 otherwise. */
+int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line, int *col);
+
+/* A deep copy of the canonical JSON with secrets (password, token, sshPassphrase,
+ * accessKeySecret, storageAccountKey, ...) replaced by "********". Caller frees. */
+cJSON *config_redacted(const cJSON *canonical);
+
+/* Pretty JSON of the redacted canonical config (nnictl create --dry-run). Caller frees. */
+char *config_to_string(const struct exp_config *cfg);
+
+#endif
