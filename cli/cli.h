@@ -1,8 +1,49 @@
-/* cli.h: entry points of the command line. */
+/* cli.h: nnictl's command table and what its commands share. */
 #ifndef TRIALQ_CLI_H
 #define TRIALQ_CLI_H
 
+#include "schema/schema.h"
+
 int nnictl_main(int argc, char **argv);
 int trialq_main(int argc, char **argv);
+
+/* One nnictl command: "create", or a group and sub-command: "experiment list". */
+struct cli_cmd {
+    const char *group;     /* NULL for top-level commands */
+    const char *name;
+    const char *usage;
+    int (*fn)(int argc, char **argv); /* argv[0] = the command name */
+};
+
+/* The command entries, each defined in the file of its group. */
+extern const struct cli_cmd cmd_create, cmd_resume, cmd_view, cmd_stop;
+extern const struct cli_cmd cmd_experiment_list, cmd_experiment_show, cmd_experiment_status;
+extern const struct cli_cmd cmd_experiment_delete;
+extern const struct cli_cmd cmd_trial_ls, cmd_trial_kill;
+
+/* ---- shared helpers (cli/common.c) ---- */
+/* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */
+struct db *cli_open_db(const char *home_opt, char **home_out);
+/* Prints "ERROR: ..." to stderr and returns 1. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when the experiment's api process runs. */
+int cli_api_alive(const struct experiment *x);
+/* 1 when nothing listens on 127.0.0.1:port (and so we could bind it). */
+int cli_port_free(const char *addr, int port);
+/* Starts `trialq api` for the experiment: detached (new session, output to the
+ * experiment's log dir) or in the foreground as our child. Waits until it answers
+ * /check-status. Returns its pid or -1 (message printed). */
+pid_t cli_start_api(const char *home, const struct experiment *x, const char *action, int port, int detach,
+                    const char *log_level);
+/* HTTP GET/PUT/DELETE on the api with timeouts; returns the status code or -1.
+ * *body (optional) receives the response body. */
+int cli_http(const char *method, int port, const char *path, const char *req_body, char **body);
+/* Stops one experiment: idempotent; every recorded process is gone when it returns. */
+int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet);
+/* Runs `trialq worker --drain` for an experiment whose api is gone. */
+int cli_drain(const char *home, const char *exp_id, const char *platform);
+/* Progress line and best trial, for --foreground. */
+void cli_print_progress(struct db *db, const char *id);
+void cli_print_best(struct db *db, const char *id);
 
 #endif

@@ -1,18 +1,73 @@
-/* nnictl.c: placeholder until the command table lands. */
+/* nnictl.c: the command table and the dispatch of both faces of the binary. */
 #include <stdio.h>
+#include <string.h>
 
+#include <curl/curl.h>
+
+#include "api/api.h"
 #include "cli/cli.h"
+#include "workers/worker.h"
+
+static const struct cli_cmd *const commands[] = {
+    &cmd_create, &cmd_resume, &cmd_view, &cmd_stop,
+    &cmd_experiment_list, &cmd_experiment_show, &cmd_experiment_status, &cmd_experiment_delete,
+    &cmd_trial_ls, &cmd_trial_kill,
+    NULL,
+};
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: nnictl COMMAND ...\n\ncommands:\n");
+    for (int i = 0; commands[i]; i++)
+        fprintf(stderr, "  %s\n", commands[i]->usage);
+}
 
 int nnictl_main(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "nnictl: not yet\n");
-    return 1;
+    if (argc < 2) {
+        usage();
+        return 1;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0) {
+        printf("%s\n", TRIALQ_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage();
+        return 0;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = -1;
+    for (int i = 0; commands[i] && rc < 0; i++) {
+        const struct cli_cmd *c = commands[i];
+        if (!c->group && strcmp(argv[1], c->name) == 0)
+            rc = c->fn(argc - 1, argv + 1);
+        else if (c->group && strcmp(argv[1], c->group) == 0 && argc >= 3 && strcmp(argv[2], c->name) == 0)
+            rc = c->fn(argc - 2, argv + 2);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "ERROR: unknown command: %s%s%s\n", argv[1], argc >= 3 ? " " : "", argc >= 3 ? argv[2] : "");
+        usage();
+        rc = 2;
+    }
+    curl_global_cleanup();
+    return rc;
 }
 
 int trialq_main(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "trialq: not yet\n");
-    return 1;
+    if (argc >= 2) {
+        if (strcmp(argv[1], "api") == 0)
+            return api_main(argc - 1, argv + 1);
+        if (strcmp(argv[1], "worker") == 0)
+            return worker_main(argc - 1, argv + 1);
+        if (strcmp(argv[1], "nnictl") == 0)
+            return nnictl_main(argc - 1, argv + 1);
+        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+            printf("trialq %s\n", TRIALQ_VERSION);
+            return 0;
+        }
+    }
+    fprintf(stderr, "usage: trialq api|worker|nnictl ... (or run it as nnictl)\n");
+    return 2;
 }

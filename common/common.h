@@ -66,6 +66,8 @@ int mkdir_p(const char *path, mode_t mode);
 char *read_file(const char *path, size_t *len_out);
 /* write tmp, fsync, rename, fsync dir: the file has the old or the new content. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* The same without the fsyncs: atomic against process crashes (kill -9), not power loss. */
+int write_file_replace(const char *path, const void *data, size_t len, mode_t mode);
 int rm_rf(const char *path);
 char *path_join(const char *a, const char *b); /* caller frees */
 char *path_abs(const char *base_dir, const char *path); /* ~ expansion, relative to base */

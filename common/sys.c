@@ -146,7 +146,19 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
+static int write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable);
+
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    return write_replace(path, data, len, mode, 1);
+}
+
+int write_file_replace(const char *path, const void *data, size_t len, mode_t mode)
+{
+    return write_replace(path, data, len, mode, 0);
+}
+
+static int write_replace(const char *path, const void *data, size_t len, mode_t mode, int durable)
 {
     char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -166,14 +178,14 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) < 0)
+    if (durable && fsync(fd) < 0)
         goto fail;
     close(fd);
     fd = -1;
     if (rename(tmp, path) < 0)
         goto fail;
     free(tmp);
-    return fsync_dir_of(path);
+    return durable ? fsync_dir_of(path) : 0;
 fail:;
     int saved = errno;
     if (fd >= 0)

@@ -13,7 +13,8 @@ struct algo_config {
     char *name;            /* built-in name as written (NULL for a custom class) */
     char *class_name;      /* custom: "module.Class" */
     char *code_directory;  /* custom: absolute path */
-    cJSON *class_args;     /* object (never NULL when set; may be empty) */
+    cJSON *class_args;     /* object (never NULL when set; may be empty); the struct's own
+                            * copy, freed by config_free */
 };
 
 struct exp_config {
@@ -36,7 +37,8 @@ struct exp_config {
     struct algo_config tuner;     /* advisor is moved here */
     struct algo_config assessor;
     int is_v1;                    /* the file was a v1 config that was converted */
-    char **warnings;              /* messages to show the user (v1 conversion, ignored keys) */
+    char **warnings;              /* messages to show the user (v1 conversion, ignored keys),
+                                   * each prefixed with the file name */
     int nwarnings;
     void *marks;                  /* private: key path -> file line:col */
 };
@@ -51,7 +53,13 @@ int config_from_json(const char *json, struct exp_config **out, struct errbuf *e
 void config_free(struct exp_config *cfg);
 
 /* Position of a key path such as "searchSpace.lr._value" or "tuner.classArgs" in the
- * source file (1-based). Returns 0 when known, -1 otherwise. */
+ * source file (1-based). Returns 0 when known, -1 otherwise. Paths use the canonical
+ * (camelCase) names and "[i]" for list items. A mapping member gives the position of its
+ * key, a list item that of the item. A path that was never written (a missing key, an
+ * index past the end) gives its nearest written parent; with searchSpaceFile, any
+ * "searchSpace..." path gives the position of the file name. The search-space module's
+ * form for nested choices ("searchSpace.layer[1].kernel" for option 1 of layer's _value)
+ * is understood too. Configs rebuilt by config_from_json have no positions. */
 int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line, int *col);
 
 /* A deep copy of the canonical JSON with secrets (password, token, sshPassphrase,

@@ -12,8 +12,11 @@
 
 #define CACHE_SIZE 64
 
+/* Keyed by a copy of the SQL text (callers may pass freed-and-reused buffers, so a
+ * pointer is never a key) and its hash. */
 struct db_stmt_cache {
-    const char *sql[CACHE_SIZE];
+    char *sql[CACHE_SIZE];
+    uint64_t hash[CACHE_SIZE];
     sqlite3_stmt *st[CACHE_SIZE];
     int n;
 };
@@ -124,8 +127,10 @@ void db_close(struct db *db)
     if (!db)
         return;
     if (db->cache)
-        for (int i = 0; i < db->cache->n; i++)
+        for (int i = 0; i < db->cache->n; i++) {
             sqlite3_finalize(db->cache->st[i]);
+            free(db->cache->sql[i]);
+        }
     if (db->h)
         sqlite3_close(db->h);
     free(db->cache);
@@ -167,11 +172,20 @@ void db_rollback(struct db *db)
     db->in_tx = 0;
 }
 
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 sqlite3_stmt *db_prep(struct db *db, const char *sql, struct errbuf *e)
 {
     struct db_stmt_cache *c = db->cache;
+    uint64_t h = fnv1a(sql);
     for (int i = 0; i < c->n; i++)
-        if (c->sql[i] == sql || strcmp(c->sql[i], sql) == 0) {
+        if (c->hash[i] == h && strcmp(c->sql[i], sql) == 0) {
             sqlite3_reset(c->st[i]);
             sqlite3_clear_bindings(c->st[i]);
             return c->st[i];
@@ -183,11 +197,14 @@ sqlite3_stmt *db_prep(struct db *db, const char *sql, struct errbuf *e)
     }
     if (c->n == CACHE_SIZE) { /* evict the oldest */
         sqlite3_finalize(c->st[0]);
+        free(c->sql[0]);
         memmove(c->sql, c->sql + 1, sizeof c->sql[0] * (CACHE_SIZE - 1));
+        memmove(c->hash, c->hash + 1, sizeof c->hash[0] * (CACHE_SIZE - 1));
         memmove(c->st, c->st + 1, sizeof c->st[0] * (CACHE_SIZE - 1));
         c->n--;
     }
-    c->sql[c->n] = sql;
+    c->sql[c->n] = xstrdup(sql);
+    c->hash[c->n] = h;
     c->st[c->n] = st;
     c->n++;
     return st;
@@ -202,6 +219,11 @@ int db_bindv(sqlite3_stmt *st, const char *types, va_list ap)
         case 'i': rc = sqlite3_bind_int64(st, idx, va_arg(ap, int64_t)); break;
         case 'd': rc = sqlite3_bind_int(st, idx, va_arg(ap, int)); break;
         case 'f': rc = sqlite3_bind_double(st, idx, va_arg(ap, double)); break;
+        case 'F': { /* a double that binds NULL when it is NaN */
+            double v = va_arg(ap, double);
+            rc = v != v ? sqlite3_bind_null(st, idx) : sqlite3_bind_double(st, idx, v);
+            break;
+        }
         case 's': {
             const char *s = va_arg(ap, const char *);
             rc = s ? sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);

@@ -32,7 +32,8 @@ void db_rollback(struct db *db);
  * statement is reset and its bindings cleared. Never finalize it. */
 sqlite3_stmt *db_prep(struct db *db, const char *sql, struct errbuf *e);
 
-/* Binds by a type string: 'i' int64_t, 'd' int, 'f' double, 's' const char * (NULL binds
+/* Binds by a type string: 'i' int64_t, 'd' int, 'f' double, 'F' double
+ * or NULL when NaN, 's' const char * (NULL binds
  * NULL), 'n' nothing (NULL). */
 int db_bindv(sqlite3_stmt *st, const char *types, va_list ap);
 

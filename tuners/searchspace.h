@@ -15,12 +15,17 @@ enum ss_type {
 
 struct ss_space;
 
+/* Key paths (ss_param.path and the errpath of ss_parse) name a parameter the way a
+ * user finds it in the JSON: a top-level key as is ("lr"); a key of a nested choice's
+ * sub-space as "<choice path>[<option index>].<key>" ("layer[1].kernel", where
+ * option 1 of "layer"'s _value holds "kernel"). A choice option itself is
+ * "layer[1]"; an error about the whole search space has the empty path. */
 struct ss_param {
     char *name;              /* key in its (sub)space */
-    char *path;              /* full key path for messages, e.g. "layer/conv/kernel" */
+    char *path;              /* full key path for messages, e.g. "layer[1].kernel" */
     enum ss_type type;
     double a, b, q;          /* low/high or mu/sigma; q for q-types (0 otherwise) */
-    int n_choices;           /* choice: number of options; randint: high - low */
+    int n_choices;           /* choice: number of options; randint: high - low; else 0 */
     cJSON **choices;         /* choice: option values (borrowed from the parsed JSON copy) */
     struct ss_space **sub;   /* nested choice: one sub-space per option, else NULL */
 };
@@ -31,10 +36,24 @@ struct ss_space {
     cJSON *json;             /* owned copy of the source JSON */
 };
 
-/* Parses and validates. On error e->msg starts with the offending key path, and
- * errpath (if not NULL) receives it ("lr" or "layer._value[1].kernel"). */
+/* Parses and validates with NNI's rules (validation.py), made fatal: on error
+ * e->msg is "<key path>: <rule broken>" and errpath (if not NULL) receives the key
+ * path (format above). json may be NULL (reported as an error). Choice options may
+ * be any JSON value (NNI's tuners treat them as opaque categories; BatchTuner needs
+ * objects); when every option is an object with "_name" they are nested sub-spaces,
+ * and a mix of both is rejected. *out owns a copy of json. */
 int ss_parse(const cJSON *json, struct ss_space **out, char *errpath, size_t errpath_len, struct errbuf *e);
 void ss_free(struct ss_space *s);
+
+const char *ss_type_name(enum ss_type t);   /* "choice", "quniform", ... */
+int ss_type_is_normal(enum ss_type t);      /* normal, qnormal, lognormal, qlognormal */
+int ss_type_is_log(enum ss_type t);         /* loguniform, qloguniform, lognormal, qlognormal */
+
+/* NNI's deformat_parameters for one numeric (non-choice, non-randint) parameter:
+ * takes the value in the internal space (log space for log types) and applies exp,
+ * q-rounding round(x/q)*q with Python's round-half-even, then the clip to [low, high]
+ * of quniform/qloguniform. */
+double ss_deformat(const struct ss_param *p, double internal);
 
 /* Deterministic random stream: xoshiro256** seeded from (seed, stream). */
 struct rng {
@@ -43,8 +62,8 @@ struct rng {
 void rng_init(struct rng *r, uint64_t seed, uint64_t stream);
 uint64_t rng_next(struct rng *r);
 double rng_uniform(struct rng *r);           /* [0, 1) */
-double rng_normal(struct rng *r);            /* standard normal */
-uint64_t rng_below(struct rng *r, uint64_t n);
+double rng_normal(struct rng *r);            /* standard normal (Box-Muller, 2 draws) */
+uint64_t rng_below(struct rng *r, uint64_t n); /* unbiased integer in [0, n); 0 if n == 0 */
 
 /* Draws one value of a parameter as NNI's random sampler does; returns a new cJSON
  * (number, string, or for nested choice an object with "_name" and the sub-space). */

@@ -1,0 +1,67 @@
+/* api.h: `trialq api` — one process per running experiment: REST API, scheduler
+ * (free slots -> tuner -> WAITING trial rows), experiment status machine, and the
+ * keeper of its worker processes. */
+#ifndef TRIALQ_API_H
+#define TRIALQ_API_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "config/config.h"
+#include "queue/queue.h"
+#include "tuners/tuner.h"
+
+enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
+
+struct child {
+    pid_t pid;
+    char *platform;
+    int64_t proc_row;
+    int64_t started_ms;
+    int64_t backoff_ms;
+    int64_t restart_at_ms; /* 0 = running */
+};
+
+struct api {
+    struct event_base *base;
+    struct evhttp *http;
+    struct db *db;
+    char *home;
+    char *exp_id;
+    struct experiment exp;     /* refreshed each tick */
+    struct exp_config *cfg;
+    struct ss_space *space;
+    const struct tuner_ops *tuner;
+    void *tuner_state;
+    enum api_action action;
+    int readonly;
+    int spawn_workers;
+    int stopping;              /* graceful stop in progress */
+    int detach;                /* exiting without stopping the experiment */
+    int64_t stop_deadline_ms;
+    int64_t last_tick_ms;
+    int64_t proc_row;
+    struct child *children;
+    int nchildren;
+    char *log_level;
+    int exit_code;
+};
+
+int api_main(int argc, char **argv);
+
+/* scheduler.c */
+int sched_load_tuner(struct api *a, struct errbuf *e);
+void sched_tick(struct api *a);
+void sched_begin_stop(struct api *a, const char *why);
+
+/* children.c */
+void children_start(struct api *a);
+void children_reap(struct api *a);
+void children_restart_due(struct api *a);
+void children_wake(struct api *a);
+void children_stop(struct api *a);
+
+/* routes.c */
+void routes_register(struct api *a);
+
+#endif

@@ -1,0 +1,285 @@
+/* scheduler.c: free slots -> tuner -> WAITING trial rows; the experiment status
+ * machine (NNI's statuses) and the budgets maxTrialNumber, maxExperimentDuration,
+ * maxTrialDuration. Everything it decides is written to the database first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+
+#define STOP_GRACE_MS 20000
+
+int sched_load_tuner(struct api *a, struct errbuf *e)
+{
+    cJSON *ss = cJSON_Parse(a->exp.search_space);
+    char path[256];
+    int rc = ss_parse(ss, &a->space, path, sizeof path, e);
+    cJSON_Delete(ss);
+    if (rc < 0)
+        return errprefix(e, "searchSpace");
+    const char *name = a->cfg->tuner.name ? a->cfg->tuner.name : "Random";
+    a->tuner = tuner_find(name);
+    if (!a->tuner)
+        return errf(e, "tuner.name: unknown tuner '%s' (known: %s)", name, tuner_names());
+    cJSON *args = a->cfg->tuner.class_args ? a->cfg->tuner.class_args : NULL;
+    if (a->tuner->create(args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* History for the tuner, rebuilt from the trial rows. */
+struct history {
+    struct tuner_result *items;
+    cJSON **params;
+    int n;
+};
+
+static void history_free(struct history *h)
+{
+    for (int i = 0; i < h->n; i++)
+        cJSON_Delete(h->params[i]);
+    free(h->items);
+    free(h->params);
+    memset(h, 0, sizeof *h);
+}
+
+static int history_load(struct api *a, struct history *h, struct errbuf *e)
+{
+    memset(h, 0, sizeof *h);
+    sqlite3_stmt *st = db_query(a->db, e,
+        "SELECT parameter_id, parameters, final_metric, status FROM trial"
+        " WHERE experiment_id = ? ORDER BY sequence", "s", a->exp_id);
+    if (!st)
+        return -1;
+    int cap = 0;
+    static const char *const statuses[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "USER_CANCELED",
+                                           "SYS_CANCELED", "EARLY_STOPPED", "UNKNOWN"};
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (h->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            h->items = xrealloc(h->items, sizeof *h->items * (size_t)cap);
+            h->params = xrealloc(h->params, sizeof *h->params * (size_t)cap);
+        }
+        struct tuner_result *r = &h->items[h->n];
+        r->parameter_id = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : col_i64(st, 0);
+        h->params[h->n] = cJSON_Parse((const char *)sqlite3_column_text(st, 1));
+        r->parameters = h->params[h->n];
+        const char *status = (const char *)sqlite3_column_text(st, 3);
+        r->status = "UNKNOWN";
+        for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++)
+            if (strcmp(status, statuses[k]) == 0)
+                r->status = statuses[k];
+        r->has_value = sqlite3_column_type(st, 2) != SQLITE_NULL && strcmp(r->status, "SUCCEEDED") == 0;
+        r->value = sqlite3_column_double(st, 2);
+        h->n++;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
+/* Inserts one WAITING trial in one transaction. Returns 1 inserted, 0 the tuner is
+ * exhausted, -1 on error. */
+static int submit_one(struct api *a, const struct history *h, struct errbuf *e)
+{
+    int64_t index = 0;
+    if (db_int(a->db, e, &index, "SELECT coalesce(max(parameter_id) + 1, 0) FROM trial"
+                                 " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
+               "s", a->exp_id) < 0)
+        return -1;
+    struct tuner_history th = {.n = h->n, .items = h->items};
+    cJSON *params = NULL;
+    int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
+    if (rc <= 0)
+        return rc;
+    char *pjson = cJSON_PrintUnformatted(params);
+    cJSON_Delete(params);
+    const cJSON *retries = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "maxTrialRetries");
+    int max_attempts = 1 + (cJSON_IsNumber(retries) ? retries->valueint : 1);
+    if (db_begin(a->db, e) < 0) {
+        free(pjson);
+        return -1;
+    }
+    int64_t seq = 0;
+    if (db_int(a->db, e, &seq, "SELECT next_sequence FROM experiment WHERE id = ?", "s", a->exp_id) < 0)
+        goto fail;
+    for (int tries = 0;; tries++) {
+        char tid[6];
+        gen_trial_id(tid);
+        int ins = db_run(a->db, e,
+            "INSERT OR IGNORE INTO trial(id, experiment_id, sequence, parameter_id, parameter_source,"
+            " parameters, status, platform, max_attempts, submit_time, updated_at, waiting_reason)"
+            " VALUES (?,?,?,?,'algorithm',?,'WAITING',?,?,?,?,'waiting for a worker to take it')",
+            "ssiissdii", tid, a->exp_id, seq, index, pjson,
+            strcmp(a->exp.platform, "hybrid") == 0 ? "local" : a->exp.platform, max_attempts, now_ms(),
+            now_ms());
+        if (ins < 0)
+            goto fail;
+        if (ins == 1) {
+            if (db_event(a->db, e, a->exp_id, tid, "trial", NULL, "WAITING", "submitted") < 0)
+                goto fail;
+            break;
+        }
+        if (tries > 20) { /* 768M ids: only a broken random source gets here */
+            errf(e, "cannot find a free trial id");
+            goto fail;
+        }
+    }
+    if (db_run(a->db, e, "UPDATE experiment SET next_sequence = ? + 1, updated_at = ? WHERE id = ?", "iis",
+               seq, now_ms(), a->exp_id) < 0 ||
+        db_commit(a->db, e) < 0)
+        goto fail;
+    free(pjson);
+    return 1;
+fail:
+    db_rollback(a->db);
+    free(pjson);
+    return -1;
+}
+
+static void set_error(struct api *a, const char *msg)
+{
+    struct errbuf e;
+    log_error("experiment error: %s", msg);
+    exp_add_error(a->db, a->exp_id, msg, &e);
+    exp_transition(a->db, a->exp_id, NULL, "ERROR", msg, &e);
+}
+
+static void enforce_trial_duration(struct api *a)
+{
+    if (a->exp.max_trial_seconds <= 0)
+        return;
+    struct errbuf e;
+    int64_t limit = now_ms() - a->exp.max_trial_seconds * 1000;
+    sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND status = 'RUNNING'"
+                                           " AND kill_request IS NULL AND start_time < ?",
+                                "si", a->exp_id, limit);
+    if (!st)
+        return;
+    char *ids[64];
+    int n = 0;
+    while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
+        ids[n++] = col_str(st, 0);
+    sqlite3_reset(st);
+    for (int i = 0; i < n; i++) {
+        if (trial_request_kill(a->db, ids[i], "EARLY_STOPPED", "maxTrialDuration exceeded", &e) > 0)
+            children_wake(a);
+        free(ids[i]);
+    }
+}
+
+void sched_begin_stop(struct api *a, const char *why)
+{
+    if (a->stopping)
+        return;
+    a->stopping = 1;
+    a->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
+    struct errbuf e;
+    log_info("stopping experiment %s: %s", a->exp_id, why);
+    /* a finished experiment keeps its DONE: only the process goes away */
+    if (!a->readonly && strcmp(a->exp.status, "DONE") != 0)
+        exp_transition(a->db, a->exp_id, NULL, "STOPPING", why, &e);
+    sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
+                                           " AND status IN ('WAITING','RUNNING')", "s", a->exp_id);
+    if (!st)
+        return;
+    int n = 0, cap = 0;
+    char **ids = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            ids = xrealloc(ids, sizeof *ids * (size_t)cap);
+        }
+        ids[n++] = col_str(st, 0);
+    }
+    sqlite3_reset(st);
+    for (int i = 0; i < n; i++) {
+        if (trial_request_kill(a->db, ids[i], "USER_CANCELED", "experiment stopped", &e) < 0)
+            log_error("cannot cancel trial %s: %s", ids[i], e.msg);
+        free(ids[i]);
+    }
+    free(ids);
+    children_wake(a);
+}
+
+static int64_t count_trials(struct api *a, const char *where)
+{
+    int64_t n = 0;
+    char *sql = xasprintf("SELECT count(*) FROM trial WHERE experiment_id = ? %s", where);
+    db_int(a->db, NULL, &n, sql, "s", a->exp_id);
+    free(sql);
+    return n;
+}
+
+void sched_tick(struct api *a)
+{
+    struct errbuf e;
+    exp_clear(&a->exp);
+    if (exp_load(a->db, a->exp_id, &a->exp, &e) <= 0) {
+        log_error("experiment %s vanished from the database; exiting", a->exp_id);
+        a->stopping = 1;
+        a->stop_deadline_ms = 1;
+        return;
+    }
+    int64_t now = mono_ms();
+    int64_t dt = a->last_tick_ms ? now - a->last_tick_ms : 0;
+    a->last_tick_ms = now;
+    if (a->readonly)
+        return;
+    /* execDuration counts only time in running states, as NNI's does */
+    int active_status = exp_status_active(a->exp.status);
+    db_run(a->db, &e, "UPDATE experiment SET api_heartbeat = ?, exec_duration_ms = exec_duration_ms + ?"
+                      " WHERE id = ?", "iis", now_ms(), active_status ? dt : 0, a->exp_id);
+    if (a->exp.desired_status && strcmp(a->exp.desired_status, "STOPPED") == 0 && !a->stopping)
+        sched_begin_stop(a, "stop requested");
+    if (a->stopping) {
+        int64_t left = count_trials(a, "AND status IN ('WAITING','RUNNING')");
+        if (left == 0 || now >= a->stop_deadline_ms) {
+            if (left)
+                log_warn("%lld trial(s) did not end within the stop grace period", (long long)left);
+            event_base_loopbreak(a->base);
+        }
+        return;
+    }
+    if (!active_status)
+        return;
+    enforce_trial_duration(a);
+
+    int64_t active = count_trials(a, "AND status IN ('WAITING','RUNNING')");
+    int64_t submitted = count_trials(a, "");
+    int budget = (a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
+                 (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000);
+    if (!budget && !a->exp.tuner_exhausted && active < a->exp.concurrency) {
+        struct history h;
+        if (history_load(a, &h, &e) < 0) {
+            set_error(a, e.msg);
+            return;
+        }
+        int added = 0;
+        while (active < a->exp.concurrency &&
+               !(a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number)) {
+            int rc = submit_one(a, &h, &e);
+            if (rc < 0) {
+                history_free(&h);
+                set_error(a, e.msg);
+                return;
+            }
+            if (rc == 0) {
+                db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 1 WHERE id = ?", "s", a->exp_id);
+                a->exp.tuner_exhausted = 1;
+                break;
+            }
+            active++;
+            submitted++;
+            added++;
+        }
+        history_free(&h);
+        if (added)
+            children_wake(a);
+        budget = a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number;
+    }
+    const char *want = "RUNNING";
+    if (budget || a->exp.tuner_exhausted)
+        want = active ? (budget ? "NO_MORE_TRIAL" : "TUNER_NO_MORE_TRIAL") : "DONE";
+    if (strcmp(a->exp.status, want) != 0)
+        exp_transition(a->db, a->exp_id, "RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", want,
+                       strcmp(want, "DONE") == 0 ? "budget used and every trial ended" : NULL, &e);
+}

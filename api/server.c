@@ -1,0 +1,213 @@
+/* server.c: `trialq api --experiment ID`: the event loop. Signals are handled inside
+ * the loop (libevent), never in signal context. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "api/api.h"
+
+#define TICK_MS 500
+
+/* exit codes nnictl understands */
+#define EXIT_PORT_BUSY 3
+#define EXIT_CONFIG 4
+
+static void on_signal(evutil_socket_t sig, short ev, void *arg)
+{
+    (void)ev;
+    struct api *a = arg;
+    switch (sig) {
+    case SIGCHLD:
+        children_reap(a);
+        break;
+    case SIGUSR1:
+        sched_tick(a);
+        break;
+    case SIGTERM:
+    case SIGINT: {
+        /* `nnictl stop` records desired_status STOPPED before it signals: then this is
+         * a stop of the experiment. A bare SIGTERM (systemctl restart, a reboot) ends
+         * only this process; the trials run on and the next api re-attaches them. */
+        char *want = NULL;
+        struct errbuf e;
+        db_text(a->db, &e, &want, "SELECT desired_status FROM experiment WHERE id = ?", "s", a->exp_id);
+        if (a->readonly || !want || strcmp(want, "STOPPED") != 0) {
+            log_info("%s: exiting; the experiment's trials keep running", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            a->detach = 1;
+            event_base_loopbreak(a->base);
+        } else {
+            sched_begin_stop(a, "stop requested");
+        }
+        free(want);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short ev, void *arg)
+{
+    (void)fd; (void)ev;
+    struct api *a = arg;
+    children_restart_due(a);
+    sched_tick(a);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: trialq api --experiment ID [--action create|resume|view] [--home DIR]\n"
+                    "                  [--port N] [--no-workers] [--log-level L]\n");
+}
+
+int api_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"experiment", required_argument, NULL, 'e'},
+        {"action", required_argument, NULL, 'a'},
+        {"home", required_argument, NULL, 'H'},
+        {"port", required_argument, NULL, 'p'},
+        {"no-workers", no_argument, NULL, 'W'},
+        {"log-level", required_argument, NULL, 'l'},
+        {NULL, 0, NULL, 0},
+    };
+    struct api A;
+    struct api *a = &A;
+    memset(a, 0, sizeof *a);
+    a->spawn_workers = 1;
+    a->log_level = "info";
+    const char *home_opt = NULL, *action = "create";
+    int port = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "e:a:H:p:Wl:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': a->exp_id = optarg; break;
+        case 'a': action = optarg; break;
+        case 'H': home_opt = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'W': a->spawn_workers = 0; break;
+        case 'l': a->log_level = optarg; break;
+        default: usage(); return 2;
+        }
+    }
+    if (!a->exp_id) {
+        usage();
+        return 2;
+    }
+    enum log_level lvl;
+    if (log_level_parse(a->log_level, &lvl) == 0)
+        log_set_level(lvl);
+    log_set_module("api");
+    db_set_actor("api");
+    if (strcmp(action, "create") == 0)
+        a->action = ACTION_CREATE;
+    else if (strcmp(action, "resume") == 0)
+        a->action = ACTION_RESUME;
+    else if (strcmp(action, "view") == 0)
+        a->action = ACTION_VIEW, a->readonly = 1, a->spawn_workers = 0;
+    else {
+        usage();
+        return 2;
+    }
+
+    struct errbuf e;
+    a->home = trialq_home(home_opt);
+    char *dbpath = trialq_db_path(a->home);
+    int rc = db_open(dbpath, &a->db, &e);
+    free(dbpath);
+    if (rc < 0) {
+        log_error("%s", e.msg);
+        return 1;
+    }
+    if (exp_load(a->db, a->exp_id, &a->exp, &e) <= 0) {
+        log_error("experiment %s not found", a->exp_id);
+        return 1;
+    }
+    if (port)
+        db_run(a->db, &e, "UPDATE experiment SET port = ? WHERE id = ?", "ds", port, a->exp_id);
+    else
+        port = a->exp.port;
+    if (config_from_json(a->exp.config, &a->cfg, &e) < 0) {
+        log_error("stored config of %s: %s", a->exp_id, e.msg);
+        return EXIT_CONFIG;
+    }
+    if (!a->readonly && sched_load_tuner(a, &e) < 0) {
+        log_error("%s", e.msg);
+        return EXIT_CONFIG;
+    }
+
+    a->base = event_base_new();
+    a->http = evhttp_new(a->base);
+    evhttp_set_timeout(a->http, 30);
+    routes_register(a);
+    if (!evhttp_bind_socket_with_handle(a->http, a->exp.bind_address, (ev_uint16_t)port)) {
+        log_error("Port %d is not idle: cannot listen on %s:%d (%s). Use --port to choose another.",
+                  port, a->exp.bind_address, port, strerror(errno));
+        return EXIT_PORT_BUSY;
+    }
+
+    /* this process now owns the experiment */
+    if (db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
+                          " desired_status = NULL, end_time = CASE WHEN ? THEN end_time END WHERE id = ?",
+               "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly, a->exp_id) < 0 ||
+        proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e) < 0) {
+        log_error("%s", e.msg);
+        return 1;
+    }
+    const char *to = a->readonly ? "VIEWED" : "RUNNING";
+    if (a->action == ACTION_RESUME) {
+        /* resume from any state; "DONE" re-checks its budgets on the first tick */
+        db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
+    }
+    exp_transition(a->db, a->exp_id, NULL, to, action, &e);
+    exp_clear(&a->exp);
+    exp_load(a->db, a->exp_id, &a->exp, &e);
+    log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, action, a->exp.bind_address, port);
+
+    int sigs[] = {SIGCHLD, SIGUSR1, SIGTERM, SIGINT};
+    struct event *sev[4];
+    for (int i = 0; i < 4; i++) {
+        sev[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+        event_add(sev[i], NULL);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    children_start(a);
+    struct event *tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
+    struct timeval tv = {0, TICK_MS * 1000};
+    event_add(tick, &tv);
+    sched_tick(a);
+
+    event_base_dispatch(a->base);
+
+    /* stopping: workers first (their trials have ended or are left to supervisors) */
+    children_stop(a);
+    if (!a->readonly && a->stopping) {
+        exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
+    }
+    db_run(a->db, &e, "UPDATE experiment SET api_pid = NULL, api_start = NULL WHERE id = ? AND api_pid = ?", "sd",
+           a->exp_id, (int)getpid());
+    proc_ended(a->db, a->proc_row, "exited", &e);
+    log_info("experiment %s: api exiting", a->exp_id);
+
+    for (int i = 0; i < 4; i++)
+        event_free(sev[i]);
+    event_free(tick);
+    evhttp_free(a->http);
+    event_base_free(a->base);
+    if (a->tuner_state)
+        a->tuner->destroy(a->tuner_state);
+    ss_free(a->space);
+    config_free(a->cfg);
+    exp_clear(&a->exp);
+    db_close(a->db);
+    free(a->home);
+    return a->exit_code;
+}

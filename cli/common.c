@@ -1,0 +1,346 @@
+/* common.c: what nnictl's commands share: database, api processes, HTTP, ports. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "cli/cli.h"
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ERROR: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+struct db *cli_open_db(const char *home_opt, char **home_out)
+{
+    char *home = trialq_home(home_opt);
+    if (mkdir_p(home, 0700) < 0) {
+        cli_error("cannot create %s: %s", home, strerror(errno));
+        free(home);
+        return NULL;
+    }
+    char *path = trialq_db_path(home);
+    struct db *db;
+    struct errbuf e;
+    int rc = db_open(path, &db, &e);
+    free(path);
+    if (rc < 0) {
+        cli_error("%s", e.msg);
+        free(home);
+        return NULL;
+    }
+    if (home_out)
+        *home_out = home;
+    else
+        free(home);
+    return db;
+}
+
+int cli_api_alive(const struct experiment *x)
+{
+    return x->api_pid > 0 && proc_alive(x->api_pid, (uint64_t)x->api_start);
+}
+
+int cli_port_free(const char *addr, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, addr && *addr ? addr : "127.0.0.1", &sa.sin_addr);
+    int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+static size_t collect_body(char *p, size_t size, size_t n, void *ud)
+{
+    sb_add(ud, p, size * n);
+    return size * n;
+}
+
+int cli_http(const char *method, int port, const char *path, const char *req_body, char **body)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -1;
+    char *url = xasprintf("http://127.0.0.1:%d/api/v1/nni%s", port, path);
+    struct strbuf sb;
+    sb_init(&sb);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
+    if (req_body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req_body);
+    long code = -1;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(url);
+    if (body)
+        *body = sb_detach(&sb);
+    else
+        sb_free(&sb);
+    return (int)code;
+}
+
+static void log_header(int fd, const char *id)
+{
+    char line[81];
+    memset(line, '-', 80);
+    line[80] = '\0';
+    char ts[32];
+    format_time_ms(now_ms(), "%Y-%m-%d %H:%M:%S", ts, sizeof ts);
+    dprintf(fd, "%s\nExperiment %s start: %s\n%s\n", line, id, ts, line);
+}
+
+static void print_log_tail(const char *path)
+{
+    size_t len;
+    char *s = read_file(path, &len);
+    if (!s)
+        return;
+    const char *from = len > 2000 ? s + len - 2000 : s;
+    fprintf(stderr, "--- last lines of %s ---\n%s\n", path, from);
+    free(s);
+}
+
+pid_t cli_start_api(const char *home, const struct experiment *x, const char *action, int port, int detach,
+                    const char *log_level)
+{
+    char *logdir = path_join(x->exp_dir, "log");
+    mkdir_p(logdir, 0700);
+    char *outp = path_join(logdir, "nnictl_stdout.log");
+    char *errp = path_join(logdir, "nnictl_stderr.log");
+    char *exe = self_exe_path();
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (detach)
+            setsid();
+        else
+            setpgid(0, 0); /* Ctrl-C reaches nnictl, which stops the experiment in order */
+        {
+            /* output to the experiment's log files, also in the foreground */
+            int ofd = open(outp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            int efd = open(errp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (ofd >= 0) {
+                log_header(ofd, x->id);
+                dup2(ofd, 1);
+            }
+            if (efd >= 0) {
+                log_header(efd, x->id);
+                dup2(efd, 2);
+            }
+            if (nfd >= 0)
+                dup2(nfd, 0);
+        }
+        close_fds_from(3);
+        execl(exe, "trialq", "api", "--experiment", x->id, "--action", action, "--home", home, "--port", portstr,
+              "--log-level", log_level ? log_level : "info", (char *)NULL);
+        _exit(127);
+    }
+    free(exe);
+    if (pid < 0) {
+        cli_error("cannot start the api process: %s", strerror(errno));
+        goto fail;
+    }
+    /* wait until it answers, or tell why it did not */
+    int64_t deadline = mono_ms() + 15000;
+    while (mono_ms() < deadline) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+                cli_error("Port %d is not idle: another process listens there. Choose another port with --port.",
+                          port);
+            else
+                cli_error("the api process of experiment %s exited at start (%s %d)", x->id,
+                          WIFEXITED(st) ? "exit code" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            if (detach)
+                print_log_tail(errp);
+            goto fail;
+        }
+        if (cli_http("GET", port, "/check-status", NULL, NULL) == 200) {
+            free(logdir); free(outp); free(errp);
+            return pid;
+        }
+        usleep(20000);
+    }
+    cli_error("the api process of experiment %s did not answer on port %d within 15 s", x->id, port);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+fail:
+    free(logdir); free(outp); free(errp);
+    return -1;
+}
+
+int cli_drain(const char *home, const char *exp_id, const char *platform)
+{
+    char *exe = self_exe_path();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nfd >= 0)
+            dup2(nfd, 1);
+        close_fds_from(3);
+        execl(exe, "trialq", "worker", "--platform", platform, "--experiment", exp_id, "--home", home, "--drain",
+              (char *)NULL);
+        _exit(127);
+    }
+    free(exe);
+    if (pid < 0)
+        return -1;
+    int st;
+    int64_t deadline = mono_ms() + 30000;
+    while (mono_ms() < deadline) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static int64_t count_where(struct db *db, const char *id, const char *where)
+{
+    int64_t n = 0;
+    char *sql = xasprintf("SELECT count(*) FROM trial WHERE experiment_id = ? %s", where);
+    db_int(db, NULL, &n, sql, "s", id);
+    free(sql);
+    return n;
+}
+
+int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet)
+{
+    struct errbuf e;
+    struct experiment x;
+    if (exp_load(db, id, &x, &e) <= 0)
+        return cli_error("experiment %s not found", id);
+    if (!quiet)
+        printf("Stopping experiment %s\n", id);
+    /* recorded first, so that an api restarted meanwhile stops too */
+    db_run(db, &e, "UPDATE experiment SET desired_status = 'STOPPED' WHERE id = ?", "s", id);
+    if (cli_api_alive(&x)) {
+        kill(x.api_pid, SIGTERM);
+        int64_t deadline = mono_ms() + 40000;
+        while (mono_ms() < deadline && proc_alive(x.api_pid, (uint64_t)x.api_start)) {
+            waitpid(x.api_pid, NULL, WNOHANG); /* it may be our own child (--foreground) */
+            usleep(20000);
+        }
+        if (proc_alive(x.api_pid, (uint64_t)x.api_start)) {
+            fprintf(stderr, "WARNING: api pid %d did not exit in 40 s; killing it\n", x.api_pid);
+            proc_terminate(x.api_pid, (uint64_t)x.api_start, 0);
+        }
+    }
+    /* trials left behind by a dead api: end them through a worker */
+    if (count_where(db, id, "AND status IN ('WAITING','RUNNING')") > 0 && strcmp(x.platform, "hybrid") != 0)
+        if (cli_drain(home, id, x.platform) < 0)
+            fprintf(stderr, "WARNING: could not end every trial of %s\n", id);
+    /* every process recorded for the experiment is gone when we return */
+    sqlite3_stmt *st = db_query(db, &e, "SELECT id, pid, pid_start, host FROM process"
+                                        " WHERE experiment_id = ? AND ended_at IS NULL", "s", id);
+    if (st) {
+        int64_t rows[256], pids[256], starts[256];
+        int n = 0;
+        while (n < 256 && sqlite3_step(st) == SQLITE_ROW) {
+            if (strcmp((const char *)sqlite3_column_text(st, 3), host_name()) != 0)
+                continue;
+            rows[n] = col_i64(st, 0);
+            pids[n] = col_i64(st, 1);
+            starts[n] = col_i64(st, 2);
+            n++;
+        }
+        sqlite3_reset(st);
+        for (int i = 0; i < n; i++) {
+            proc_terminate((pid_t)pids[i], (uint64_t)starts[i], 3000);
+            proc_ended(db, rows[i], "stopped by nnictl", &e);
+        }
+    }
+    int64_t left = count_where(db, id, "AND status IN ('WAITING','RUNNING')");
+    db_run(db, &e, "UPDATE experiment SET api_pid = NULL, api_start = NULL WHERE id = ?", "s", id);
+    exp_transition(db, id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL,STOPPING,VIEWED", "STOPPED",
+                   "nnictl stop", &e);
+    exp_clear(&x);
+    if (left) {
+        fprintf(stderr, "WARNING: %lld trial(s) of %s could not be ended\n", (long long)left, id);
+        return 1;
+    }
+    if (!quiet)
+        printf("Stop experiment success.\n");
+    return 0;
+}
+
+void cli_print_progress(struct db *db, const char *id)
+{
+    struct experiment x;
+    struct errbuf e;
+    if (exp_load(db, id, &x, &e) <= 0)
+        return;
+    int64_t done = count_where(db, id, "AND status NOT IN ('WAITING','RUNNING')");
+    int64_t running = count_where(db, id, "AND status = 'RUNNING'");
+    int64_t ok = count_where(db, id, "AND status = 'SUCCEEDED'");
+    char best[64] = "-";
+    double v;
+    int64_t bits;
+    (void)bits;
+    char *bs = NULL;
+    if (db_text(db, &e, &bs, "SELECT final_metric FROM best_trials_v WHERE experiment_id = ? AND rank = 1", "s",
+                id) == 1 && bs) {
+        v = atof(bs);
+        snprintf(best, sizeof best, "%g", v);
+    }
+    free(bs);
+    char total[32];
+    if (x.max_trial_number > 0)
+        snprintf(total, sizeof total, "%lld", (long long)x.max_trial_number);
+    else
+        strcpy(total, "-");
+    printf("[%s] %s  trials done %lld/%s  running %lld  succeeded %lld  best %s  elapsed %llds\n", id, x.status,
+           (long long)done, total, (long long)running, (long long)ok, best, (long long)(x.exec_duration_ms / 1000));
+    fflush(stdout);
+    exp_clear(&x);
+}
+
+void cli_print_best(struct db *db, const char *id)
+{
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(db, &e, "SELECT trial_id, sequence, final_metric, parameters FROM best_trials_v"
+                                        " WHERE experiment_id = ? AND rank = 1", "s", id);
+    if (!st)
+        return;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        printf("Best trial: %s (#%lld)  final metric %g  parameters %s\n", sqlite3_column_text(st, 0),
+               (long long)col_i64(st, 1), sqlite3_column_double(st, 2), sqlite3_column_text(st, 3));
+    else
+        printf("No trial reported a final metric.\n");
+    sqlite3_reset(st);
+}

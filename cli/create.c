@@ -1,0 +1,345 @@
+/* create.c: nnictl create | resume | view. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "tuners/tuner.h"
+
+/* Turns a search-space error path into file:line:col when the space is inline. */
+static int search_space_error(const struct exp_config *cfg, const char *errpath, const char *msg)
+{
+    char key[512];
+    snprintf(key, sizeof key, "searchSpace.%s", errpath);
+    /* the path may use [i] and . separators; try the most precise key first */
+    int line, col;
+    char *k = xstrdup(key);
+    for (;;) {
+        if (config_mark_of(cfg, k, &line, &col) == 0) {
+            free(k);
+            return cli_error("%s:%d:%d: searchSpace: %s", cfg->source_path, line, col, msg);
+        }
+        char *cut = strrchr(k, '.');
+        char *br = strrchr(k, '[');
+        if (br > cut)
+            cut = br;
+        if (!cut)
+            break;
+        *cut = '\0';
+    }
+    free(k);
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "searchSpaceFile");
+    if (cJSON_IsString(file))
+        return cli_error("%s: searchSpace: %s", file->valuestring, msg);
+    return cli_error("%s: searchSpace: %s", cfg->source_path, msg);
+}
+
+static int algo_error(const struct exp_config *cfg, const char *key, const char *msg)
+{
+    int line, col;
+    if (config_mark_of(cfg, key, &line, &col) == 0)
+        return cli_error("%s:%d:%d: %s", cfg->source_path, line, col, msg);
+    return cli_error("%s: %s", cfg->source_path, msg);
+}
+
+/* Everything a config must pass before anything is created. */
+static int validate(struct exp_config *cfg, int64_t *seed)
+{
+    struct errbuf e;
+    char errpath[256] = "";
+    struct ss_space *space = NULL;
+    if (ss_parse(cfg->search_space, &space, errpath, sizeof errpath, &e) < 0)
+        return search_space_error(cfg, errpath, e.msg);
+    if (!cfg->tuner.name)
+        return algo_error(cfg, "tuner", "tuner.className: customized Python tuners are not supported yet;"
+                                         " use a built-in tuner name");
+    const struct tuner_ops *t = tuner_find(cfg->tuner.name);
+    if (!t) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "tuner.name: unknown tuner '%s' (known: %s)", cfg->tuner.name, tuner_names());
+        ss_free(space);
+        return algo_error(cfg, "tuner.name", msg);
+    }
+    *seed = -1;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cfg->tuner.class_args, "seed");
+    if (cJSON_IsNumber(s))
+        *seed = (int64_t)s->valuedouble;
+    void *state = NULL;
+    if (t->create(cfg->tuner.class_args, space, (uint64_t)(*seed < 0 ? 0 : *seed), &state, &e) < 0) {
+        ss_free(space);
+        return algo_error(cfg, "tuner.classArgs", e.msg);
+    }
+    t->destroy(state);
+    ss_free(space);
+    if (cfg->assessor.set)
+        fprintf(stderr, "WARNING: assessor is not supported yet and is ignored\n");
+    if (strcmp(cfg->platform, "local") != 0)
+        return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: local)",
+                         cfg->source_path, cfg->platform);
+    return 0;
+}
+
+static int foreground_loop(struct db *db, const char *id, pid_t api);
+
+static volatile sig_atomic_t g_interrupted;
+static void on_int(int sig) { (void)sig; g_interrupted = 1; }
+
+static int cmd_create_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"port", required_argument, NULL, 'p'},
+        {"debug", no_argument, NULL, 'd'},        {"foreground", no_argument, NULL, 'f'},
+        {"url_prefix", required_argument, NULL, 'u'}, {"dry-run", no_argument, NULL, 'n'},
+        {"home", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL, *home_opt = NULL;
+    int port = 8080, foreground = 0, dry = 0, debug = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:p:dfu:nH:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': path = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'd': debug = 1; break;
+        case 'f': foreground = 1; break;
+        case 'u': return cli_error("--url_prefix is not supported yet");
+        case 'n': dry = 1; break;
+        case 'H': home_opt = optarg; break;
+        default: return cli_error("usage: %s", cmd_create.usage);
+        }
+    }
+    if (!path)
+        return cli_error("the following arguments are required: --config/-c");
+    if (home_opt) {
+        /* the default experimentWorkingDirectory follows the home */
+        char *h = trialq_home(home_opt);
+        setenv("NNI_HOME", h, 1);
+        free(h);
+    }
+    if (port < 1 || port > 65535)
+        return cli_error("--port: %d is not a port number (1-65535)", port);
+    struct exp_config *cfg;
+    struct errbuf e;
+    if (config_load(path, &cfg, &e) < 0)
+        return cli_error("%s", e.msg);
+    for (int i = 0; i < cfg->nwarnings; i++)
+        fprintf(stderr, "WARNING: %s\n", cfg->warnings[i]);
+    int64_t seed;
+    if (validate(cfg, &seed) != 0) {
+        config_free(cfg);
+        return 1;
+    }
+    if (dry) {
+        char *s = config_to_string(cfg);
+        printf("%s\n", s);
+        free(s);
+        printf("Config %s is valid.\n", cfg->source_path);
+        config_free(cfg);
+        return 0;
+    }
+    if (!cli_port_free("127.0.0.1", port)) {
+        config_free(cfg);
+        return cli_error("Port %d is not idle: another process listens there. Choose another port with --port.",
+                         port);
+    }
+    char *home;
+    struct db *db = cli_open_db(home_opt, &home);
+    if (!db) {
+        config_free(cfg);
+        return 1;
+    }
+    struct experiment x;
+    memset(&x, 0, sizeof x);
+    char id[9];
+    int64_t exists = 1;
+    do {
+        gen_experiment_id(id);
+    } while (db_int(db, &e, &exists, "SELECT 1 FROM experiment WHERE id = ?", "s", id) == 1);
+    if (seed < 0) {
+        uint32_t r;
+        random_bytes(&r, sizeof r);
+        seed = r & 0x7fffffff;
+    }
+    char token[33];
+    gen_token(token, 32);
+    char *config_json = cJSON_PrintUnformatted(cfg->canonical);
+    char *ss_json = cJSON_PrintUnformatted(cfg->search_space);
+    x.id = id;
+    x.name = cfg->experiment_name;
+    x.config = config_json;
+    x.search_space = ss_json;
+    x.platform = cfg->platform;
+    x.exp_dir = path_join(cfg->experiment_working_directory, id);
+    x.port = port;
+    x.start_time = now_ms();
+    x.max_trial_number = cfg->max_trial_number;
+    x.max_exec_seconds = cfg->max_experiment_seconds;
+    x.max_trial_seconds = cfg->max_trial_seconds;
+    x.concurrency = cfg->trial_concurrency;
+    x.seed = seed;
+    x.token = token;
+    int rc = 1;
+    if (mkdir_p(x.exp_dir, 0700) < 0) {
+        cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
+        goto out;
+    }
+    if (exp_insert(db, &x, &e) < 0) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    printf("Creating experiment, Experiment ID: %s\n", id);
+    printf("Starting web server...\n");
+    fflush(stdout);
+    struct experiment stored;
+    exp_load(db, id, &stored, &e);
+    const char *lvl = debug ? "debug" : cfg->log_level;
+    pid_t api = cli_start_api(home, &stored, "create", port, !foreground, lvl);
+    exp_clear(&stored);
+    if (api < 0) {
+        exp_transition(db, id, NULL, "ERROR", "api did not start", &e);
+        goto out;
+    }
+    printf("Setting up...\n");
+    printf("Web portal URLs: http://127.0.0.1:%d\n", port);
+    printf("Experiment %s started. Data: %s\n", id, x.exp_dir);
+    printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
+    fflush(stdout);
+    rc = foreground ? foreground_loop(db, id, api) : 0;
+    if (foreground)
+        cli_stop_experiment(db, home, id, 1);
+out:
+    free(config_json);
+    free(ss_json);
+    free(x.exp_dir);
+    free(home);
+    config_free(cfg);
+    db_close(db);
+    return rc;
+}
+
+/* --foreground: progress every second until the experiment ends, as NNI's -f polls. */
+static int foreground_loop(struct db *db, const char *id, pid_t api)
+{
+    signal(SIGINT, on_int);
+    signal(SIGTERM, on_int);
+    int64_t last = 0;
+    int rc = 0;
+    for (;;) {
+        struct experiment x;
+        struct errbuf e;
+        if (exp_load(db, id, &x, &e) <= 0)
+            return 1;
+        int ended = strcmp(x.status, "DONE") == 0 || strcmp(x.status, "STOPPED") == 0 ||
+                    strcmp(x.status, "ERROR") == 0;
+        if (mono_ms() - last >= 1000 || ended) {
+            cli_print_progress(db, id);
+            last = mono_ms();
+        }
+        if (ended) {
+            if (strcmp(x.status, "ERROR") == 0) {
+                fprintf(stderr, "Experiment %s ended in ERROR: %s\n", id, x.errors);
+                rc = 1;
+            }
+            exp_clear(&x);
+            break;
+        }
+        exp_clear(&x);
+        if (g_interrupted) {
+            printf("Interrupted: stopping experiment %s\n", id);
+            break;
+        }
+        int st;
+        if (waitpid(api, &st, WNOHANG) == api) {
+            fprintf(stderr, "ERROR: the api process exited unexpectedly\n");
+            return 1;
+        }
+        usleep(50000);
+    }
+    cli_print_best(db, id);
+    return rc;
+}
+
+/* resume and view share everything but the action */
+static int restart(int argc, char **argv, const char *action)
+{
+    static const struct option opts[] = {
+        {"port", required_argument, NULL, 'p'}, {"debug", no_argument, NULL, 'd'},
+        {"foreground", no_argument, NULL, 'f'}, {"experiment_dir", required_argument, NULL, 'e'},
+        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL;
+    int port = 0, foreground = 0, debug = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "p:dfe:H:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': port = atoi(optarg); break;
+        case 'd': debug = 1; break;
+        case 'f': foreground = 1; break;
+        case 'e': home_opt = optarg; break;
+        case 'H': home_opt = optarg; break;
+        default: return cli_error("usage: nnictl %s ID [--port P] [--foreground]", action);
+        }
+    }
+    if (optind >= argc)
+        return cli_error("the following arguments are required: id");
+    char *home;
+    struct db *db = cli_open_db(home_opt, &home);
+    if (!db)
+        return 1;
+    struct errbuf e;
+    int rc = 1;
+    char *id = exp_resolve(db, argv[optind], 0, &e);
+    struct experiment x;
+    memset(&x, 0, sizeof x);
+    if (!id) {
+        cli_error("%s", e.msg);
+        goto out;
+    }
+    if (exp_load(db, id, &x, &e) <= 0)
+        goto out;
+    if (cli_api_alive(&x)) {
+        cli_error("experiment %s is running (api pid %d, port %d); stop it first: nnictl stop %s", id, x.api_pid,
+                  x.port, id);
+        goto out;
+    }
+    if (!port)
+        port = x.port ? x.port : 8080;
+    if (!cli_port_free("127.0.0.1", port)) {
+        cli_error("Port %d is not idle: another process listens there. Choose another port with --port.", port);
+        goto out;
+    }
+    if (strcmp(action, "resume") == 0)
+        printf("Resuming experiment %s\n", id);
+    pid_t api = cli_start_api(home, &x, action, port, !foreground, debug ? "debug" : "info");
+    if (api < 0)
+        goto out;
+    printf("Web portal URLs: http://127.0.0.1:%d\n", port);
+    printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
+    fflush(stdout);
+    rc = 0;
+    if (foreground) {
+        rc = foreground_loop(db, id, api);
+        cli_stop_experiment(db, home, id, 1);
+    }
+out:
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return rc;
+}
+
+static int cmd_resume_fn(int argc, char **argv) { return restart(argc, argv, "resume"); }
+static int cmd_view_fn(int argc, char **argv) { return restart(argc, argv, "view"); }
+
+const struct cli_cmd cmd_create = {NULL, "create", "nnictl create --config FILE [--port P] [--foreground] [--dry-run]",
+                                   cmd_create_fn};
+const struct cli_cmd cmd_resume = {NULL, "resume", "nnictl resume ID [--port P] [--foreground]", cmd_resume_fn};
+const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P]", cmd_view_fn};

@@ -1,0 +1,187 @@
+/* experiment.c: nnictl experiment list | show | status | delete — from the database,
+ * so they work whether or not the experiment runs. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "schema/nnijson.h"
+
+/* Parses [id] [--home H] [--all]; opens the db and resolves the id (when need_id). */
+static struct db *open_and_resolve(int argc, char **argv, int need_id, char **id, char **home, int *all)
+{
+    static const struct option opts[] = {
+        {"home", required_argument, NULL, 'H'}, {"all", no_argument, NULL, 'a'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL;
+    int c;
+    optind = 1;
+    if (all)
+        *all = 0;
+    while ((c = getopt_long(argc, argv, "H:a", opts, NULL)) != -1) {
+        if (c == 'H')
+            home_opt = optarg;
+        else if (c == 'a' && all)
+            *all = 1;
+        else {
+            cli_error("unknown option");
+            return NULL;
+        }
+    }
+    struct db *db = cli_open_db(home_opt, home);
+    if (!db || !need_id)
+        return db;
+    struct errbuf e;
+    *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
+    if (!*id) {
+        cli_error("%s", e.msg);
+        db_close(db);
+        free(*home);
+        return NULL;
+    }
+    return db;
+}
+
+static void fmt_time(int64_t ms, char *out, size_t n)
+{
+    if (ms <= 0)
+        snprintf(out, n, "N/A");
+    else
+        format_time_ms(ms, "%Y-%m-%d %H:%M:%S", out, n);
+}
+
+static int cmd_list_fn(int argc, char **argv)
+{
+    char *home = NULL;
+    int all;
+    struct db *db = open_and_resolve(argc, argv, 0, NULL, &home, &all);
+    if (!db)
+        return 1;
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(db, &e, "SELECT id FROM experiment ORDER BY start_time", "");
+    char **ids = NULL;
+    int n = 0;
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        ids = xrealloc(ids, sizeof *ids * (size_t)(n + 1));
+        ids[n++] = col_str(st, 0);
+    }
+    if (st)
+        sqlite3_reset(st);
+    int shown = 0;
+    for (int i = 0; i < n; i++) {
+        struct experiment x;
+        if (exp_load(db, ids[i], &x, &e) == 1) {
+            int alive = cli_api_alive(&x);
+            /* like NNI: an experiment whose process is gone shows as STOPPED, unless it
+             * finished (DONE/ERROR keep their status) */
+            const char *status = x.status;
+            if (!alive && strcmp(status, "DONE") != 0 && strcmp(status, "ERROR") != 0)
+                status = "STOPPED";
+            if (all || alive) {
+                char st0[32], st1[32];
+                fmt_time(x.start_time, st0, sizeof st0);
+                fmt_time(x.end_time, st1, sizeof st1);
+                printf("Id: %s    Name: %s    Status: %s    Port: %d    Platform: %s    StartTime: %s    EndTime: %s\n",
+                       x.id, x.name ? x.name : "None", status, x.port, x.platform, st0, st1);
+                shown++;
+            }
+            exp_clear(&x);
+        }
+        free(ids[i]);
+    }
+    free(ids);
+    if (!shown)
+        printf(all ? "There is no experiment.\n" : "There is no experiment running. Use --all to list every experiment.\n");
+    free(home);
+    db_close(db);
+    return 0;
+}
+
+static int cmd_show_fn(int argc, char **argv)
+{
+    char *id = NULL, *home = NULL;
+    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
+    if (!db)
+        return 1;
+    struct experiment x;
+    struct errbuf e;
+    exp_load(db, id, &x, &e);
+    cJSON *cfg = cJSON_Parse(x.config);
+    cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
+    cJSON_Delete(cfg);
+    cJSON *j = nni_profile_json(&x, red);
+    char *s = cJSON_Print(j);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return 0;
+}
+
+static int cmd_status_fn(int argc, char **argv)
+{
+    char *id = NULL, *home = NULL;
+    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
+    if (!db)
+        return 1;
+    struct experiment x;
+    struct errbuf e;
+    exp_load(db, id, &x, &e);
+    cJSON *j = cJSON_CreateObject();
+    const char *status = x.status;
+    if (!cli_api_alive(&x) && strcmp(status, "DONE") != 0 && strcmp(status, "ERROR") != 0)
+        status = "STOPPED";
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON *errs = cJSON_Parse(x.errors);
+    cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
+    char *s = cJSON_PrintUnformatted(j);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return 0;
+}
+
+static int cmd_delete_fn(int argc, char **argv)
+{
+    char *id = NULL, *home = NULL;
+    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
+    if (!db)
+        return 1;
+    struct experiment x;
+    struct errbuf e;
+    int rc = 0;
+    exp_load(db, id, &x, &e);
+    if (cli_api_alive(&x)) {
+        rc = cli_error("experiment %s is running; stop it first: nnictl stop %s", id, id);
+    } else {
+        if (db_begin(db, &e) < 0 ||
+            db_run(db, &e, "DELETE FROM experiment WHERE id = ?", "s", id) < 0 ||
+            db_event(db, &e, id, NULL, "experiment", x.status, "DELETED", "nnictl experiment delete") < 0 ||
+            db_commit(db, &e) < 0) {
+            db_rollback(db);
+            rc = cli_error("%s", e.msg);
+        } else {
+            rm_rf(x.exp_dir);
+            printf("Experiment %s deleted.\n", id);
+        }
+    }
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return rc;
+}
+
+const struct cli_cmd cmd_experiment_list = {"experiment", "list", "nnictl experiment list [--all]", cmd_list_fn};
+const struct cli_cmd cmd_experiment_show = {"experiment", "show", "nnictl experiment show [ID]", cmd_show_fn};
+const struct cli_cmd cmd_experiment_status = {"experiment", "status", "nnictl experiment status [ID]", cmd_status_fn};
+const struct cli_cmd cmd_experiment_delete = {"experiment", "delete", "nnictl experiment delete [ID]", cmd_delete_fn};

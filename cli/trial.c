@@ -1,0 +1,213 @@
+/* trial.c: nnictl trial ls | kill. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "queue/queue.h"
+#include "schema/nnijson.h"
+
+struct ls_row {
+    cJSON *json;
+    double metric;
+    int has_metric;
+};
+
+static int by_metric_desc(const void *a, const void *b)
+{
+    const struct ls_row *x = a, *y = b;
+    return (x->metric < y->metric) - (x->metric > y->metric);
+}
+
+/* NNI prints times as local "YYYY/MM/DD HH:MM:SS" and keys sorted, indent 4. */
+static void rewrite_times(cJSON *j)
+{
+    static const char *const keys[] = {"startTime", "endTime"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        if (cJSON_IsNumber(v)) {
+            char buf[32];
+            format_time_ms((int64_t)v->valuedouble, "%Y/%m/%d %H:%M:%S", buf, sizeof buf);
+            cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
+        }
+    }
+}
+
+static cJSON *sorted_copy(const cJSON *j)
+{
+    if (!cJSON_IsObject(j)) {
+        if (cJSON_IsArray(j)) {
+            cJSON *a = cJSON_CreateArray();
+            const cJSON *it;
+            cJSON_ArrayForEach(it, j) cJSON_AddItemToArray(a, sorted_copy(it));
+            return a;
+        }
+        return cJSON_Duplicate(j, 1);
+    }
+    int n = cJSON_GetArraySize(j);
+    const cJSON **items = xcalloc((size_t)n, sizeof *items);
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j) items[i++] = it;
+    for (int a = 1; a < n; a++) /* insertion sort: objects are small */
+        for (int b = a; b > 0 && strcmp(items[b - 1]->string, items[b]->string) > 0; b--) {
+            const cJSON *t = items[b];
+            items[b] = items[b - 1];
+            items[b - 1] = t;
+        }
+    cJSON *o = cJSON_CreateObject();
+    for (i = 0; i < n; i++)
+        cJSON_AddItemToObject(o, items[i]->string, sorted_copy(items[i]));
+    free(items);
+    return o;
+}
+
+static void print_indent4(const cJSON *j)
+{
+    char *s = cJSON_Print(j);
+    /* cJSON indents with tabs; NNI's json.dumps(indent=4) uses four spaces */
+    for (char *p = s; *p; p++) {
+        if (*p == '\t')
+            fputs("    ", stdout);
+        else
+            putchar(*p);
+    }
+    putchar('\n');
+    free(s);
+}
+
+static int cmd_ls_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"head", required_argument, NULL, 'h'}, {"tail", required_argument, NULL, 't'},
+        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL;
+    int head = 0, tail = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h:t:H:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': head = atoi(optarg); break;
+        case 't': tail = atoi(optarg); break;
+        case 'H': home_opt = optarg; break;
+        default: return cli_error("usage: %s", cmd_trial_ls.usage);
+        }
+    }
+    if (head && tail)
+        return cli_error("argument --tail: not allowed with argument --head");
+    char *home;
+    struct db *db = cli_open_db(home_opt, &home);
+    if (!db)
+        return 1;
+    struct errbuf e;
+    char *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
+    if (!id) {
+        free(home);
+        db_close(db);
+        return cli_error("%s", e.msg);
+    }
+    struct experiment x;
+    exp_load(db, id, &x, &e);
+    sqlite3_stmt *st = db_query(db, &e, "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? ORDER BY sequence",
+                                "s", id);
+    struct trial *ts = NULL;
+    int n = 0;
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        ts = xrealloc(ts, sizeof *ts * (size_t)(n + 1));
+        trial_from_row(st, &ts[n++]);
+    }
+    if (st)
+        sqlite3_reset(st);
+    struct ls_row *rows = xcalloc((size_t)n + 1, sizeof *rows);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int has = strcmp(ts[i].status, "SUCCEEDED") == 0 && ts[i].has_final_metric;
+        if ((head || tail) && !has) {
+            trial_clear(&ts[i]);
+            continue;
+        }
+        cJSON *j = nni_trial_job_json(db, &x, &ts[i]);
+        rewrite_times(j);
+        rows[m].json = j;
+        rows[m].metric = ts[i].final_metric;
+        rows[m].has_metric = has;
+        m++;
+        trial_clear(&ts[i]);
+    }
+    free(ts);
+    int from = 0, to = m;
+    if (head || tail) {
+        qsort(rows, (size_t)m, sizeof *rows, by_metric_desc);
+        if (head)
+            to = head < m ? head : m;
+        else
+            from = tail < m ? m - tail : 0;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < m; i++) {
+        if (i >= from && i < to)
+            cJSON_AddItemToArray(arr, sorted_copy(rows[i].json));
+        cJSON_Delete(rows[i].json);
+    }
+    free(rows);
+    print_indent4(arr);
+    cJSON_Delete(arr);
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return 0;
+}
+
+static int cmd_kill_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL, *trial_id = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "T:H:", opts, NULL)) != -1) {
+        if (c == 'T')
+            trial_id = optarg;
+        else if (c == 'H')
+            home_opt = optarg;
+        else
+            return cli_error("usage: %s", cmd_trial_kill.usage);
+    }
+    if (!trial_id)
+        return cli_error("the following arguments are required: --trial_id/-T");
+    char *home;
+    struct db *db = cli_open_db(home_opt, &home);
+    if (!db)
+        return 1;
+    struct errbuf e;
+    int rc = 0;
+    char *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
+    struct experiment x;
+    memset(&x, 0, sizeof x);
+    if (!id)
+        rc = cli_error("%s", e.msg);
+    else if (exp_load(db, id, &x, &e) <= 0 || !cli_api_alive(&x))
+        rc = cli_error("Experiment %s is not running.", id);
+    else {
+        char *path = xasprintf("/trial-jobs/%s", trial_id);
+        char *body = NULL;
+        int code = cli_http("DELETE", x.port, path, NULL, &body);
+        if (code != 200)
+            rc = cli_error("kill trial %s: %s", trial_id, code < 0 ? "Restful server is not running" : body);
+        else
+            printf("%s", body);
+        free(body);
+        free(path);
+    }
+    exp_clear(&x);
+    free(id);
+    free(home);
+    db_close(db);
+    return rc;
+}
+
+const struct cli_cmd cmd_trial_ls = {"trial", "ls", "nnictl trial ls [ID] [--head N | --tail N]", cmd_ls_fn};
+const struct cli_cmd cmd_trial_kill = {"trial", "kill", "nnictl trial kill [ID] --trial_id TRIAL", cmd_kill_fn};

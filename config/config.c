@@ -1,0 +1,374 @@
+/* config.c: the public face of config/: load a file (parse, convert v1, validate into
+ * the canonical JSON), rebuild the struct from stored JSON, positions of keys, and
+ * the redacted copy that is safe to print. */
+#include "config/config.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config_int.h"
+
+#define REDACTED "********"
+
+/* ---- struct <- canonical JSON (shared by config_load and config_from_json) ---- */
+
+static char *dup_str(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsString(v) ? xstrdup(v->valuestring) : NULL;
+}
+
+/* The first (or only) training service: where shortcut fields may live instead. */
+static const cJSON *first_ts(const cJSON *canon)
+{
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(canon, "trainingService");
+    return cJSON_IsArray(ts) ? cJSON_GetArrayItem(ts, 0) : ts;
+}
+
+static char *dup_str_or_ts(const cJSON *canon, const char *name)
+{
+    char *s = dup_str(canon, name);
+    return s ? s : dup_str(first_ts(canon), name);
+}
+
+static int fill_algo(struct algo_config *a, const cJSON *obj, const char *what, struct errbuf *e)
+{
+    memset(a, 0, sizeof *a);
+    if (!obj || cJSON_IsNull(obj))
+        return 0;
+    if (!cJSON_IsObject(obj))
+        return errf(e, "config JSON: %s must be an object", what);
+    a->set = 1;
+    a->name = dup_str(obj, "name");
+    a->class_name = dup_str(obj, "className");
+    a->code_directory = dup_str(obj, "codeDirectory");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(obj, "classArgs");
+    a->class_args = cJSON_IsObject(args) ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+    if (!a->name && !a->class_name)
+        return errf(e, "config JSON: %s has neither name nor className", what);
+    return 0;
+}
+
+static void free_algo(struct algo_config *a)
+{
+    free(a->name);
+    free(a->class_name);
+    free(a->code_directory);
+    cJSON_Delete(a->class_args);
+    memset(a, 0, sizeof *a);
+}
+
+static int int_member(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int64_t def,
+                      int64_t *out, struct errbuf *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    /* range first: casting an out-of-range double to an integer is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi) ||
+        v->valuedouble != floor(v->valuedouble))
+        return errf(e, "config JSON: %s must be an integer in %lld..%lld", name, (long long)lo,
+                    (long long)hi);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int duration_member(const cJSON *obj, const char *name, int64_t *out, struct errbuf *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    *out = 0;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (duration_parse(v, out) < 0)
+        return errf(e, "config JSON: %s is not a valid duration", name);
+    return 0;
+}
+
+static int fill_struct(struct exp_config *cfg, struct errbuf *e)
+{
+    const cJSON *c = cfg->canonical;
+    int64_t v = 0;
+    cfg->experiment_name = dup_str(c, "experimentName");
+    cfg->search_space = cJSON_GetObjectItemCaseSensitive(c, "searchSpace");
+    cfg->trial_command = dup_str_or_ts(c, "trialCommand");
+    cfg->trial_code_directory = dup_str_or_ts(c, "trialCodeDirectory");
+    if (int_member(c, "trialConcurrency", 1, 2147483647, 0, &v, e) < 0)
+        return -1;
+    if (v == 0)
+        return errf(e, "config JSON: trialConcurrency is missing");
+    cfg->trial_concurrency = (int)v;
+    const cJSON *gpu_holder = cJSON_GetObjectItemCaseSensitive(c, "trialGpuNumber") ? c
+                                                                                    : first_ts(c);
+    if (int_member(gpu_holder, "trialGpuNumber", 0, 2147483647, -1, &v, e) < 0)
+        return -1;
+    cfg->trial_gpu_number = (int)v;
+    if (duration_member(c, "maxExperimentDuration", &cfg->max_experiment_seconds, e) < 0 ||
+        duration_member(c, "maxTrialDuration", &cfg->max_trial_seconds, e) < 0)
+        return -1;
+    if (int_member(c, "maxTrialNumber", 1, INT53_MAX, 0, &cfg->max_trial_number, e) < 0)
+        return -1;
+    if (int_member(c, "maxTrialRetries", 0, 1000, 1, &v, e) < 0)
+        return -1;
+    cfg->max_trial_retries = (int)v;
+    cfg->experiment_working_directory = dup_str(c, "experimentWorkingDirectory");
+    if (!cfg->experiment_working_directory)
+        cfg->experiment_working_directory = config_abs_path("/", "~/nni-experiments");
+    cfg->log_level = dup_str(c, "logLevel");
+    if (!cfg->log_level)
+        cfg->log_level = xstrdup(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "debug"))
+                                     ? "debug" : "info");
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(c, "trainingService");
+    if (cJSON_IsArray(ts) && cJSON_GetArraySize(ts) > 0)
+        cfg->platform = xstrdup("hybrid");
+    else if (cJSON_IsObject(ts))
+        cfg->platform = dup_str(ts, "platform");
+    if (!cfg->platform)
+        return errf(e, "config JSON: trainingService (with a platform) is missing");
+    cfg->nni_manager_ip = dup_str_or_ts(c, "nniManagerIp");
+    const cJSON *tuner = cJSON_GetObjectItemCaseSensitive(c, "tuner");
+    if (!tuner)
+        tuner = cJSON_GetObjectItemCaseSensitive(c, "advisor");
+    if (fill_algo(&cfg->tuner, tuner, "tuner", e) < 0 ||
+        fill_algo(&cfg->assessor, cJSON_GetObjectItemCaseSensitive(c, "assessor"), "assessor",
+                  e) < 0)
+        return -1;
+    if (!cfg->tuner.set)
+        return errf(e, "config JSON: tuner is missing");
+    return 0;
+}
+
+void config_free(struct exp_config *cfg)
+{
+    if (!cfg)
+        return;
+    cJSON_Delete(cfg->canonical);
+    free(cfg->source_path);
+    free(cfg->experiment_name);
+    free(cfg->trial_command);
+    free(cfg->trial_code_directory);
+    free(cfg->experiment_working_directory);
+    free(cfg->log_level);
+    free(cfg->platform);
+    free(cfg->nni_manager_ip);
+    free_algo(&cfg->tuner);
+    free_algo(&cfg->assessor);
+    for (int i = 0; i < cfg->nwarnings; i++)
+        free(cfg->warnings[i]);
+    free(cfg->warnings);
+    marks_free(cfg->marks);
+    free(cfg);
+}
+
+/* ---- loading ---- */
+
+int config_load(const char *path, struct exp_config **out, struct errbuf *e)
+{
+    *out = NULL;
+    struct ynode *root = NULL;
+    if (yaml_parse_file(path, &root, e) < 0)
+        return -1;
+    if (!root)
+        return errf(e, "%s:1:1: the file is empty; expected a mapping of config keys "
+                    "(trialConcurrency, trainingService, ...)", path);
+    if (root->kind != Y_MAP) {
+        errf(e, "%s:%d:%d: the top level must be a mapping of config keys, got %s", path,
+             root->mark.line, root->mark.col, ynode_kind_name(root));
+        ynode_free(root);
+        return -1;
+    }
+    char *abs = config_abs_path(".", path);
+    char *dircopy = xstrdup(abs);
+    struct vctx c;
+    vctx_init(&c, path, dirname(dircopy), e);
+    free(dircopy);
+    struct ymark none = {0, 0};
+    marks_set(c.marks, "", none, root->mark, NULL);
+
+    int is_v1 = v1_detect(root);
+    if (is_v1) {
+        struct ynode *v2;
+        int rc = v1_convert(&c, root, &v2); /* consumes root */
+        root = v2;
+        if (rc < 0) {
+            vctx_release(&c);
+            free(abs);
+            return -1;
+        }
+    }
+    cJSON *canon = cJSON_CreateObject();
+    c.top = canon;
+    int rc = validate_section(&c, root, &experiment_schema, canon);
+    ynode_free(root);
+    if (rc < 0) {
+        cJSON_Delete(canon);
+        vctx_release(&c);
+        free(abs);
+        return -1;
+    }
+    struct exp_config *cfg = xcalloc(1, sizeof *cfg);
+    cfg->canonical = canon;
+    cfg->source_path = abs;
+    cfg->is_v1 = is_v1;
+    if (fill_struct(cfg, e) < 0) {
+        /* cannot happen for a validated config; kept so a bug fails loudly, not later */
+        vctx_release(&c);
+        config_free(cfg);
+        return errprefix(e, "%s: internal error", path);
+    }
+    cfg->warnings = c.warnings;
+    cfg->nwarnings = c.nwarnings;
+    c.warnings = NULL;
+    c.nwarnings = 0;
+    cfg->marks = c.marks;
+    c.marks = NULL;
+    vctx_release(&c);
+    *out = cfg;
+    return 0;
+}
+
+int config_from_json(const char *json, struct exp_config **out, struct errbuf *e)
+{
+    *out = NULL;
+    if (!json)
+        return errf(e, "config JSON: missing");
+    cJSON *canon = cJSON_Parse(json);
+    if (!canon)
+        return errf(e, "config JSON: not valid JSON");
+    if (!cJSON_IsObject(canon)) {
+        cJSON_Delete(canon);
+        return errf(e, "config JSON: must be an object");
+    }
+    struct exp_config *cfg = xcalloc(1, sizeof *cfg);
+    cfg->canonical = canon;
+    if (fill_struct(cfg, e) < 0) {
+        config_free(cfg);
+        return -1;
+    }
+    *out = cfg;
+    return 0;
+}
+
+/* ---- positions ---- */
+
+static int is_under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '.' || path[n] == '[');
+}
+
+/* tuners/searchspace.c names option i of a nested choice "layer[1].kernel"; in the
+ * file it is "layer._value[1].kernel". */
+static char *with_value_segments(const char *path)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    for (const char *p = path; *p; p++) {
+        if (*p == '[' && p > path && p[-1] != ']' &&
+            !(p - path >= 6 && strncmp(p - 6, "_value", 6) == 0))
+            sb_puts(&sb, "._value");
+        sb_add(&sb, p, 1);
+    }
+    return sb_detach(&sb);
+}
+
+int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line, int *col)
+{
+    if (!cfg || !cfg->marks || !key_path)
+        return -1;
+    const struct mark_entry *en = marks_find(cfg->marks, key_path, 1);
+    if (!en && is_under(key_path, "searchSpace") && strchr(key_path, '[')) {
+        char *alt = with_value_segments(key_path);
+        en = marks_find(cfg->marks, alt, 1);
+        free(alt);
+    }
+    int at_value = 0;
+    if (!en && is_under(key_path, "searchSpace") &&
+        cJSON_GetObjectItemCaseSensitive(cfg->canonical, "searchSpaceFile")) {
+        en = marks_find(cfg->marks, "searchSpaceFile", 1);
+        at_value = 1; /* the problem is in the file named there */
+    }
+    if (!en) {
+        en = marks_find(cfg->marks, key_path, 0);
+        if (en && en->path[0] == '\0')
+            en = NULL; /* the root tells the caller nothing */
+    }
+    if (!en)
+        return -1;
+    struct ymark m = en->key.line && !at_value ? en->key : en->value;
+    if (m.line <= 0)
+        return -1;
+    if (line)
+        *line = m.line;
+    if (col)
+        *col = m.col;
+    return 0;
+}
+
+/* ---- redaction ---- */
+
+static int contains_ci(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    for (; *s; s++)
+        if (strncasecmp(s, word, n) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_secret_key(const char *key, const cJSON *v)
+{
+    static const char *const exact[] = {"password", "sshPassphrase", "token", "accessKeySecret",
+                                        "storageAccountKey", "passwd", "passphrase", NULL};
+    if (cJSON_IsNull(v) || cJSON_IsBool(v) || cJSON_IsObject(v) || cJSON_IsArray(v))
+        return 0;
+    for (const char *const *k = exact; *k; k++)
+        if (strcasecmp(key, *k) == 0)
+            return 1;
+    /* a number under "max_tokens" is a setting, not a secret: only strings here */
+    return cJSON_IsString(v) && (contains_ci(key, "password") || contains_ci(key, "secret") ||
+                                 contains_ci(key, "token") || contains_ci(key, "passphrase"));
+}
+
+static void redact(cJSON *node, int depth)
+{
+    cJSON *next;
+    for (cJSON *it = node->child; it; it = next) {
+        next = it->next; /* it may be replaced (freed) below */
+        /* parameter names are not secrets, whatever they are called */
+        if (depth == 0 && it->string && strcmp(it->string, "searchSpace") == 0)
+            continue;
+        if (it->string && is_secret_key(it->string, it)) {
+            /* built through an object so cJSON allocates the key its own way */
+            cJSON *holder = cJSON_CreateObject();
+            cJSON_AddStringToObject(holder, it->string, REDACTED);
+            cJSON *repl = cJSON_DetachItemFromArray(holder, 0);
+            cJSON_Delete(holder);
+            cJSON_ReplaceItemViaPointer(node, it, repl);
+        }
+        else if (cJSON_IsObject(it) || cJSON_IsArray(it))
+            redact(it, depth + 1);
+    }
+}
+
+cJSON *config_redacted(const cJSON *canonical)
+{
+    cJSON *copy = cJSON_Duplicate(canonical, 1);
+    if (copy)
+        redact(copy, 0);
+    return copy;
+}
+
+char *config_to_string(const struct exp_config *cfg)
+{
+    if (!cfg)
+        return NULL;
+    cJSON *r = config_redacted(cfg->canonical);
+    char *s = cJSON_Print(r);
+    cJSON_Delete(r);
+    return s;
+}

@@ -1,0 +1,466 @@
+/* schema_ts.c: trainingService: one table per platform (NNI's training_services/ files,
+ * field order kept) plus the rules NNI checks in _validate_canonical; a list of
+ * platforms is hybrid. Adding a platform is adding one table and one line below. */
+#include "config/config_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DOCKER_IMAGE "\"msranni/nni:latest\""
+
+/* Fields every platform has; the shortcut ones fall back to the top level. */
+#define TS_COMMON(cmd_flags, cmd_def)                                                      \
+    {.name = "platform", .type = FT_STR, .flags = F_REQUIRED},                            \
+    {.name = "trialCommand", .type = FT_STR, .flags = F_INHERIT | (cmd_flags),            \
+     .def = (cmd_def)},                                                                   \
+    {.name = "trialCodeDirectory", .type = FT_DIR, .flags = F_INHERIT},                   \
+    {.name = "trialGpuNumber", .type = FT_INT, .flags = F_INHERIT, .min = 0, .max = INT_MAX}, \
+    {.name = "nniManagerIp", .type = FT_STR, .flags = F_INHERIT | F_NONEMPTY},            \
+    {.name = "debug", .type = FT_BOOL, .flags = F_INHERIT, .def = "false"}
+
+#define RUNS_COMMAND TS_COMMON(F_REQUIRED | F_NONEMPTY, NULL)
+#define ROLES_RUN_COMMANDS TS_COMMON(0, "\"\"") /* k8s: the roles carry the commands */
+
+/* "maxTrialNumberPerGpu: 2" without trialGpuNumber does nothing in NNI; say so. */
+static int per_gpu_check(struct vctx *c, const cJSON *ts, const cJSON *holder, const char *where)
+{
+    if (json_int(holder, "maxTrialNumberPerGpu", 1) != 1 && json_int(ts, "trialGpuNumber", 0) <= 0)
+        return cfg_err_here(c, where, AT_VALUE, "has no effect without trialGpuNumber > 0; set "
+                            "trialGpuNumber or remove maxTrialNumberPerGpu");
+    return 0;
+}
+
+/* ---- local ---- */
+
+static int local_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    /* NNI forces it off for local: trials run on this host */
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "nniManagerIp");
+    if (json_int(obj, "trialGpuNumber", 0) > 0 &&
+        !cJSON_GetObjectItemCaseSensitive(obj, "useActiveGpu"))
+        return cfg_err_here(c, "useActiveGpu", AT_VALUE,
+                            "required when trialGpuNumber > 0: true to share GPUs that other "
+                            "processes (e.g. a desktop) use, false to use only idle GPUs");
+    return per_gpu_check(c, obj, obj, "maxTrialNumberPerGpu");
+}
+
+static const struct field local_fields[] = {
+    RUNS_COMMAND,
+    {.name = "useActiveGpu", .type = FT_BOOL},
+    {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
+    {.name = "gpuIndices", .type = FT_GPUS},
+    {.name = "reuseMode", .type = FT_BOOL, .def = "false"},
+    {.name = NULL},
+};
+
+/* ---- remote ---- */
+
+static int machine_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    const struct yentry *key = ymap_find(map, "sshKeyFile");
+    int key_given = key && key->value->kind != Y_NULL;
+    if (cJSON_GetObjectItemCaseSensitive(obj, "password")) {
+        if (key_given)
+            cfg_warn(c, "%s: %s.sshKeyFile is ignored because password is set", c->file,
+                     c->path.buf);
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "sshKeyFile");
+        return 0;
+    }
+    const cJSON *kf = cJSON_GetObjectItemCaseSensitive(obj, "sshKeyFile");
+    const char *file = cJSON_IsString(kf) ? kf->valuestring : "";
+    struct stat st;
+    const char *why = NULL;
+    if (stat(file, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (access(file, R_OK) < 0)
+        why = strerror(errno);
+    if (why)
+        return cfg_err_here(c, "sshKeyFile", AT_VALUE, "%s%s: %s (set sshKeyFile to a private "
+                            "key, or password)", file, key_given ? "" : " (the default)", why);
+    return 0;
+}
+
+static const struct field machine_fields[] = {
+    {.name = "host", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "port", .type = FT_INT, .def = "22", .min = 1, .max = 65535},
+    {.name = "user", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "password", .type = FT_STR},
+    {.name = "sshKeyFile", .type = FT_PATH, .def = "\"~/.ssh/id_rsa\""},
+    {.name = "sshPassphrase", .type = FT_STR},
+    {.name = "useActiveGpu", .type = FT_BOOL, .def = "false"},
+    {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
+    {.name = "gpuIndices", .type = FT_GPUS},
+    {.name = "pythonPath", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = NULL},
+};
+
+static const struct schema machine_schema = {"a remote machine", machine_fields, machine_check,
+                                             NULL};
+
+static int remote_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, "machineList");
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, list) {
+        char where[64];
+        snprintf(where, sizeof where, "machineList[%d].maxTrialNumberPerGpu", i++);
+        if (per_gpu_check(c, obj, m, where) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static const struct field remote_fields[] = {
+    RUNS_COMMAND,
+    {.name = "machineList", .type = FT_LIST, .flags = F_REQUIRED | F_NONEMPTY,
+     .sub = &machine_schema},
+    {.name = "reuseMode", .type = FT_BOOL, .def = "false"},
+    {.name = NULL},
+};
+
+/* ---- openpai ---- */
+
+static int openpai_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "trialGpuNumber"))
+        return cfg_err_here(c, "trialGpuNumber", AT_VALUE, "required for openpai");
+    cJSON *host = cJSON_GetObjectItemCaseSensitive(obj, "host");
+    if (cJSON_IsString(host) && !strstr(host->valuestring, "://")) {
+        char *h = xasprintf("https://%s", host->valuestring);
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, "host", cJSON_CreateString(h));
+        free(h);
+    }
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(obj, "containerStorageMountPoint");
+    if (cJSON_IsString(cm) && cm->valuestring[0] != '/')
+        return cfg_err_here(c, "containerStorageMountPoint", AT_VALUE,
+                            "must be an absolute path (as seen inside the container)");
+    if (cJSON_GetObjectItemCaseSensitive(obj, "openpaiConfig") &&
+        cJSON_GetObjectItemCaseSensitive(obj, "openpaiConfigFile"))
+        return cfg_err_here(c, "openpaiConfigFile", AT_KEY,
+                            "set either openpaiConfig or openpaiConfigFile, not both");
+    return 0;
+}
+
+static const struct field openpai_fields[] = {
+    RUNS_COMMAND,
+    {.name = "host", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "username", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "token", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "trialCpuNumber", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "trialMemorySize", .type = FT_SIZE, .flags = F_REQUIRED},
+    {.name = "storageConfigName", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
+    {.name = "virtualCluster", .type = FT_STR},
+    {.name = "localStorageMountPoint", .type = FT_DIR, .flags = F_REQUIRED},
+    {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "reuseMode", .type = FT_BOOL, .def = "true"},
+    {.name = "openpaiConfig", .type = FT_MAPPING},
+    {.name = "openpaiConfigFile", .type = FT_FILE},
+    {.name = NULL},
+};
+
+/* ---- aml, dlc ---- */
+
+static int aml_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    return per_gpu_check(c, obj, obj, "maxTrialNumberPerGpu");
+}
+
+static const struct field aml_fields[] = {
+    RUNS_COMMAND,
+    {.name = "subscriptionId", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "resourceGroup", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "workspaceName", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "computeTarget", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
+    {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
+    {.name = NULL},
+};
+
+static const struct field dlc_fields[] = {
+    RUNS_COMMAND,
+    {.name = "type", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"Worker\""},
+    {.name = "image", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "jobType", .type = FT_ENUM, .def = "\"TFJob\"", .choices = "TFJob|PyTorchJob"},
+    {.name = "podCount", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "ecsSpec", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "region", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "workspaceId", .type = FT_STR},
+    {.name = "nasDataSourceId", .type = FT_STR},
+    {.name = "ossDataSourceId", .type = FT_STR},
+    {.name = "accessKeyId", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "accessKeySecret", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},
+    {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = NULL},
+};
+
+/* ---- Kubernetes storage and roles (kubeflow, frameworkcontroller) ---- */
+
+static int k8s_storage_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    static const char *const nfs[] = {"server", "path", NULL};
+    static const char *const azure[] = {"azureAccount", "azureShare", "keyVaultName",
+                                        "keyVaultKey", NULL};
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "storageType");
+    int is_nfs = strcmp(t->valuestring, "nfs") == 0;
+    const char *const *need = is_nfs ? nfs : azure;
+    const char *const *forbid = is_nfs ? azure : nfs;
+    for (; *need; need++)
+        if (!cJSON_GetObjectItemCaseSensitive(obj, *need))
+            return cfg_err_here(c, *need, AT_VALUE, "required with storageType %s",
+                                t->valuestring);
+    for (; *forbid; forbid++)
+        if (cJSON_GetObjectItemCaseSensitive(obj, *forbid))
+            return cfg_err_here(c, *forbid, AT_KEY, "does not apply to storageType %s",
+                                t->valuestring);
+    return 0;
+}
+
+static const struct field k8s_storage_fields[] = {
+    {.name = "storageType", .type = FT_ENUM, .flags = F_REQUIRED, .choices = "nfs|azureStorage"},
+    {.name = "azureAccount", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "azureShare", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "keyVaultName", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "keyVaultKey", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "server", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "path", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = NULL},
+};
+
+static const struct schema k8s_storage_schema = {"Kubernetes storage", k8s_storage_fields,
+                                                 k8s_storage_check, NULL};
+
+static const struct field kubeflow_role_fields[] = {
+    {.name = "replicas", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "command", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "gpuNumber", .type = FT_INT, .def = "0", .min = 0, .max = INT_MAX},
+    {.name = "cpuNumber", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "memorySize", .type = FT_SIZE, .flags = F_REQUIRED},
+    {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
+    {.name = "privateRegistryAuthPath", .type = FT_FILE},
+    {.name = "codeDirectory", .type = FT_DIR},
+    {.name = NULL},
+};
+
+static const struct schema kubeflow_role_schema = {"a kubeflow role", kubeflow_role_fields, NULL,
+                                                   NULL};
+
+static int kubeflow_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    static const char *const roles[] = {"worker", "ps", "master"};
+    int n = 0;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "trialCodeDirectory");
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+        cJSON *r = cJSON_GetObjectItemCaseSensitive(obj, roles[i]);
+        if (!r)
+            continue;
+        n++;
+        /* NNI's converter sets it from the trial code directory; do the same when unset */
+        if (!cJSON_GetObjectItemCaseSensitive(r, "codeDirectory") && cJSON_IsString(code))
+            cJSON_AddStringToObject(r, "codeDirectory", code->valuestring);
+    }
+    if (n == 0)
+        return cfg_err_here(c, "worker", AT_VALUE, "kubeflow needs at least one role: worker, "
+                            "ps (tf-operator) or master (pytorch-operator)");
+    return 0;
+}
+
+static const struct field kubeflow_fields[] = {
+    ROLES_RUN_COMMANDS,
+    {.name = "operator", .type = FT_ENUM, .flags = F_REQUIRED,
+     .choices = "tf-operator|pytorch-operator"},
+    {.name = "apiVersion", .type = FT_ENUM, .flags = F_REQUIRED,
+     .choices = "v1alpha2|v1beta1|v1beta2|v1"},
+    {.name = "storage", .type = FT_SECTION, .flags = F_REQUIRED, .sub = &k8s_storage_schema},
+    {.name = "worker", .type = FT_SECTION, .sub = &kubeflow_role_schema},
+    {.name = "ps", .type = FT_SECTION, .sub = &kubeflow_role_schema},
+    {.name = "master", .type = FT_SECTION, .sub = &kubeflow_role_schema},
+    {.name = "reuseMode", .type = FT_BOOL, .def = "true"},
+    {.name = "namespace", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"default\""},
+    {.name = NULL},
+};
+
+static const struct field fc_policy_fields[] = {
+    {.name = "minFailedTaskCount", .type = FT_INT, .flags = F_REQUIRED, .min = -1,
+     .max = INT_MAX},
+    {.name = "minSucceedTaskCount", .type = FT_INT, .flags = F_REQUIRED, .min = -1,
+     .max = INT_MAX},
+    {.name = NULL},
+};
+
+static const struct schema fc_policy_schema = {"frameworkAttemptCompletionPolicy",
+                                               fc_policy_fields, NULL, NULL};
+
+static const struct field fc_role_fields[] = {
+    {.name = "name", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
+    {.name = "taskNumber", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "command", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "gpuNumber", .type = FT_INT, .flags = F_REQUIRED, .min = 0, .max = INT_MAX},
+    {.name = "cpuNumber", .type = FT_INT, .flags = F_REQUIRED, .min = 1, .max = INT_MAX},
+    {.name = "memorySize", .type = FT_SIZE, .flags = F_REQUIRED},
+    {.name = "frameworkAttemptCompletionPolicy", .type = FT_SECTION, .flags = F_REQUIRED,
+     .sub = &fc_policy_schema},
+    {.name = "privateRegistryAuthPath", .type = FT_FILE},
+    {.name = NULL},
+};
+
+static const struct schema fc_role_schema = {"a task role", fc_role_fields, NULL, NULL};
+
+static const struct field fc_fields[] = {
+    ROLES_RUN_COMMANDS,
+    {.name = "storage", .type = FT_SECTION, .flags = F_REQUIRED, .sub = &k8s_storage_schema},
+    {.name = "serviceAccountName", .type = FT_STR},
+    {.name = "taskRoles", .type = FT_LIST, .flags = F_REQUIRED | F_NONEMPTY,
+     .sub = &fc_role_schema},
+    {.name = "reuseMode", .type = FT_BOOL, .def = "true"},
+    {.name = "namespace", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"default\""},
+    {.name = NULL},
+};
+
+/* ---- adl (AdaptDL): NNI has only the v1 form; these are its keys in v2 spelling ---- */
+
+static const struct field adl_secret_fields[] = {
+    {.name = "name", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = NULL},
+};
+static const struct schema adl_secret_schema = {"an image pull secret", adl_secret_fields, NULL,
+                                                NULL};
+
+static const struct field adl_nfs_fields[] = {
+    {.name = "server", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "path", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "containerMountPath", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = NULL},
+};
+static const struct schema adl_nfs_schema = {"adl nfs", adl_nfs_fields, NULL, NULL};
+
+static const struct field adl_checkpoint_fields[] = {
+    {.name = "storageClass", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "storageSize", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = NULL},
+};
+static const struct schema adl_checkpoint_schema = {"adl checkpoint", adl_checkpoint_fields, NULL,
+                                                    NULL};
+
+static int adl_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "nniManagerIp"))
+        return cfg_err_here(c, "nniManagerIp", AT_VALUE,
+                            "required for adl (the address AdaptDL pods report to)");
+    return 0;
+}
+
+static const struct field adl_fields[] = {
+    RUNS_COMMAND,
+    {.name = "image", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "namespace", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"default\""},
+    {.name = "imagePullSecrets", .type = FT_LIST, .sub = &adl_secret_schema},
+    {.name = "nfs", .type = FT_SECTION, .sub = &adl_nfs_schema},
+    {.name = "adaptive", .type = FT_BOOL, .def = "false"},
+    {.name = "checkpoint", .type = FT_SECTION, .sub = &adl_checkpoint_schema},
+    {.name = "cpuNumber", .type = FT_INT, .min = 1, .max = INT_MAX},
+    {.name = "memorySize", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = NULL},
+};
+
+/* ---- dispatch ---- */
+
+static const struct schema platform_schemas[] = {
+    {"trainingService (local)", local_fields, local_check, NULL},
+    {"trainingService (remote)", remote_fields, remote_check, NULL},
+    {"trainingService (openpai)", openpai_fields, openpai_check, NULL},
+    {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL},
+    {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL},
+    {"trainingService (aml)", aml_fields, aml_check, NULL},
+    {"trainingService (dlc)", dlc_fields, NULL, NULL},
+    {"trainingService (adl)", adl_fields, adl_check, NULL},
+};
+static const char *const platform_names[] = {"local", "remote", "openpai", "kubeflow",
+                                             "frameworkcontroller", "aml", "dlc", "adl"};
+
+const char *const ts_platform_names =
+    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl";
+
+static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
+{
+    if (node->kind != Y_MAP)
+        return cfg_err_here(c, NULL, AT_VALUE, "must be a mapping with a platform key, got %s",
+                            ynode_kind_name(node));
+    const struct yentry *pe = ymap_find(node, "platform");
+    if (!pe || pe->value->kind == Y_NULL)
+        return cfg_err_here(c, "platform", AT_VALUE, "required field is missing; one of %s",
+                            ts_platform_names);
+    char *ppath = path_child(c->path.buf, "platform");
+    marks_set(c->marks, ppath, pe->key_mark, pe->value->mark, pe->value->origin);
+    free(ppath);
+    const char *name = pe->value->kind == Y_STR ? pe->value->text : NULL;
+    if (!name)
+        return cfg_err_here(c, "platform", AT_VALUE, "must be a string, one of %s",
+                            ts_platform_names);
+    const struct schema *s = NULL;
+    for (size_t i = 0; i < sizeof platform_names / sizeof platform_names[0]; i++)
+        if (strcmp(name, platform_names[i]) == 0)
+            s = &platform_schemas[i];
+    if (!s) {
+        if (strcmp(name, "pai") == 0)
+            return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"pai\"; the v2 name "
+                                "is \"openpai\"");
+        if (strcmp(name, "hybrid") == 0)
+            return cfg_err_here(c, "platform", AT_VALUE, "hybrid is written as a list: "
+                                "trainingService: [{platform: local}, {platform: remote, ...}]");
+        for (size_t i = 0; i < sizeof platform_names / sizeof platform_names[0]; i++)
+            if (strcasecmp(name, platform_names[i]) == 0)
+                return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"%.40s\" (did "
+                                    "you mean \"%s\"?)", name, platform_names[i]);
+        return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"%.40s\"; one of %s",
+                            name, ts_platform_names);
+    }
+    cJSON *obj = cJSON_CreateObject();
+    if (validate_section(c, node, s, obj) < 0) {
+        cJSON_Delete(obj);
+        return -1;
+    }
+    *out = obj;
+    return 0;
+}
+
+int validate_training_service(struct vctx *c, const struct ynode *map, const struct ynode *node,
+                              cJSON *obj, cJSON **out)
+{
+    if (!node)
+        return cfg_err_here(c, NULL, AT_VALUE, "required field is missing (e.g. "
+                            "trainingService: {platform: local})");
+    if (node->kind == Y_MAP)
+        return ts_one(c, node, out);
+    if (node->kind != Y_SEQ)
+        return cfg_err_here(c, NULL, AT_VALUE, "must be a mapping (one platform) or a list of "
+                            "them (hybrid), got %s", ynode_kind_name(node));
+    if (node->nitems == 0)
+        return cfg_err_here(c, NULL, AT_VALUE, "must not be an empty list");
+    cJSON *arr = cJSON_CreateArray();
+    struct ymark none = {0, 0};
+    for (size_t i = 0; i < node->nitems; i++) {
+        size_t old = path_push_index(&c->path, i);
+        marks_set(c->marks, c->path.buf, none, node->items[i]->mark, node->items[i]->origin);
+        cJSON *one = NULL;
+        int rc = ts_one(c, node->items[i], &one);
+        path_pop(&c->path, old);
+        if (rc < 0) {
+            cJSON_Delete(arr);
+            return -1;
+        }
+        cJSON_AddItemToArray(arr, one);
+    }
+    *out = arr;
+    return 0;
+}

@@ -1,0 +1,307 @@
+/* queue.c: claim, lease, renew, adopt, and the trial lifecycle transitions. */
+#include "queue/queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *queue_owner_id(void)
+{
+    return xasprintf("%s:%d:%llu", host_name(), (int)getpid(),
+                     (unsigned long long)proc_start_time(getpid()));
+}
+
+int queue_owner_dead(const char *owner)
+{
+    const char *c1 = strrchr(owner, ':');
+    if (!c1)
+        return 0;
+    const char *c0 = c1 - 1;
+    while (c0 > owner && *c0 != ':')
+        c0--;
+    if (c0 <= owner || *c0 != ':')
+        return 0;
+    size_t hlen = (size_t)(c0 - owner);
+    if (hlen != strlen(host_name()) || strncmp(owner, host_name(), hlen) != 0)
+        return 0; /* another host: only the lease expiry tells */
+    pid_t pid = (pid_t)atoi(c0 + 1);
+    uint64_t start = strtoull(c1 + 1, NULL, 10);
+    return !proc_alive(pid, start);
+}
+
+/* Runs fn inside a transaction: the caller's if open, else its own. */
+#define TX_BEGIN(db, e)                                    \
+    int own_tx_ = !(db)->in_tx;                            \
+    if (own_tx_ && db_begin((db), (e)) < 0)                \
+        return -1;
+#define TX_END_OK(db, e, rv)                               \
+    do {                                                   \
+        if (own_tx_ && db_commit((db), (e)) < 0)           \
+            return -1;                                     \
+        return (rv);                                       \
+    } while (0)
+#define TX_FAIL(db)                                        \
+    do {                                                   \
+        if (own_tx_)                                       \
+            db_rollback(db);                               \
+        return -1;                                         \
+    } while (0)
+
+int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial *out, struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    int64_t now = now_ms();
+    sqlite3_stmt *st = db_query(db, e,
+        "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?"
+        " WHERE id = (SELECT id FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
+        "             AND lease_owner IS NULL AND platform = ? AND kill_request IS NULL"
+        "             ORDER BY sequence LIMIT 1)"
+        " RETURNING " TRIAL_COLUMNS,
+        "siiss", owner, now + lease_ms, now, exp_id, platform);
+    if (!st)
+        TX_FAIL(db);
+    int rc = sqlite3_step(st), got = 0;
+    if (rc == SQLITE_ROW) {
+        trial_from_row(st, out);
+        got = 1;
+        rc = sqlite3_step(st);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        if (got)
+            trial_clear(out);
+        errf(e, "claim: %s", sqlite3_errmsg(db->h));
+        TX_FAIL(db);
+    }
+    if (got && db_event(db, e, exp_id, out->id, "trial", "WAITING", "WAITING", "claimed") < 0) {
+        trial_clear(out);
+        TX_FAIL(db);
+    }
+    TX_END_OK(db, e, got);
+}
+
+int queue_renew(struct db *db, const char *owner, int64_t lease_ms, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET lease_expires = ? WHERE lease_owner = ?", "is",
+                  now_ms() + lease_ms, owner);
+}
+
+int queue_adopt(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial **out, int *n, struct errbuf *e)
+{
+    *out = NULL;
+    *n = 0;
+    TX_BEGIN(db, e);
+    int64_t now = now_ms();
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? AND platform = ?"
+        " AND lease_owner IS NOT NULL AND lease_owner != ?"
+        " AND status IN ('WAITING','RUNNING')",
+        "sss", exp_id, platform, owner);
+    if (!st)
+        TX_FAIL(db);
+    int cap = 0;
+    struct trial *list = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct trial t;
+        trial_from_row(st, &t);
+        if (t.lease_expires >= now && !queue_owner_dead(t.lease_owner)) {
+            trial_clear(&t);
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            list = xrealloc(list, sizeof *list * (size_t)cap);
+        }
+        list[(*n)++] = t;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        errf(e, "adopt: %s", sqlite3_errmsg(db->h));
+        goto fail;
+    }
+    for (int i = 0; i < *n; i++) {
+        char *reason = xasprintf("adopted from %s", list[i].lease_owner);
+        int ok = db_run(db, e, "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?"
+                               " WHERE id = ? AND lease_owner = ?",
+                        "siiss", owner, now + lease_ms, now, list[i].id, list[i].lease_owner) >= 0 &&
+                 db_event(db, e, exp_id, list[i].id, "trial", list[i].status, list[i].status, reason) >= 0;
+        free(reason);
+        if (!ok)
+            goto fail;
+        free(list[i].lease_owner);
+        list[i].lease_owner = xstrdup(owner);
+    }
+    *out = list;
+    TX_END_OK(db, e, 0);
+fail:
+    for (int i = 0; i < *n; i++)
+        trial_clear(&list[i]);
+    free(list);
+    *n = 0;
+    TX_FAIL(db);
+}
+
+int queue_release(struct db *db, const char *trial_id, const char *owner, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET lease_owner = NULL, lease_expires = NULL, updated_at = ?"
+                         " WHERE id = ? AND lease_owner = ?",
+                  "iss", now_ms(), trial_id, owner) < 0 ? -1 : 0;
+}
+
+/* Looks up the current status and experiment of a trial (inside the transaction). */
+static int current(struct db *db, const char *trial_id, char **status, char **exp_id, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT status, experiment_id FROM trial WHERE id = ?", "s", trial_id);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *status = col_str(st, 0);
+        *exp_id = col_str(st, 1);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    if (rc == SQLITE_DONE)
+        return 0;
+    return errf(e, "trial %s: %s", trial_id, sqlite3_errmsg(db->h));
+}
+
+int trial_mark_running(struct db *db, const char *trial_id, const char *owner, const char *job_id,
+                       const char *machine, const char *trial_dir, int64_t start_time,
+                       struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    char *exp = NULL, *status = NULL;
+    int rc = db_run(db, e,
+        "UPDATE trial SET status = 'RUNNING', job_id = ?, machine = ?, trial_dir = coalesce(?, trial_dir),"
+        " start_time = ?, waiting_reason = NULL, updated_at = ?"
+        " WHERE id = ? AND status = 'WAITING' AND lease_owner = ?",
+        "sssiiss", job_id, machine, trial_dir, start_time, now_ms(), trial_id, owner);
+    if (rc < 0)
+        TX_FAIL(db);
+    if (rc == 1) {
+        if (current(db, trial_id, &status, &exp, e) < 0 ||
+            db_event(db, e, exp, trial_id, "trial", "WAITING", "RUNNING", job_id) < 0) {
+            free(exp); free(status);
+            TX_FAIL(db);
+        }
+    }
+    free(exp); free(status);
+    TX_END_OK(db, e, rc);
+}
+
+int trial_set_job(struct db *db, const char *trial_id, const char *owner, const char *job_id,
+                  const char *trial_dir, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET job_id = ?, trial_dir = ?, updated_at = ?"
+                         " WHERE id = ? AND lease_owner = ? AND status = 'WAITING'",
+                  "ssiss", job_id, trial_dir, now_ms(), trial_id, owner);
+}
+
+int trial_finish(struct db *db, const char *trial_id, const char *owner, const char *to,
+                 int has_exit, int exit_code, int64_t end_time, const char *message,
+                 struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    char *exp = NULL, *from = NULL;
+    int found = current(db, trial_id, &from, &exp, e);
+    if (found < 0)
+        TX_FAIL(db);
+    int changed = 0;
+    if (found && !trial_status_final(from)) {
+        int rc = db_run(db, e,
+            "UPDATE trial SET status = ?, exit_code = CASE WHEN ? THEN ? END, end_time = ?,"
+            " message = coalesce(?, message), lease_owner = NULL, lease_expires = NULL, updated_at = ?"
+            " WHERE id = ? AND status IN ('WAITING','RUNNING') AND (? IS NULL OR lease_owner = ?)",
+            "sddisisss", to, has_exit, exit_code, end_time, message, now_ms(), trial_id, owner, owner);
+        if (rc < 0 || (rc == 1 && db_event(db, e, exp, trial_id, "trial", from, to, message) < 0)) {
+            free(exp); free(from);
+            TX_FAIL(db);
+        }
+        /* a finished trial holds no GPU */
+        if (rc == 1 && db_run(db, e, "DELETE FROM gpu_claim WHERE trial_id = ?", "s", trial_id) < 0) {
+            free(exp); free(from);
+            TX_FAIL(db);
+        }
+        changed = rc;
+    }
+    free(exp); free(from);
+    TX_END_OK(db, e, changed);
+}
+
+int trial_requeue(struct db *db, const char *trial_id, const char *owner, const char *reason,
+                  struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    struct trial t;
+    int found = trial_load(db, trial_id, &t, e);
+    if (found < 0)
+        TX_FAIL(db);
+    int changed = 0;
+    if (found && !trial_status_final(t.status) && t.lease_owner && strcmp(t.lease_owner, owner) == 0) {
+        if (t.attempt < t.max_attempts && !t.kill_request) {
+            char *why = xasprintf("%s; retry as attempt %d", reason, t.attempt + 1);
+            changed = db_run(db, e,
+                "UPDATE trial SET status = 'WAITING', attempt = attempt + 1, job_id = NULL,"
+                " lease_owner = NULL, lease_expires = NULL, start_time = NULL,"
+                " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?"
+                " WHERE id = ? AND lease_owner = ?",
+                "siss", why, now_ms(), trial_id, owner);
+            if (changed < 0 || db_event(db, e, t.experiment_id, trial_id, "trial", t.status, "WAITING", why) < 0) {
+                free(why);
+                trial_clear(&t);
+                TX_FAIL(db);
+            }
+            free(why);
+            db_run(db, e, "DELETE FROM gpu_claim WHERE trial_id = ?", "s", trial_id);
+        } else {
+            const char *to = t.kill_request ? t.kill_request : "FAILED";
+            changed = trial_finish(db, trial_id, owner, to, 0, 0, now_ms(), reason, e);
+            if (changed < 0) {
+                trial_clear(&t);
+                TX_FAIL(db);
+            }
+        }
+    }
+    trial_clear(&t);
+    TX_END_OK(db, e, changed);
+}
+
+int trial_request_kill(struct db *db, const char *trial_id, const char *kind, const char *reason,
+                       struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    struct trial t;
+    int found = trial_load(db, trial_id, &t, e);
+    if (found < 0)
+        TX_FAIL(db);
+    int changed = 0;
+    if (found && !trial_status_final(t.status)) {
+        if (strcmp(t.status, "WAITING") == 0 && !t.lease_owner) {
+            changed = trial_finish(db, trial_id, NULL, kind, 0, 0, now_ms(), reason, e);
+        } else if (!t.kill_request) {
+            changed = db_run(db, e, "UPDATE trial SET kill_request = ?, updated_at = ? WHERE id = ?",
+                             "sis", kind, now_ms(), trial_id);
+            if (changed == 1)
+                changed = db_event(db, e, t.experiment_id, trial_id, "trial", t.status, t.status,
+                                   reason ? reason : "kill requested") < 0 ? -1 : 1;
+        }
+        if (changed < 0) {
+            trial_clear(&t);
+            TX_FAIL(db);
+        }
+    }
+    trial_clear(&t);
+    TX_END_OK(db, e, changed);
+}
+
+int trial_set_offsets(struct db *db, const char *trial_id, int64_t metrics_off, int64_t stdout_off,
+                      struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET metrics_offset = ?, stdout_offset = ? WHERE id = ?",
+                  "iis", metrics_off, stdout_off, trial_id) < 0 ? -1 : 0;
+}

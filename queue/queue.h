@@ -1,0 +1,51 @@
+/* queue.h: the trial row is the job. Claim with a lease, renew it, adopt the trials of
+ * dead owners, and move trials through their lifecycle with guarded transitions that
+ * each log an event. Every function joins the caller's transaction if one is open. */
+#ifndef TRIALQ_QUEUE_H
+#define TRIALQ_QUEUE_H
+
+#include "schema/schema.h"
+
+/* This process as a lease owner: "<host>:<pid>:<proc start time>". Caller frees. */
+char *queue_owner_id(void);
+/* 1 when owner names a process on this host that no longer runs. */
+int queue_owner_dead(const char *owner);
+
+/* Takes the next WAITING, unleased trial of the experiment for this platform.
+ * Returns 1 with *out filled, 0 when there is none, -1 on error. */
+int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial *out, struct errbuf *e);
+/* Extends the lease of every trial this owner holds. Returns how many. */
+int queue_renew(struct db *db, const char *owner, int64_t lease_ms, struct errbuf *e);
+/* Takes over non-final trials of the experiment/platform whose lease expired or whose
+ * owner died on this host. *out is a new array of *n trials (caller clears each). */
+int queue_adopt(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial **out, int *n, struct errbuf *e);
+/* Gives a claimed trial back (lease cleared) without changing its status. */
+int queue_release(struct db *db, const char *trial_id, const char *owner, struct errbuf *e);
+
+/* WAITING -> RUNNING, by the lease owner, recording the platform job handle. */
+int trial_mark_running(struct db *db, const char *trial_id, const char *owner, const char *job_id,
+                       const char *machine, const char *trial_dir, int64_t start_time,
+                       struct errbuf *e);
+/* Records the job handle and trial dir while still WAITING (before the job starts). */
+int trial_set_job(struct db *db, const char *trial_id, const char *owner, const char *job_id,
+                  const char *trial_dir, struct errbuf *e);
+/* RUNNING or WAITING -> final status. has_exit: exit_code valid. Clears the lease.
+ * Returns 1 changed, 0 when the guard did not match (already final, or not ours). */
+int trial_finish(struct db *db, const char *trial_id, const char *owner, const char *to,
+                 int has_exit, int exit_code, int64_t end_time, const char *message,
+                 struct errbuf *e);
+/* The job vanished: back to WAITING with attempt+1 while attempts remain, else FAILED. */
+int trial_requeue(struct db *db, const char *trial_id, const char *owner, const char *reason,
+                  struct errbuf *e);
+/* Asks for a trial to end with status `kind` (USER_CANCELED, EARLY_STOPPED). An unclaimed
+ * WAITING trial ends at once; a running one gets kill_request set for its worker.
+ * Returns 1 when something changed, 0 when the trial is already final, -1 on error. */
+int trial_request_kill(struct db *db, const char *trial_id, const char *kind, const char *reason,
+                       struct errbuf *e);
+/* Stores metric/stdout read offsets (after the metrics they cover were inserted). */
+int trial_set_offsets(struct db *db, const char *trial_id, int64_t metrics_off, int64_t stdout_off,
+                      struct errbuf *e);
+
+#endif

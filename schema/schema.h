@@ -1,0 +1,90 @@
+/* schema.h: typed access to the experiment, trial, metric and process tables.
+ * With queue/, the only place that writes SQL. */
+#ifndef TRIALQ_SCHEMA_H
+#define TRIALQ_SCHEMA_H
+
+#include <stdint.h>
+
+#include "schema/db.h"
+
+struct experiment {
+    char *id, *name, *config, *search_space, *platform, *status, *desired_status;
+    char *exp_dir, *bind_address, *errors, *token;
+    int port;
+    int64_t start_time, end_time, exec_duration_ms;
+    int64_t max_trial_number, max_exec_seconds, max_trial_seconds; /* 0 = unlimited */
+    int concurrency;
+    int64_t seed, next_sequence;
+    int tuner_exhausted;
+    int api_pid;
+    int64_t api_start, api_heartbeat;
+};
+
+struct trial {
+    char *id, *experiment_id, *parameters, *parameter_source, *status, *platform;
+    char *machine, *job_id, *lease_owner, *kill_request, *waiting_reason, *trial_dir;
+    char *message, *final_metric_json, *gpu_indices;
+    int64_t sequence, parameter_id; /* parameter_id -1 when NULL */
+    int attempt, max_attempts;
+    int64_t lease_expires, submit_time, start_time, end_time; /* 0 when NULL */
+    int exit_code, has_exit_code;
+    double final_metric;
+    int has_final_metric;
+    int64_t metrics_offset, stdout_offset;
+};
+
+/* Statuses. */
+int trial_status_final(const char *status);
+int exp_status_active(const char *status); /* RUNNING, NO_MORE_TRIAL, TUNER_NO_MORE_TRIAL */
+
+/* ---- experiment ---- */
+int exp_insert(struct db *db, const struct experiment *x, struct errbuf *e);
+/* 1 found, 0 not found, -1 error */
+int exp_load(struct db *db, const char *id, struct experiment *out, struct errbuf *e);
+void exp_clear(struct experiment *x);
+/* Guarded transition: only from one of `from` (comma list; NULL = any), logs an event.
+ * Returns 1 if changed, 0 if the current status did not match, -1 on error. Runs in
+ * the caller's transaction if one is open, else in its own. */
+int exp_transition(struct db *db, const char *id, const char *from, const char *to,
+                   const char *reason, struct errbuf *e);
+/* Appends a message to experiment.errors. */
+int exp_add_error(struct db *db, const char *id, const char *msg, struct errbuf *e);
+/* Resolves an id or unique prefix ('' or NULL = the only running one). Returns a new
+ * id or NULL with e->msg saying why (NNI's messages). */
+char *exp_resolve(struct db *db, const char *id_or_prefix, int running_only, struct errbuf *e);
+
+/* ---- trial ---- */
+int trial_load(struct db *db, const char *id, struct trial *out, struct errbuf *e);
+void trial_clear(struct trial *t);
+/* Fills t from a row whose columns are TRIAL_COLUMNS, in order. */
+void trial_from_row(sqlite3_stmt *st, struct trial *t);
+#define TRIAL_COLUMNS                                                                     \
+    "id, experiment_id, parameters, parameter_source, status, platform, machine, job_id,"   \
+    " lease_owner, kill_request, waiting_reason, trial_dir, message, final_metric_json,"     \
+    " gpu_indices, sequence, parameter_id, attempt, max_attempts, lease_expires,"           \
+    " submit_time, start_time, end_time, exit_code, final_metric, metrics_offset,"          \
+    " stdout_offset"
+
+/* ---- metrics ---- */
+struct metric_in {
+    const char *parameter_id; /* NULL -> '' */
+    const char *type;         /* PERIODICAL | FINAL */
+    int64_t sequence;
+    const char *value;        /* JSON text of the value */
+    double default_value;
+    int has_default;
+};
+/* Parses one metric record as a trial sends it ({"parameter_id","trial_job_id","type",
+ * "sequence","value": "<json string>"}). Strings in *m point into *owned (free it). */
+int metric_parse(const char *json, size_t len, struct metric_in *m, void **owned, struct errbuf *e);
+void metric_owned_free(void *owned);
+/* INSERT OR IGNORE: a re-delivered metric is absorbed. Returns 1 inserted, 0 dup. */
+int metric_insert(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
+                  struct errbuf *e);
+
+/* ---- processes ---- */
+int proc_register(struct db *db, const char *exp_id, const char *role, int pid, uint64_t pid_start,
+                  int64_t *row_id, struct errbuf *e);
+int proc_ended(struct db *db, int64_t row_id, const char *exit_status, struct errbuf *e);
+
+#endif

@@ -1,0 +1,75 @@
+/* trial.c: trial rows. State changes live in queue/ (guarded transitions). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/schema.h"
+
+int trial_status_final(const char *s)
+{
+    static const char *const finals[] = {"SUCCEEDED", "FAILED", "USER_CANCELED", "SYS_CANCELED",
+                                         "EARLY_STOPPED", NULL};
+    for (int i = 0; finals[i]; i++)
+        if (strcmp(s, finals[i]) == 0)
+            return 1;
+    return 0;
+}
+
+void trial_from_row(sqlite3_stmt *st, struct trial *t)
+{
+    memset(t, 0, sizeof *t);
+    int i = 0;
+    t->id = col_str(st, i++);
+    t->experiment_id = col_str(st, i++);
+    t->parameters = col_str(st, i++);
+    t->parameter_source = col_str(st, i++);
+    t->status = col_str(st, i++);
+    t->platform = col_str(st, i++);
+    t->machine = col_str(st, i++);
+    t->job_id = col_str(st, i++);
+    t->lease_owner = col_str(st, i++);
+    t->kill_request = col_str(st, i++);
+    t->waiting_reason = col_str(st, i++);
+    t->trial_dir = col_str(st, i++);
+    t->message = col_str(st, i++);
+    t->final_metric_json = col_str(st, i++);
+    t->gpu_indices = col_str(st, i++);
+    t->sequence = col_i64(st, i++);
+    t->parameter_id = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : col_i64(st, i);
+    i++;
+    t->attempt = (int)col_i64(st, i++);
+    t->max_attempts = (int)col_i64(st, i++);
+    t->lease_expires = col_i64(st, i++);
+    t->submit_time = col_i64(st, i++);
+    t->start_time = col_i64(st, i++);
+    t->end_time = col_i64(st, i++);
+    t->has_exit_code = sqlite3_column_type(st, i) != SQLITE_NULL;
+    t->exit_code = (int)col_i64(st, i++);
+    t->has_final_metric = sqlite3_column_type(st, i) != SQLITE_NULL;
+    t->final_metric = sqlite3_column_double(st, i++);
+    t->metrics_offset = col_i64(st, i++);
+    t->stdout_offset = col_i64(st, i++);
+}
+
+int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
+{
+    memset(t, 0, sizeof *t);
+    sqlite3_stmt *st = db_query(db, e, "SELECT " TRIAL_COLUMNS " FROM trial WHERE id = ?", "s", id);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        trial_from_row(st, t);
+    else if (rc != SQLITE_DONE)
+        errf(e, "load trial %s: %s", id, sqlite3_errmsg(db->h));
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+void trial_clear(struct trial *t)
+{
+    free(t->id); free(t->experiment_id); free(t->parameters); free(t->parameter_source);
+    free(t->status); free(t->platform); free(t->machine); free(t->job_id); free(t->lease_owner);
+    free(t->kill_request); free(t->waiting_reason); free(t->trial_dir); free(t->message);
+    free(t->final_metric_json); free(t->gpu_indices);
+    memset(t, 0, sizeof *t);
+}

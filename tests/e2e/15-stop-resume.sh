@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# nnictl stop while trials run: they end USER_CANCELED, every process is gone, the
+# port is free; stop is idempotent; resume continues the same experiment (and the
+# same parameter sequence); view serves it read-only; bad ids give clear messages.
+. "$(dirname "$0")/lib.sh"
+
+port=$(free_port)
+mkdir -p "$WORK/exp"
+cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
+cat > "$WORK/exp/config.yml" <<YML
+searchSpace:
+  x: {_type: randint, _value: [0, 100000]}
+trialCommand: sh metrics.sh
+trialCodeDirectory: .
+trialConcurrency: 3
+maxTrialNumber: 12
+tuner: {name: Random, classArgs: {seed: 11}}
+trainingService: {platform: local}
+YML
+export TRIAL_STEPS=4 TRIAL_SLEEP=0.5
+
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
+id=$(exp_id_of "$WORK/create.out")
+for _ in $(seq 100); do
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 3 ] && break
+    sleep 0.05
+done
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 3 ] || fail "3 trials never ran"
+
+nnictl stop "$id" > "$WORK/stop.out"
+grep -q "Stop experiment success" "$WORK/stop.out" || fail "stop did not report success"
+[ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = STOPPED ] || fail "not STOPPED"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('WAITING','RUNNING')")" = 0 ] || fail "trials still active"
+cancelled=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='USER_CANCELED'")
+[ "$cancelled" -ge 3 ] || fail "running trials did not end USER_CANCELED ($cancelled)"
+port_is_free "$port" || fail "port busy after stop"
+assert_no_leftovers
+pass "stop: $cancelled trials USER_CANCELED, no process left, port free"
+
+nnictl stop "$id" > "$WORK/stop2.out" 2>&1 || fail "a second stop failed"
+pass "stop is idempotent"
+
+# resume: continues the experiment to its budget with new trials
+nnictl resume "$id" --port "$port" > "$WORK/resume.out"
+wait_status "$id" DONE 120
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 12 ] || fail "resume did not reach 12 trials"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge 9 ] || fail "too few succeeded"
+nnictl stop "$id" > /dev/null
+pass "resume continued to DONE"
+
+# the parameter sequence is a function of (seed, index): same as a fresh run with the same seed
+seq_a=$(sql "SELECT parameters FROM trial WHERE experiment_id='$id' ORDER BY sequence")
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create2.out"
+id2=$(exp_id_of "$WORK/create2.out")
+wait_status "$id2" DONE 120
+nnictl stop "$id2" > /dev/null
+seq_b=$(sql "SELECT parameters FROM trial WHERE experiment_id='$id2' ORDER BY sequence")
+[ "$seq_a" = "$seq_b" ] || { echo "$seq_a"; echo ---; echo "$seq_b"; fail "parameter sequence differs across stop/resume"; }
+pass "same parameters as an uninterrupted run with the same seed"
+
+# view: read-only
+nnictl view "$id" --port "$port" > /dev/null
+curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status" | grep -q VIEWED || fail "view status"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+    -d '{"params":{"trialConcurrency":5}}' "http://127.0.0.1:$port/api/v1/nni/experiment?update_type=TRIAL_CONCURRENCY")
+[ "$code" = 400 ] || fail "view accepted a change ($code)"
+nnictl stop "$id" > /dev/null
+port_is_free "$port" || fail "port busy after view stop"
+pass "view is read-only"
+
+# clear messages for wrong ids and busy ports
+out=$(nnictl experiment show nosuchid 2>&1 || true)
+echo "$out" | grep -q "Id not correct" || fail "unknown id message: $out"
+$PY -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
+holder=$!
+sleep 0.3
+out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)
+kill $holder 2>/dev/null || true
+echo "$out" | grep -q "Port $port is not idle" || fail "busy port message: $out"
+pass "clear messages for unknown id and busy port"
+assert_no_leftovers
+echo "15-stop-resume: passed"

@@ -1,0 +1,61 @@
+/* internal.h: pieces shared by the tuner implementations inside tuners/ (and their
+ * unit tests). Other modules use tuner.h and searchspace.h only. */
+#ifndef TRIALQ_TUNERS_INTERNAL_H
+#define TRIALQ_TUNERS_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "tuners/searchspace.h"
+#include "tuners/tuner.h"
+
+/* ---- the built-in tuners (registry.c lists them) ---- */
+extern const struct tuner_ops tuner_random;
+extern const struct tuner_ops tuner_gridsearch;
+extern const struct tuner_ops tuner_batch;
+
+/* ---- canonical.c: parameter sets compared as NNI does (nni.dump(sort_keys=True)) ---- */
+/* Compact JSON text with object keys sorted at every level; caller frees. Two
+ * parameter sets are the same trial when their canonical texts are equal. */
+char *json_canonical(const cJSON *j);
+uint64_t str_hash64(const char *s);  /* FNV-1a */
+
+/* ---- seen.c: which canonical texts were already produced ---- */
+/* Maps 64-bit hashes to ids (0, 1, 2, ...); the owner keeps the texts (or can
+ * rebuild them) and decides equality, so the index stores 16 bytes per entry. */
+struct seen {
+    uint64_t *hash;
+    int64_t *id;    /* -1: empty slot */
+    size_t cap, n;
+};
+void seen_init(struct seen *s);
+void seen_free(struct seen *s);
+/* Returns the id of an entry with hash h for which same(ctx, id) is true, or -1. */
+int64_t seen_find(const struct seen *s, uint64_t h, int (*same)(void *ctx, int64_t id), void *ctx);
+void seen_add(struct seen *s, uint64_t h, int64_t id);
+
+/* ---- grid.c: NNI's GridSearchTuner enumeration, addressable by index ---- */
+struct grid;
+/* space is borrowed and must outlive the grid. */
+struct grid *grid_new(const struct ss_space *space);
+void grid_free(struct grid *g);
+/* Point `index` (0-based) of the enumeration, computed lazily and cached: 1 with
+ * *out set to a new parameter object, 0 when the space has no such point. */
+int grid_point(struct grid *g, int64_t index, cJSON **out);
+
+/* ---- erfinv.c ---- */
+/* Inverse error function on [-1, 1] (±inf at ±1, NaN outside), to ~1 ulp. */
+double ss_erfinv(double y);
+
+/* ---- classargs.c: classArgs checks shared by the tuners ---- */
+/* Accepts NULL, JSON null or an object whose keys are all in `allowed`
+ * (NULL-terminated, may be NULL for "none"). */
+int classargs_check_keys(const cJSON *args, const char *tuner, const char *const *allowed, struct errbuf *e);
+/* seed: a non-negative integer. Returns 1 and sets *seed when present, 0 when absent. */
+int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
+/* optimize_mode: "maximize" or "minimize" when present (some tuners ignore it). */
+int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
+
+#endif

@@ -1,0 +1,495 @@
+/* worker.c: the generic worker loop, written once for every platform:
+ * claim WAITING trials -> submit -> RUNNING; poll jobs; collect metrics; honour kill
+ * requests; renew leases; adopt trials of dead owners. All state is in the database;
+ * this process can be killed at any instant and a new one continues. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "workers/worker.h"
+
+#define LEASE_MS 30000
+#define COLLECT_EVERY_MS 200
+#define POLL_EVERY_MS 250
+#define KILLCHECK_EVERY_MS 300
+#define ADOPT_EVERY_MS 2000
+#define STATUS_EVERY_MS 1000
+#define CLAIM_EVERY_MS 500
+
+const struct platform_ops *platform_find(const char *name)
+{
+    static const struct platform_ops *const all[] = {&platform_local, NULL};
+    for (int i = 0; all[i]; i++)
+        if (strcmp(all[i]->name, name) == 0)
+            return all[i];
+    return NULL;
+}
+
+static struct worker_trial *held_find(struct worker *w, const char *id)
+{
+    for (int i = 0; i < w->ntrials; i++)
+        if (strcmp(w->trials[i].t.id, id) == 0)
+            return &w->trials[i];
+    return NULL;
+}
+
+static struct worker_trial *held_add(struct worker *w, struct trial *t)
+{
+    if (w->ntrials == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 16;
+        w->trials = xrealloc(w->trials, sizeof *w->trials * (size_t)w->cap);
+    }
+    struct worker_trial *wt = &w->trials[w->ntrials++];
+    memset(wt, 0, sizeof *wt);
+    wt->t = *t; /* takes ownership */
+    return wt;
+}
+
+static void held_remove(struct worker *w, struct worker_trial *wt)
+{
+    trial_clear(&wt->t);
+    *wt = w->trials[--w->ntrials];
+}
+
+/* Tells the api that a trial ended (so that it schedules the next one now). */
+static void notify_api(struct worker *w)
+{
+    int64_t pid = 0, start = 0;
+    if (db_int(w->db, NULL, &pid, "SELECT api_pid FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
+        db_int(w->db, NULL, &start, "SELECT api_start FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
+        pid > 0 && proc_alive((pid_t)pid, (uint64_t)start))
+        kill((pid_t)pid, SIGUSR1);
+}
+
+static const char *final_status(const struct job_state *js, const char *kill_request, char *msg, size_t msglen)
+{
+    msg[0] = '\0';
+    if (kill_request)
+        return kill_request;
+    if (js->signal) {
+        snprintf(msg, msglen, "killed by signal %d%s", js->signal,
+                 js->signal == SIGKILL ? " (out of memory?)" : "");
+        return "FAILED";
+    }
+    if (js->exit_code == 0)
+        return "SUCCEEDED";
+    snprintf(msg, msglen, "exit code %d", js->exit_code);
+    return "FAILED";
+}
+
+/* Collects the last metrics and records the end, in one transaction: the final metric
+ * is stored before (never after) the trial is seen as ended. */
+static void finalize(struct worker *w, struct worker_trial *wt, const struct job_state *js)
+{
+    struct errbuf e;
+    struct trial *t = &wt->t;
+    if (db_begin(w->db, &e) < 0)
+        goto fail;
+    if (w->ops->collect(w, t, &e) < 0 ||
+        trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0)
+        goto fail_tx;
+    char *kill_request = NULL;
+    if (db_text(w->db, &e, &kill_request, "SELECT kill_request FROM trial WHERE id = ?", "s", t->id) < 0)
+        goto fail_tx;
+    int rc;
+    if (js->vanished) {
+        rc = trial_requeue(w->db, t->id, w->owner, "its job vanished", &e);
+        log_warn("trial %s: job vanished; requeued or failed per maxTrialRetries", t->id);
+    } else {
+        char msg[128];
+        const char *to = final_status(js, kill_request, msg, sizeof msg);
+        rc = trial_finish(w->db, t->id, w->owner, to, js->has_exit, js->exit_code, js->end_time,
+                          msg[0] ? msg : NULL, &e);
+        log_debug("trial %s -> %s", t->id, to);
+    }
+    free(kill_request);
+    if (rc < 0 || db_commit(w->db, &e) < 0)
+        goto fail_tx;
+    held_remove(w, wt);
+    notify_api(w);
+    return;
+fail_tx:
+    db_rollback(w->db);
+fail:
+    /* keep holding it: the next pass retries (the state file stays) */
+    log_error("trial %s: cannot record its end: %s", t->id, e.msg);
+    wt->next_poll_ms = mono_ms() + 500;
+}
+
+static void poll_one(struct worker *w, struct worker_trial *wt)
+{
+    struct job_state js;
+    struct errbuf e;
+    if (w->ops->poll(w, &wt->t, &js, &e) < 0) {
+        log_warn("trial %s: poll failed: %s", wt->t.id, e.msg);
+        return;
+    }
+    if (js.finished || js.vanished)
+        finalize(w, wt, &js);
+}
+
+static void start_trial(struct worker *w, struct worker_trial *wt)
+{
+    struct errbuf e;
+    char *job_id = NULL, *dir = NULL;
+    struct trial *t = &wt->t;
+    if (w->ops->submit(w, t, &job_id, &dir, &e) < 0) {
+        log_error("trial %s: cannot start: %s", t->id, e.msg);
+        trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), e.msg, NULL);
+        held_remove(w, wt);
+        notify_api(w);
+        return;
+    }
+    int is_new = strncmp(job_id, "local:attached", 14) != 0 && strncmp(job_id, "local:finished", 14) != 0 &&
+                 (!t->job_id || strcmp(job_id, t->job_id) != 0);
+    wt->is_child = is_new;
+    if (strcmp(t->status, "WAITING") == 0) {
+        int rc = trial_mark_running(w->db, t->id, w->owner, job_id, host_name(), dir, now_ms(), &e);
+        if (rc < 0)
+            log_error("trial %s: cannot record RUNNING: %s", t->id, e.msg);
+    }
+    free(t->job_id);
+    t->job_id = job_id;
+    free(t->trial_dir);
+    t->trial_dir = dir;
+    free(t->status);
+    t->status = xstrdup("RUNNING");
+    wt->next_poll_ms = mono_ms() + (is_new ? POLL_EVERY_MS * 4 : 0);
+}
+
+static void claim_all(struct worker *w)
+{
+    for (;;) {
+        struct trial t;
+        struct errbuf e;
+        int rc = queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, &t, &e);
+        if (rc < 0) {
+            log_error("claim: %s", e.msg);
+            return;
+        }
+        if (rc == 0)
+            return;
+        start_trial(w, held_add(w, &t));
+    }
+}
+
+static void adopt(struct worker *w)
+{
+    struct trial *list;
+    int n;
+    struct errbuf e;
+    if (queue_adopt(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, &list, &n, &e) < 0) {
+        log_error("adopt: %s", e.msg);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        log_info("trial %s: adopted (%s)", list[i].id, list[i].status);
+        struct worker_trial *wt = held_add(w, &list[i]);
+        /* submit is idempotent: it re-attaches to a live job, or sees a finished one,
+         * or starts the job a dead worker had claimed but not yet started */
+        if (strcmp(wt->t.status, "WAITING") == 0)
+            start_trial(w, wt);
+        else
+            wt->next_poll_ms = 0;
+    }
+    free(list);
+}
+
+static void check_kills(struct worker *w)
+{
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(w->db, &e, "SELECT id FROM trial WHERE lease_owner = ? AND kill_request IS NOT NULL",
+                                "s", w->owner);
+    if (!st)
+        return;
+    char *ids[256];
+    int n = 0;
+    while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
+        ids[n++] = col_str(st, 0);
+    sqlite3_reset(st);
+    for (int i = 0; i < n; i++) {
+        struct worker_trial *wt = held_find(w, ids[i]);
+        if (wt && !wt->kill_sent) {
+            log_info("trial %s: killing on request", ids[i]);
+            if (w->ops->kill(w, &wt->t, &e) < 0)
+                log_warn("trial %s: kill failed: %s", ids[i], e.msg);
+            wt->kill_sent = 1;
+            wt->next_poll_ms = mono_ms() + 100;
+        }
+        free(ids[i]);
+    }
+}
+
+static void collect_running(struct worker *w)
+{
+    int any = 0;
+    for (int i = 0; i < w->ntrials && !any; i++)
+        any = w->ops->pending(w, &w->trials[i].t);
+    if (!any)
+        return;
+    struct errbuf e;
+    if (db_begin(w->db, &e) < 0)
+        return;
+    for (int i = 0; i < w->ntrials; i++) {
+        struct trial *t = &w->trials[i].t;
+        int64_t mo = t->metrics_offset, so = t->stdout_offset;
+        if (!w->ops->pending(w, t))
+            continue;
+        if (w->ops->collect(w, t, &e) < 0 ||
+            trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0) {
+            t->metrics_offset = mo;
+            t->stdout_offset = so;
+            log_error("trial %s: collect: %s", t->id, e.msg);
+            db_rollback(w->db);
+            return;
+        }
+    }
+    if (db_commit(w->db, &e) < 0)
+        log_error("collect commit: %s", e.msg);
+    else
+        notify_api(w); /* new intermediate results for the assessor */
+}
+
+static void reap(struct worker *w)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        const char *id = w->ops->reaped ? w->ops->reaped(w, pid, status) : NULL;
+        struct worker_trial *wt = id ? held_find(w, id) : NULL;
+        if (wt)
+            poll_one(w, wt);
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: trialq worker --platform local --experiment ID [--home DIR] [--log-level L]\n");
+}
+
+int worker_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"platform", required_argument, NULL, 'p'},
+        {"experiment", required_argument, NULL, 'e'},
+        {"home", required_argument, NULL, 'H'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"parent-death", no_argument, NULL, 'D'},
+        {"drain", no_argument, NULL, 'X'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *platform = "local", *exp_id = NULL, *home_opt = NULL;
+    int parent_death = 0, drain = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "p:e:H:l:DX", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': platform = optarg; break;
+        case 'e': exp_id = optarg; break;
+        case 'H': home_opt = optarg; break;
+        case 'l': {
+            enum log_level lvl;
+            if (log_level_parse(optarg, &lvl) == 0)
+                log_set_level(lvl);
+            break;
+        }
+        case 'D': parent_death = 1; break;
+        case 'X': drain = 1; break;
+        default: usage(); return 2;
+        }
+    }
+    if (!exp_id) {
+        usage();
+        return 2;
+    }
+    /* started by an api: end with it (its trials live on under their supervisors) */
+    if (parent_death) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            return 0;
+    }
+    log_set_module("worker");
+    db_set_actor("worker");
+    struct worker w;
+    memset(&w, 0, sizeof w);
+    struct errbuf e;
+    w.ops = platform_find(platform);
+    if (!w.ops) {
+        fprintf(stderr, "trialq worker: unknown platform '%s'\n", platform);
+        return 2;
+    }
+    w.home = trialq_home(home_opt);
+    char *dbpath = trialq_db_path(w.home);
+    if (db_open(dbpath, &w.db, &e) < 0) {
+        log_error("%s", e.msg);
+        free(dbpath);
+        return 1;
+    }
+    free(dbpath);
+    w.exp_id = xstrdup(exp_id);
+    int found = exp_load(w.db, exp_id, &w.exp, &e);
+    if (found <= 0) {
+        log_error("experiment %s: %s", exp_id, found < 0 ? e.msg : "not found");
+        return 1;
+    }
+    w.config = cJSON_Parse(w.exp.config);
+    w.lease_ms = LEASE_MS;
+    w.owner = queue_owner_id();
+    if (w.ops->init(&w, &e) < 0) {
+        log_error("platform %s: %s", platform, e.msg);
+        return 1;
+    }
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    char *role = xasprintf("worker:%s", platform);
+    int64_t proc_row = 0;
+    if (proc_register(w.db, exp_id, role, getpid(), proc_start_time(getpid()), &proc_row, &e) < 0)
+        log_warn("cannot register process: %s", e.msg);
+    free(role);
+    log_info("worker %s for experiment %s started", w.owner, exp_id);
+
+    int64_t drain_deadline = 0;
+    if (drain) {
+        /* nnictl stop found trials without a live api: end them all, then exit */
+        drain_deadline = mono_ms() + 25000;
+        sqlite3_stmt *st = db_query(w.db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
+                                              " AND status IN ('WAITING','RUNNING')", "s", exp_id);
+        char **ids = NULL;
+        int n = 0;
+        while (st && sqlite3_step(st) == SQLITE_ROW) {
+            ids = xrealloc(ids, sizeof *ids * (size_t)(n + 1));
+            ids[n++] = col_str(st, 0);
+        }
+        if (st)
+            sqlite3_reset(st);
+        for (int i = 0; i < n; i++) {
+            trial_request_kill(w.db, ids[i], "USER_CANCELED", "experiment stopped", &e);
+            free(ids[i]);
+        }
+        free(ids);
+    }
+    adopt(&w);
+    if (!drain)
+        claim_all(&w);
+    int64_t now = mono_ms();
+    int64_t next_collect = now + COLLECT_EVERY_MS, next_kill = now, next_renew = now + w.lease_ms / 3;
+    int64_t next_adopt = now + ADOPT_EVERY_MS, next_status = now + STATUS_EVERY_MS, next_claim = now + CLAIM_EVERY_MS;
+    int exit_code = 0;
+    while (!w.stop) {
+        now = mono_ms();
+        int64_t next = next_collect;
+        if (next_kill < next) next = next_kill;
+        if (next_renew < next) next = next_renew;
+        if (next_adopt < next) next = next_adopt;
+        if (next_status < next) next = next_status;
+        if (next_claim < next) next = next_claim;
+        if (drain && now + 100 < next) next = now + 100;
+        for (int i = 0; i < w.ntrials; i++)
+            if (!w.trials[i].is_child && w.trials[i].next_poll_ms < next)
+                next = w.trials[i].next_poll_ms;
+        int timeout = next > now ? (int)(next - now) : 0;
+        struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+        int pr = poll(&pfd, 1, timeout);
+        if (pr < 0 && errno != EINTR)
+            break;
+        int got_chld = 0;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == sizeof si) {
+            switch (si.ssi_signo) {
+            case SIGCHLD: got_chld = 1; break;
+            case SIGUSR1: w.wake = 1; break;
+            default: w.stop = 1; break;
+            }
+        }
+        if (w.stop)
+            break;
+        if (got_chld)
+            reap(&w);
+        now = mono_ms();
+        if (w.wake || now >= next_kill) {
+            check_kills(&w);
+            next_kill = now + KILLCHECK_EVERY_MS;
+        }
+        if (!drain && (w.wake || now >= next_claim)) {
+            claim_all(&w);
+            next_claim = now + CLAIM_EVERY_MS;
+            w.wake = 0;
+        }
+        for (int i = 0; i < w.ntrials; i++) {
+            struct worker_trial *wt = &w.trials[i];
+            /* our own children report by SIGCHLD; poll them rarely as a safety net */
+            if (wt->next_poll_ms <= now) {
+                wt->next_poll_ms = now + (wt->is_child ? POLL_EVERY_MS * 8 : POLL_EVERY_MS);
+                int before = w.ntrials;
+                poll_one(&w, wt);
+                if (w.ntrials < before)
+                    i--; /* the slot now holds another trial */
+            }
+        }
+        if (now >= next_collect) {
+            collect_running(&w);
+            next_collect = now + COLLECT_EVERY_MS;
+        }
+        if (now >= next_renew) {
+            if (queue_renew(w.db, w.owner, w.lease_ms, &e) < 0)
+                log_error("renew: %s", e.msg);
+            next_renew = now + w.lease_ms / 3;
+        }
+        if (now >= next_adopt) {
+            adopt(&w);
+            next_adopt = now + ADOPT_EVERY_MS;
+        }
+        if (now >= next_status) {
+            char *st = NULL;
+            int f = db_text(w.db, &e, &st, "SELECT status FROM experiment WHERE id = ?", "s", exp_id);
+            if (f == 0) {
+                log_info("experiment %s is gone; exiting", exp_id);
+                w.stop = 1;
+            }
+            free(st);
+            next_status = now + STATUS_EVERY_MS;
+        }
+        if (drain) {
+            int64_t left = 0;
+            db_int(w.db, &e, &left, "SELECT count(*) FROM trial WHERE experiment_id = ?"
+                                    " AND status IN ('WAITING','RUNNING')", "s", exp_id);
+            if (left == 0)
+                break;
+            if (now >= drain_deadline) {
+                log_error("drain: %lld trial(s) did not end", (long long)left);
+                exit_code = 1;
+                break;
+            }
+        }
+    }
+    log_info("worker exiting; %d trial(s) stay with their supervisors", w.ntrials);
+    proc_ended(w.db, proc_row, "exited", &e);
+    w.ops->destroy(&w);
+    for (int i = 0; i < w.ntrials; i++)
+        trial_clear(&w.trials[i].t);
+    free(w.trials);
+    cJSON_Delete(w.config);
+    exp_clear(&w.exp);
+    db_close(w.db);
+    free(w.owner);
+    free(w.exp_id);
+    free(w.home);
+    close(sfd);
+    return exit_code;
+}

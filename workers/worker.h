@@ -1,0 +1,78 @@
+/* worker.h: the generic worker loop (claim, lease, adopt, poll, collect, kill) and the
+ * interface one platform implements. Workers meet the api only in the database. */
+#ifndef TRIALQ_WORKER_H
+#define TRIALQ_WORKER_H
+
+#include <cjson/cJSON.h>
+
+#include "queue/queue.h"
+
+struct worker;
+
+/* What poll learned of a job. */
+struct job_state {
+    int finished;          /* the job ended; the fields below are valid */
+    int vanished;          /* no trace of the job: it must be retried */
+    int has_exit;
+    int exit_code;
+    int signal;            /* killed by this signal (0 = exited) */
+    int64_t end_time;
+};
+
+struct platform_ops {
+    const char *name;
+    /* Once per worker: check the platform is usable (auth, paths). */
+    int (*init)(struct worker *w, struct errbuf *e);
+    /* Starts the trial's job, or re-attaches when a job for this attempt exists already
+     * (submission is idempotent). Sets *job_id and *trial_dir (new strings). */
+    int (*submit)(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
+    /* A child of ours exited (local): lets the platform map pid -> trial. NULL if unused. */
+    const char *(*reaped)(struct worker *w, pid_t pid, int wstatus);
+    int (*poll)(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
+    int (*kill)(struct worker *w, struct trial *t, struct errbuf *e);
+    /* Reads metrics reported since the stored offsets and stores them (inside the
+     * caller's transaction), advancing t->metrics_offset / t->stdout_offset. */
+    int (*collect)(struct worker *w, struct trial *t, struct errbuf *e);
+    /* Cheap check without the database: may collect find something new? */
+    int (*pending)(struct worker *w, struct trial *t);
+    void (*destroy)(struct worker *w);
+};
+
+struct worker_trial {
+    struct trial t;
+    int is_child;          /* our own child process: its exit comes by SIGCHLD */
+    int kill_sent;
+    int64_t next_poll_ms;
+};
+
+struct worker {
+    struct db *db;
+    const struct platform_ops *ops;
+    void *platform;          /* the platform's own state */
+    char *owner;
+    char *exp_id;
+    char *home;
+    struct experiment exp;
+    cJSON *config;           /* canonical config of the experiment */
+    int64_t lease_ms;
+    struct worker_trial *trials; /* jobs this worker holds */
+    int ntrials, cap;
+    int wake;                /* a wake-up arrived: look for work now */
+    int stop;
+};
+
+const struct platform_ops *platform_find(const char *name);
+extern const struct platform_ops platform_local;
+
+/* `trialq worker --platform P --experiment ID` */
+int worker_main(int argc, char **argv);
+
+/* Reads ME-framed records from buf[0..len) and stores them; *used = bytes consumed
+ * (a partial record at the end is left for the next read). */
+int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
+                        size_t *used, struct errbuf *e);
+/* Scans complete stdout lines for NNISDK_MEb'<json>' and stores those metrics. */
+int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
+                       size_t *used, struct errbuf *e);
+
+#endif
