@@ -83,6 +83,10 @@ int proc_alive(pid_t pid, uint64_t start_time);
 int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
 void close_fds_from(int lowfd); /* in a child before exec */
 const char *host_name(void);
+/* setproctitle: main() hands over its argv once; a process may then rename itself as
+ * ps and pgrep -f show it (a forked supervisor is not "trialq worker ..."). */
+void proc_title_init(int argc, char **argv);
+void proc_title_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- ids and randomness ---- */
 void random_bytes(void *buf, size_t n);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -339,6 +340,32 @@ void close_fds_from(int lowfd)
     closedir(d);
     for (int i = 0; i < n; i++)
         close(fds[i]);
+}
+
+static char *g_title;
+static size_t g_title_len;
+
+void proc_title_init(int argc, char **argv)
+{
+    if (argc < 1)
+        return;
+    g_title = argv[0];
+    g_title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]);
+}
+
+void proc_title_set(const char *fmt, ...)
+{
+    if (!g_title)
+        return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    memset(g_title, 0, g_title_len);
+    size_t n = strlen(buf);
+    memcpy(g_title, buf, n < g_title_len ? n : g_title_len);
+    prctl(PR_SET_NAME, buf);
 }
 
 const char *host_name(void)

@@ -136,6 +136,7 @@ static void exec_trial(const struct launch *L)
 static void supervise(const struct launch *L, int lockfd)
 {
     setsid(); /* own session: a signal to the worker's group does not reach us */
+    proc_title_set("trialq supervise %s (experiment %s)", L->trial_id, L->exp_id);
     sigset_t none;
     sigemptyset(&none);
     struct sigaction sa;

@@ -18,6 +18,12 @@ PY=/usr/bin/python3
 cleanup() {
     local rc=$?
     nnictl stop --all >/dev/null 2>&1 || true
+    # a sanitizer report in any process's log fails the test (ASan/UBSan builds)
+    if grep -rlsE "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" "$WORK"/*.out 2>/dev/null; then
+        echo "sanitizer reports found (files above)" >&2
+        grep -rshE -A30 "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" 2>/dev/null | head -60 >&2
+        [ "$rc" -ne 0 ] || rc=1
+    fi
     if [ "$rc" -ne 0 ]; then
         echo "--- $TEST_NAME failed (rc=$rc); logs:" >&2
         for f in "$NNI_HOME"/*/log/*.log; do
@@ -53,10 +59,22 @@ wait_status() {
 }
 
 # no process of ours may survive: api, worker, supervisor or trial of this home
+# (every one of them inherits this test's NNI_HOME in its environment; the test's own
+# helper commands share the test's session and are not counted)
+our_pids() {
+    local p sid mysid
+    mysid=$(ps -o sid= -p $$ | tr -d ' ')
+    for p in /proc/[0-9]*; do
+        grep -qsz "^NNI_HOME=$NNI_HOME\$" "$p/environ" 2>/dev/null || continue
+        sid=$(ps -o sid= -p "${p#/proc/}" 2>/dev/null | tr -d ' ')
+        [ -n "$sid" ] && [ "$sid" != "$mysid" ] && echo "${p#/proc/}"
+    done
+    return 0
+}
 assert_no_leftovers() {
     local left
-    left=$(pgrep -f "$WORK" || true)
-    [ -z "$left" ] || { ps -o pid,ppid,pgid,stat,args -p $(echo $left | tr ' ' ,) >&2; fail "processes left behind"; }
+    left=$(our_pids | tr '\n' ' ')
+    [ -z "${left// /}" ] || { ps -o pid,ppid,pgid,stat,args -p "$(echo $left | tr ' ' ,)" >&2; fail "processes left behind: $left"; }
 }
 
 port_is_free() {
