@@ -40,6 +40,8 @@ struct api {
     int detach;                /* exiting without stopping the experiment */
     int64_t stop_deadline_ms;
     int64_t last_tick_ms;
+    int64_t last_heartbeat_ms;
+    int64_t pending_exec_ms;   /* running time not yet added to exec_duration_ms */
     int64_t proc_row;
     struct child *children;
     int nchildren;

@@ -226,8 +226,16 @@ void sched_tick(struct api *a)
         return;
     /* execDuration counts only time in running states, as NNI's does */
     int active_status = exp_status_active(a->exp.status);
-    db_run(a->db, &e, "UPDATE experiment SET api_heartbeat = ?, exec_duration_ms = exec_duration_ms + ?"
-                      " WHERE id = ?", "iis", now_ms(), active_status ? dt : 0, a->exp_id);
+    /* execDuration and the heartbeat are written at most every 500 ms, not on every
+     * wake-up: a write per trial end would compete with the workers for the lock */
+    a->pending_exec_ms += active_status ? dt : 0;
+    if (now - a->last_heartbeat_ms >= 500) {
+        db_run(a->db, &e, "UPDATE experiment SET api_heartbeat = ?, exec_duration_ms = exec_duration_ms + ?"
+                          " WHERE id = ?", "iis", now_ms(), a->pending_exec_ms, a->exp_id);
+        a->exp.exec_duration_ms += a->pending_exec_ms;
+        a->pending_exec_ms = 0;
+        a->last_heartbeat_ms = now;
+    }
     if (a->exp.desired_status && strcmp(a->exp.desired_status, "STOPPED") == 0 && !a->stopping)
         sched_begin_stop(a, "stop requested");
     if (a->stopping) {

@@ -1,16 +1,16 @@
-/* local.c: the local platform. Each trial runs under a small supervisor process (a
- * fork of the worker, in its own session) that starts the trial in its own process
- * group, forwards kill requests with escalation, and writes the exit status into the
- * trial dir. The supervisor outlives a killed worker, so no exit status is ever lost;
- * a flock held by the supervisor tells any later worker whether the job still lives.
+/* local.c: the local platform. Each trial runs under trialq-supervise (a tiny program
+ * started with posix_spawn, in its own session) that starts the trial in its own
+ * process group, forwards kill requests with escalation, and writes the exit status
+ * into the trial dir. The supervisor outlives a killed worker, so no exit status is
+ * ever lost; a flock it holds tells any later worker whether the job still lives.
  *
  * Trial dir files (besides NNI's parameter.cfg, .nni/metrics, trial.stdout/stderr):
- *   .nni/job.lock   flock held by the supervisor; content = attempt number
- *   .nni/job        "<trial pid> <trial start ticks> <attempt>" (written by the supervisor)
+ *   .nni/job.lock   flock held by the supervisor; "<attempt> [<trial pid> <start ticks>]"
  *   .nni/state      "<exit code> <end ms> <signal> <attempt>" (written by the supervisor) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -21,9 +21,10 @@
 #include "schema/nnijson.h"
 #include "workers/worker.h"
 
-#define KILL_GRACE_SECONDS 5
+extern char **environ;
 
 struct local_state {
+    char *supervisor;  /* trialq-supervise beside our executable */
     char *shell;       /* /bin/bash as NNI, else /bin/sh */
     char *sdk_path;    /* our stdlib `nni` package, appended to PYTHONPATH when nni is absent */
     int real_nni;      /* python3 imports a real nni package: never shadow it */
@@ -57,6 +58,14 @@ static int local_init(struct worker *w, struct errbuf *e)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
+    ls->supervisor = xasprintf("%s/trialq-supervise", exe);
+    if (access(ls->supervisor, X_OK) < 0) {
+        errf(e, "cannot run %s: %s (it is installed beside trialq)", ls->supervisor, strerror(errno));
+        free(ls->supervisor);
+        free(ls);
+        free(exe);
+        return -1;
+    }
     char *installed = xasprintf("%s/../share/trialq/python/nni", exe);
     if (access(installed, R_OK) == 0)
         ls->sdk_path = xasprintf("%s/../share/trialq/python", exe);
@@ -66,7 +75,6 @@ static int local_init(struct worker *w, struct errbuf *e)
     free(exe);
     ls->real_nni = real_nni_installed();
     w->platform = ls;
-    (void)e;
     return 0;
 }
 
@@ -75,6 +83,7 @@ static void local_destroy(struct worker *w)
     struct local_state *ls = w->platform;
     if (!ls)
         return;
+    free(ls->supervisor);
     free(ls->shell);
     free(ls->sdk_path);
     free(ls);
@@ -84,138 +93,6 @@ static void local_destroy(struct worker *w)
 static char *trial_dir_of(struct worker *w, const char *trial_id)
 {
     return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
-}
-
-/* ---------------- supervisor (runs in the forked child) ---------------- */
-
-static volatile sig_atomic_t g_term, g_alarm;
-static void on_term(int sig) { (void)sig; g_term = 1; }
-static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
-
-struct launch {
-    const char *shell, *command, *code_dir, *trial_dir, *sdk_path;
-    const char *exp_id, *trial_id, *platform;
-    int64_t sequence;
-    int attempt;
-    const char *gpu_indices; /* NULL: do not set CUDA_VISIBLE_DEVICES */
-    int set_pythonpath;
-};
-
-static void exec_trial(const struct launch *L)
-{
-    char seq[32];
-    snprintf(seq, sizeof seq, "%lld", (long long)L->sequence);
-    setenv("NNI_PLATFORM", L->platform, 1);
-    setenv("NNI_EXP_ID", L->exp_id, 1);
-    setenv("NNI_TRIAL_JOB_ID", L->trial_id, 1);
-    setenv("NNI_TRIAL_SEQ_ID", seq, 1);
-    setenv("NNI_SYS_DIR", L->trial_dir, 1);
-    setenv("NNI_OUTPUT_DIR", L->trial_dir, 1);
-    setenv("NNI_CODE_DIR", L->code_dir, 1);
-    setenv("MULTI_PHASE", "false", 1);
-    unsetenv("NNI_TRIAL_COMMAND_CHANNEL"); /* the file channel, which survives an api restart */
-    unsetenv("REUSE_MODE");
-    if (L->gpu_indices)
-        setenv("CUDA_VISIBLE_DEVICES", L->gpu_indices, 1);
-    if (L->set_pythonpath) {
-        const char *old = getenv("PYTHONPATH");
-        char *pp = old && *old ? xasprintf("%s:%s", old, L->sdk_path) : xstrdup(L->sdk_path);
-        setenv("PYTHONPATH", pp, 1);
-        free(pp);
-    }
-    if (chdir(L->code_dir) < 0) {
-        fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", L->code_dir, strerror(errno));
-        _exit(126);
-    }
-    execl(L->shell, L->shell, "-c", L->command, (char *)NULL);
-    fprintf(stderr, "trialq: cannot run %s: %s\n", L->shell, strerror(errno));
-    _exit(127);
-}
-
-/* The supervisor: never returns. lockfd is the flock'ed job.lock (fd 3 after setup). */
-static void supervise(const struct launch *L, int lockfd)
-{
-    setsid(); /* own session: a signal to the worker's group does not reach us */
-    proc_title_set("trialq supervise %s (experiment %s)", L->trial_id, L->exp_id);
-    sigset_t none;
-    sigemptyset(&none);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            sigaction(s, &sa, NULL);
-    sa.sa_handler = on_term;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-
-    if (dup2(lockfd, 3) < 0)
-        _exit(120);
-    close_fds_from(4);
-
-    char *out = xasprintf("%s/trial.stdout", L->trial_dir);
-    char *err = xasprintf("%s/trial.stderr", L->trial_dir);
-    int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        if (nullfd >= 0) dup2(nullfd, 0);
-        if (ofd >= 0) dup2(ofd, 1);
-        if (efd >= 0) dup2(efd, 2);
-        close_fds_from(3);
-        exec_trial(L);
-    }
-    int64_t end = 0;
-    int code = 127, sig = 0;
-    if (pid > 0) {
-        setpgid(pid, pid); /* both sides set it: no race with an early kill */
-        char job[128];
-        int n = snprintf(job, sizeof job, "%d %llu %d\n", (int)pid,
-                         (unsigned long long)proc_start_time(pid), L->attempt);
-        char *jobpath = xasprintf("%s/.nni/job", L->trial_dir);
-        write_file_replace(jobpath, job, (size_t)n, 0644);
-        free(jobpath);
-        int forwarded = 0, status = 0;
-        for (;;) {
-            if (g_term && !forwarded) {
-                kill(-pid, SIGTERM);
-                alarm(KILL_GRACE_SECONDS);
-                forwarded = 1;
-            }
-            if (g_alarm) {
-                kill(-pid, SIGKILL);
-                g_alarm = 0;
-            }
-            pid_t r = waitpid(pid, &status, 0);
-            if (r == pid)
-                break;
-            if (r < 0 && errno != EINTR)
-                break;
-        }
-        end = now_ms();
-        if (WIFEXITED(status))
-            code = WEXITSTATUS(status);
-        else if (WIFSIGNALED(status)) {
-            sig = WTERMSIG(status);
-            code = 128 + sig;
-        }
-        kill(-pid, SIGKILL); /* nothing the trial started outlives it */
-    } else {
-        end = now_ms();
-    }
-    char state[128];
-    int n = snprintf(state, sizeof state, "%d %lld %d %d\n", code, (long long)end, sig, L->attempt);
-    char *statepath = xasprintf("%s/.nni/state", L->trial_dir);
-    /* durable: this is the one record of how the trial ended */
-    write_file_atomic(statepath, state, (size_t)n, 0644);
-    _exit(0);
 }
 
 /* ---------------- worker side ---------------- */
@@ -254,6 +131,40 @@ static int lock_held(const char *dir)
 static const char *platform_name(struct worker *w)
 {
     return w->ops->name;
+}
+
+/* The trial's environment: ours without NNI's variables of any other trial, plus
+ * NNI's variables for this one (a NULL value leaves the variable unset), and our SDK
+ * at the end of PYTHONPATH when sdk_path is given. Caller frees each string. */
+static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_path)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = xcalloc(n + nvars + 3, sizeof *env);
+    size_t k = 0;
+    const char *pythonpath = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = environ[i];
+        if (str_starts(v, "NNI_") || str_starts(v, "MULTI_PHASE=") || str_starts(v, "REUSE_MODE=") ||
+            str_starts(v, "CUDA_VISIBLE_DEVICES="))
+            continue; /* the file channel, which survives an api restart, and our own values */
+        if (str_starts(v, "PYTHONPATH=")) {
+            pythonpath = v + 11;
+            continue;
+        }
+        env[k++] = xstrdup(v);
+    }
+    for (size_t i = 0; i < nvars; i++)
+        if (vars[i][1])
+            env[k++] = xasprintf("%s=%s", vars[i][0], vars[i][1]);
+    if (sdk_path)
+        env[k++] = pythonpath && *pythonpath ? xasprintf("PYTHONPATH=%s:%s", pythonpath, sdk_path)
+                                             : xasprintf("PYTHONPATH=%s", sdk_path);
+    else if (pythonpath)
+        env[k++] = xasprintf("PYTHONPATH=%s", pythonpath);
+    env[k] = NULL;
+    return env;
 }
 
 static int local_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir_out,
@@ -322,9 +233,6 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         goto out;
     }
     unlink(statepath);
-    char *jobpath = xasprintf("%s/.nni/job", dir);
-    unlink(jobpath);
-    free(jobpath);
 
     char *cfg = xasprintf("%s/parameter.cfg", dir);
     char *rec = nni_param_record(t);
@@ -339,28 +247,48 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(w->config, "trialCommand");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(w->config, "trialCodeDirectory");
     const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(w->config, "trialGpuNumber");
-    struct launch L = {
-        .shell = ls->shell,
-        .command = cJSON_IsString(cmd) ? cmd->valuestring : "false",
-        .code_dir = cJSON_IsString(code) ? code->valuestring : ".",
-        .trial_dir = dir,
-        .sdk_path = ls->sdk_path,
-        .exp_id = t->experiment_id,
-        .trial_id = t->id,
-        .platform = platform_name(w),
-        .sequence = t->sequence,
-        .attempt = t->attempt,
-        .gpu_indices = t->gpu_indices ? t->gpu_indices
-                       : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL),
-        .set_pythonpath = !ls->real_nni,
+    char seq[32], attempt[16];
+    snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
+    snprintf(attempt, sizeof attempt, "%d", t->attempt);
+    const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
+    const char *nni_vars[][2] = {
+        {"NNI_PLATFORM", platform_name(w)},
+        {"NNI_EXP_ID", t->experiment_id},
+        {"NNI_TRIAL_JOB_ID", t->id},
+        {"NNI_TRIAL_SEQ_ID", seq},
+        {"NNI_SYS_DIR", dir},
+        {"NNI_OUTPUT_DIR", dir},
+        {"NNI_CODE_DIR", cJSON_IsString(code) ? code->valuestring : "."},
+        {"MULTI_PHASE", "false"},
+        {"CUDA_VISIBLE_DEVICES", gpu},
     };
-    pid_t pid = fork();
-    if (pid < 0) {
-        errf(e, "fork: %s", strerror(errno));
+    char **envp = trial_env(nni_vars, sizeof nni_vars / sizeof nni_vars[0], ls->real_nni ? NULL : ls->sdk_path);
+    char *const args[] = {"trialq-supervise", dir, attempt, ls->shell,
+                          (char *)(cJSON_IsString(code) ? code->valuestring : "."),
+                          (char *)(cJSON_IsString(cmd) ? cmd->valuestring : "false"), NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, lockfd, 3); /* the lock passes to the supervisor */
+    posix_spawnattr_init(&at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    /* own session: signals to the worker's group or terminal do not reach it */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+    pid_t pid;
+    int err = posix_spawn(&pid, ls->supervisor, &fa, &at, args, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    for (char **v = envp; *v; v++)
+        free(*v);
+    free(envp);
+    if (err) {
+        errf(e, "cannot start %s: %s", ls->supervisor, strerror(err));
         goto out;
     }
-    if (pid == 0)
-        supervise(&L, lockfd);
     /* the child holds the lock now (shared open file description); drop our fd */
     *job_id = xasprintf("local:%d:%llu", (int)pid, (unsigned long long)proc_start_time(pid));
     *trial_dir_out = xstrdup(dir);
@@ -414,10 +342,10 @@ static int local_poll(struct worker *w, struct trial *t, struct job_state *js, s
     } else if (lock_held(dir) != 1) {
         /* no supervisor and no exit record: the job is gone (supervisor killed, or the
          * machine rebooted). End any orphaned trial processes before retrying. */
-        char *jobpath = xasprintf("%s/.nni/job", dir);
+        char *jobpath = xasprintf("%s/.nni/job.lock", dir);
         long long j[3];
-        if (read_ints(jobpath, j, 3) == 0 && j[2] == t->attempt && proc_alive((pid_t)j[0], (uint64_t)j[1]))
-            proc_terminate(-(pid_t)j[0], 0, 2000);
+        if (read_ints(jobpath, j, 3) == 0 && j[0] == t->attempt && proc_alive((pid_t)j[1], (uint64_t)j[2]))
+            proc_terminate(-(pid_t)j[1], 0, 2000);
         free(jobpath);
         js->vanished = 1;
     }
@@ -437,11 +365,11 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
     }
     /* attached to a job we did not start: signal the trial group directly */
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
-    char *jobpath = xasprintf("%s/.nni/job", dir);
+    char *jobpath = xasprintf("%s/.nni/job.lock", dir);
     long long j[3];
-    if (read_ints(jobpath, j, 3) == 0 && proc_alive((pid_t)j[0], (uint64_t)j[1])) {
+    if (read_ints(jobpath, j, 3) == 0 && proc_alive((pid_t)j[1], (uint64_t)j[2])) {
         /* find the supervisor: the parent of the trial process */
-        char *statp = xasprintf("/proc/%d/stat", (int)j[0]);
+        char *statp = xasprintf("/proc/%d/stat", (int)j[1]);
         char *s = read_file(statp, NULL);
         free(statp);
         pid_t parent = 0;
@@ -454,7 +382,7 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
         if (parent > 1)
             kill(parent, SIGTERM);
         else
-            kill(-(pid_t)j[0], SIGTERM);
+            kill(-(pid_t)j[1], SIGTERM);
     }
     free(jobpath);
     free(dir);

@@ -1,0 +1,125 @@
+/* trialq-supervise: the per-trial supervisor of the local platform, a separate tiny
+ * program so that the worker starts it with posix_spawn (no copy of the worker's
+ * memory) and so that it outlives the worker.
+ *
+ *   trialq-supervise TRIAL_DIR ATTEMPT SHELL CODE_DIR COMMAND
+ *
+ * fd 3 is the trial's job lock (.nni/job.lock), flock'ed by the worker before the
+ * spawn: holding it for our whole life tells any later worker that the job lives.
+ * We start COMMAND with SHELL -c in CODE_DIR, in its own process group, with our
+ * environment (the worker prepared NNI's variables), stdout/stderr to trial.stdout and
+ * trial.stderr; forward SIGTERM/SIGINT/SIGHUP to the group and escalate to SIGKILL
+ * after 5 s; when the trial ends, kill what is left of its group and write
+ * .nni/state = "<exit code> <end ms> <signal> <attempt>" (atomically, fsync'ed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/common.h"
+
+#define LOCK_FD 3
+#define KILL_GRACE_SECONDS 5
+
+static volatile sig_atomic_t g_term, g_alarm;
+static void on_term(int sig) { (void)sig; g_term = 1; }
+static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
+
+static void write_state(const char *dir, int code, int64_t end, int sig, int attempt)
+{
+    char state[128], path[4096];
+    int n = snprintf(state, sizeof state, "%d %lld %d %d\n", code, (long long)end, sig, attempt);
+    snprintf(path, sizeof path, "%s/.nni/state", dir);
+    /* durable: this is the one record of how the trial ended */
+    write_file_atomic(path, state, (size_t)n, 0644);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: trialq-supervise TRIAL_DIR ATTEMPT SHELL CODE_DIR COMMAND\n");
+        return 2;
+    }
+    const char *dir = argv[1], *shell = argv[3], *code_dir = argv[4], *command = argv[5];
+    int attempt = atoi(argv[2]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+
+    char out[4096], err[4096];
+    snprintf(out, sizeof out, "%s/trial.stdout", dir);
+    snprintf(err, sizeof err, "%s/trial.stderr", dir);
+    int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (nullfd >= 0) dup2(nullfd, 0);
+        if (ofd >= 0) dup2(ofd, 1);
+        if (efd >= 0) dup2(efd, 2);
+        close_fds_from(3); /* the job lock stays with the supervisor only */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        if (chdir(code_dir) < 0) {
+            fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", code_dir, strerror(errno));
+            _exit(126);
+        }
+        execl(shell, shell, "-c", command, (char *)NULL);
+        fprintf(stderr, "trialq: cannot run %s: %s\n", shell, strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) {
+        write_state(dir, 127, now_ms(), 0, attempt);
+        return 1;
+    }
+    setpgid(pid, pid); /* both sides set it: no race with an early kill */
+    /* the job lock file says which process group to end if we are gone */
+    char job[128];
+    int n = snprintf(job, sizeof job, "%d %d %llu\n", attempt, (int)pid, (unsigned long long)proc_start_time(pid));
+    if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
+        fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
+
+    int forwarded = 0, status = 0;
+    for (;;) {
+        if (g_term && !forwarded) {
+            kill(-pid, SIGTERM);
+            alarm(KILL_GRACE_SECONDS);
+            forwarded = 1;
+        }
+        if (g_alarm) {
+            kill(-pid, SIGKILL);
+            g_alarm = 0;
+        }
+        pid_t r = waitpid(pid, &status, 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            break;
+    }
+    int64_t end = now_ms();
+    int code = 127, sig = 0;
+    if (WIFEXITED(status))
+        code = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) {
+        sig = WTERMSIG(status);
+        code = 128 + sig;
+    }
+    kill(-pid, SIGKILL); /* nothing the trial started outlives it */
+    write_state(dir, code, end, sig, attempt);
+    return 0;
+}
