@@ -15,10 +15,17 @@
 /* Turns a search-space error path into file:line:col when the space is inline. */
 static int search_space_error(const struct exp_config *cfg, const char *errpath, const char *msg)
 {
+    int line, col;
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "searchSpaceFile");
+    if (cJSON_IsString(file)) {
+        if (config_mark_of(cfg, "searchSpaceFile", &line, &col) == 0)
+            return cli_error("%s: searchSpace: %s (searchSpaceFile at %s:%d:%d)", file->valuestring, msg,
+                             cfg->source_path, line, col);
+        return cli_error("%s: searchSpace: %s", file->valuestring, msg);
+    }
     char key[512];
     snprintf(key, sizeof key, "searchSpace.%s", errpath);
     /* the path may use [i] and . separators; try the most precise key first */
-    int line, col;
     char *k = xstrdup(key);
     for (;;) {
         if (config_mark_of(cfg, k, &line, &col) == 0) {
@@ -34,9 +41,6 @@ static int search_space_error(const struct exp_config *cfg, const char *errpath,
         *cut = '\0';
     }
     free(k);
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "searchSpaceFile");
-    if (cJSON_IsString(file))
-        return cli_error("%s: searchSpace: %s", file->valuestring, msg);
     return cli_error("%s: searchSpace: %s", cfg->source_path, msg);
 }
 
