@@ -17,9 +17,12 @@ static void spawn(struct api *a, struct child *c)
     char *exe = self_exe_path();
     pid_t pid = fork();
     if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* SIGUSR1 (our wake-up) stays blocked across exec until the worker has its
+         * signalfd: its default action would kill a worker still starting up */
+        sigset_t usr1;
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(SIG_SETMASK, &usr1, NULL);
         close_fds_from(3);
         execl(exe, "trialq", "worker", "--platform", c->platform, "--experiment", a->exp_id,
               "--home", a->home, "--log-level", a->log_level, "--parent-death", (char *)NULL);

@@ -101,6 +101,8 @@ int api_main(int argc, char **argv)
         usage();
         return 2;
     }
+    /* a worker's wake-up may come before the event loop handles it: not fatal */
+    signal(SIGUSR1, SIG_IGN);
     enum log_level lvl;
     if (log_level_parse(a->log_level, &lvl) == 0)
         log_set_level(lvl);

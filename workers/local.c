@@ -146,9 +146,18 @@ static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_pat
     const char *pythonpath = NULL;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        if (str_starts(v, "NNI_") || str_starts(v, "MULTI_PHASE=") || str_starts(v, "REUSE_MODE=") ||
-            str_starts(v, "CUDA_VISIBLE_DEVICES="))
-            continue; /* the file channel, which survives an api restart, and our own values */
+        /* NNI's trial variables are this trial's own (and NNI_TRIAL_COMMAND_CHANNEL is
+         * left unset: the file channel survives an api restart) */
+        static const char *const drop[] = {
+            "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
+            "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
+            "CUDA_VISIBLE_DEVICES=", NULL,
+        };
+        int skip = 0;
+        for (int d = 0; drop[d] && !skip; d++)
+            skip = str_starts(v, drop[d]);
+        if (skip)
+            continue;
         if (str_starts(v, "PYTHONPATH=")) {
             pythonpath = v + 11;
             continue;

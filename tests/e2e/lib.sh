@@ -65,7 +65,7 @@ our_pids() {
     local p sid mysid
     mysid=$(ps -o sid= -p $$ | tr -d ' ')
     for p in /proc/[0-9]*; do
-        grep -qsz "^NNI_HOME=$NNI_HOME\$" "$p/environ" 2>/dev/null || continue
+        grep -qsz -e "^NNI_HOME=$NNI_HOME\$" -e "^NNI_SYS_DIR=$NNI_HOME/" "$p/environ" 2>/dev/null || continue
         sid=$(ps -o sid= -p "${p#/proc/}" 2>/dev/null | tr -d ' ')
         [ -n "$sid" ] && [ "$sid" != "$mysid" ] && echo "${p#/proc/}"
     done

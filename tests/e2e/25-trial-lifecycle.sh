@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# What happens to trials: stdout metrics, a failing exit code, a segfault, a kill by
+# maxTrialDuration (EARLY_STOPPED) and by `nnictl trial kill` (USER_CANCELED); and a
+# "reboot" (every process of the experiment killed at once, trials included): after
+# `nnictl resume` the vanished trial runs again with the same parameters as attempt 2.
+. "$(dirname "$0")/lib.sh"
+
+port=$(free_port)
+mkdir -p "$WORK/exp"
+cp "$TRIALQ_SRC/tests/e2e/trials/behave.sh" "$WORK/exp/"
+cat > "$WORK/exp/config.yml" <<YML
+searchSpace:
+  mode: {_type: choice, _value: [ok, fail, crash, slow]}
+trialCommand: sh behave.sh
+trialCodeDirectory: .
+trialConcurrency: 4
+maxTrialDuration: 2s
+tuner: {name: GridSearch}
+trainingService: {platform: local}
+YML
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
+id=$(exp_id_of "$WORK/create.out")
+wait_status "$id" DONE 60
+st() { sql "SELECT status || ' ' || coalesce(exit_code, '') || ' ' || coalesce(message, '') FROM trial t WHERE experiment_id='$id' AND parameters LIKE '%\"$1\"%'"; }
+[[ "$(st ok)" == "SUCCEEDED 0 " ]] || fail "ok: $(st ok)"
+[[ "$(st fail)" == "FAILED 3 exit code 3" ]] || fail "fail: $(st fail)"
+[[ "$(st crash)" == FAILED*"signal 11"* ]] || fail "crash: $(st crash)"
+[[ "$(st slow)" == EARLY_STOPPED* ]] || fail "slow: $(st slow)"
+okid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"ok\"%'")
+[ "$(sql "SELECT group_concat(type || ':' || value, ' ') FROM (SELECT * FROM metric WHERE trial_id='$okid' ORDER BY id)")" = "PERIODICAL:0.25 FINAL:0.5" ] || fail "stdout metrics"
+[ "$(sql "SELECT final_metric FROM trial WHERE id='$okid'")" = 0.5 ] || fail "final metric from stdout"
+grep -q "some other output" "$NNI_HOME/$id/trials/$okid/trial.stdout" || fail "stdout not kept"
+failid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"fail\"%'")
+grep -q "going to fail" "$NNI_HOME/$id/trials/$failid/trial.stderr" || fail "stderr not kept"
+# the GridSearch space is exhausted and every trial ended: DONE (NNI would stay TUNER_NO_MORE_TRIAL)
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 4 ] || fail "grid did not give 4 trials"
+pass "exit codes, signals, stdout metrics and maxTrialDuration"
+nnictl stop "$id" > /dev/null
+
+# nnictl trial kill -> USER_CANCELED; and the REST errors for an unknown trial
+cat > "$WORK/exp/slow.yml" <<YML
+searchSpace:
+  mode: {_type: choice, _value: [slow]}
+  k: {_type: randint, _value: [0, 3]}
+trialCommand: sh behave.sh
+trialCodeDirectory: .
+trialConcurrency: 3
+tuner: {name: GridSearch}
+trainingService: {platform: local}
+YML
+nnictl create --config "$WORK/exp/slow.yml" --port "$port" > "$WORK/create2.out"
+id2=$(exp_id_of "$WORK/create2.out")
+for _ in $(seq 100); do
+    [ "$(ls "$NNI_HOME/$id2"/trials/*/started 2>/dev/null | wc -l)" = 3 ] && break; sleep 0.1
+done
+[ "$(ls "$NNI_HOME/$id2"/trials/*/started 2>/dev/null | wc -l)" = 3 ] || fail "3 slow trials did not start"
+victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' ORDER BY sequence LIMIT 1")
+nnictl trial kill "$id2" --trial_id "$victim" > /dev/null
+for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] && break; sleep 0.1; done
+[ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] || fail "trial kill"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$port/api/v1/nni/trial-jobs/NoSuch")
+[ "$code" = 404 ] || fail "DELETE unknown trial gave $code"
+pass "nnictl trial kill"
+
+# "reboot": kill -9 the api, the worker, the supervisors and the trials at once
+pids=$(our_pids)
+kill -9 $pids 2>/dev/null || true
+sleep 0.5
+[ -z "$(our_pids)" ] || fail "processes survived the simulated reboot"
+nnictl resume "$id2" --port "$port" > /dev/null
+for _ in $(seq 150); do
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'")" = 2 ] && break; sleep 0.1
+done
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'")" = 2 ] ||
+    { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id2'"; fail "vanished trials were not retried"; }
+# the retry has the same parameters and its own directory; the first attempt's is kept aside
+for t in $(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND attempt = 2"); do
+    [ -d "$NNI_HOME/$id2/trials/$t.attempt1" ] || fail "attempt 1 dir of $t not kept"
+    cmp -s <(sed 's/"parameter_source":"[a-z]*",//' "$NNI_HOME/$id2/trials/$t/parameter.cfg") \
+           <(sed 's/"parameter_source":"[a-z]*",//' "$NNI_HOME/$id2/trials/$t.attempt1/parameter.cfg") ||
+        fail "attempt 2 of $t has other parameters"
+done
+[ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] || fail "a final state changed on resume"
+pass "after a reboot, vanished trials run again with the same parameters"
+nnictl stop "$id2" > /dev/null
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status IN ('WAITING','RUNNING')")" = 0 ] || fail "stop left trials"
+assert_no_leftovers
+echo "25-trial-lifecycle: passed"
