@@ -134,7 +134,7 @@ static int cmd_create_fn(int argc, char **argv)
         return cli_error("%s", e.msg);
     for (int i = 0; i < cfg->nwarnings; i++)
         fprintf(stderr, "WARNING: %s\n", cfg->warnings[i]);
-    int64_t seed;
+    int64_t seed = -1;
     if (validate(cfg, &seed) != 0) {
         config_free(cfg);
         return 1;

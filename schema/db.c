@@ -286,17 +286,15 @@ int db_run(struct db *db, struct errbuf *e, const char *sql, const char *types, 
     return sqlite3_changes(db->h);
 }
 
-int db_int(struct db *db, struct errbuf *e, int64_t *out, const char *sql, const char *types, ...)
+/* Steps a bound statement once: 1 with a row (handed to take), 0 without, -1 on error. */
+static int one_row(struct db *db, struct errbuf *e, const char *sql, sqlite3_stmt *st,
+                   void (*take)(sqlite3_stmt *, void *), void *out)
 {
-    va_list ap;
-    va_start(ap, types);
-    sqlite3_stmt *st = prep_bind(db, e, sql, types, ap);
-    va_end(ap);
     if (!st)
         return -1;
     int rc = sqlite3_step(st), found = 0;
     if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0);
+        take(st, out);
         found = 1;
     } else if (rc != SQLITE_DONE) {
         errf(e, "%s (in: %.120s)", sqlite3_errmsg(db->h), sql);
@@ -306,24 +304,25 @@ int db_int(struct db *db, struct errbuf *e, int64_t *out, const char *sql, const
     return found;
 }
 
+static void take_int(sqlite3_stmt *st, void *out) { *(int64_t *)out = sqlite3_column_int64(st, 0); }
+static void take_text(sqlite3_stmt *st, void *out) { *(char **)out = col_str(st, 0); }
+
+int db_int(struct db *db, struct errbuf *e, int64_t *out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    sqlite3_stmt *st = prep_bind(db, e, sql, types, ap);
+    va_end(ap);
+    return one_row(db, e, sql, st, take_int, out);
+}
+
 int db_text(struct db *db, struct errbuf *e, char **out, const char *sql, const char *types, ...)
 {
     va_list ap;
     va_start(ap, types);
     sqlite3_stmt *st = prep_bind(db, e, sql, types, ap);
     va_end(ap);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st), found = 0;
-    if (rc == SQLITE_ROW) {
-        *out = col_str(st, 0);
-        found = 1;
-    } else if (rc != SQLITE_DONE) {
-        errf(e, "%s (in: %.120s)", sqlite3_errmsg(db->h), sql);
-        found = -1;
-    }
-    sqlite3_reset(st);
-    return found;
+    return one_row(db, e, sql, st, take_text, out);
 }
 
 sqlite3_stmt *db_query(struct db *db, struct errbuf *e, const char *sql, const char *types, ...)

@@ -5,18 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 port=$(free_port)
-mkdir -p "$WORK/exp"
-cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: 3
-maxTrialNumber: 12
-tuner: {name: Random, classArgs: {seed: 11}}
-trainingService: {platform: local}
-YML
+metrics_experiment "$WORK/exp" 3 12 11
 export TRIAL_STEPS=4 TRIAL_SLEEP=0.5
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"

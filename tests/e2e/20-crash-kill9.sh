@@ -5,18 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 port=$(free_port)
-mkdir -p "$WORK/exp"
-cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: 4
-maxTrialNumber: 60
-tuner: {name: Random, classArgs: {seed: 3}}
-trainingService: {platform: local}
-YML
+metrics_experiment "$WORK/exp" 4 60 3
 export TRIAL_STEPS=3 TRIAL_SLEEP=0.25
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
@@ -75,12 +64,7 @@ restarted=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND attemp
 [ "$restarted" = 0 ] || fail "$restarted trials were started again although their jobs lived"
 pass "every trial ended exactly once, SUCCEEDED, in its first attempt"
 
-for dir in "$NNI_HOME/$id"/trials/*/; do
-    tid=$(basename "$dir")
-    want=$(sort "$dir/written.log")
-    got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
-    [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
-done
+assert_metrics_match "$id"
 pass "no metric missing or duplicated"
 
 nnictl stop "$id" > /dev/null
