@@ -13,10 +13,11 @@
 
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
+struct history;
+
 struct child {
     pid_t pid;
     char *platform;
-    int64_t proc_row;
     int64_t started_ms;
     int64_t backoff_ms;
     int64_t restart_at_ms; /* 0 = running */
@@ -33,6 +34,7 @@ struct api {
     struct ss_space *space;
     const struct tuner_ops *tuner;
     void *tuner_state;
+    struct history *history;   /* the tuner's view of the trials (scheduler.c) */
     enum api_action action;
     int readonly;
     int spawn_workers;
@@ -55,6 +57,7 @@ int api_main(int argc, char **argv);
 int sched_load_tuner(struct api *a, struct errbuf *e);
 void sched_tick(struct api *a);
 void sched_begin_stop(struct api *a, const char *why);
+void history_free(struct history *h);
 
 /* children.c */
 void children_start(struct api *a);

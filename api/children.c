@@ -37,11 +37,7 @@ static void spawn(struct api *a, struct child *c)
     c->pid = pid;
     c->started_ms = mono_ms();
     c->restart_at_ms = 0;
-    struct errbuf e;
-    char *role = xasprintf("worker:%s", c->platform);
-    if (proc_register(a->db, a->exp_id, role, pid, proc_start_time(pid), &c->proc_row, &e) < 0)
-        log_warn("cannot record worker process: %s", e.msg);
-    free(role);
+    /* the worker records itself in the process table (also when systemd starts it) */
     log_info("started %s worker, pid %d", c->platform, (int)pid);
 }
 
@@ -72,7 +68,7 @@ void children_reap(struct api *a)
             else
                 snprintf(why, sizeof why, "exited with code %d", WEXITSTATUS(status));
             struct errbuf e;
-            proc_ended(a->db, c->proc_row, why, &e);
+            proc_ended_pid(a->db, (int)pid, why, &e);
             char *reason = xasprintf("%s worker pid %d %s", c->platform, (int)pid, why);
             db_event(a->db, &e, a->exp_id, NULL, "process", "RUNNING", "EXITED", reason);
             c->pid = 0;
@@ -119,7 +115,7 @@ void children_stop(struct api *a)
             int st;
             waitpid(c->pid, &st, WNOHANG);
             struct errbuf e;
-            proc_ended(a->db, c->proc_row, "stopped", &e);
+            proc_ended_pid(a->db, (int)c->pid, "stopped", &e);
             c->pid = 0;
         }
         free(c->platform);

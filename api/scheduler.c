@@ -26,66 +26,150 @@ int sched_load_tuner(struct api *a, struct errbuf *e)
     return 0;
 }
 
-/* History for the tuner, rebuilt from the trial rows. */
+/* The tuner's history: every trial of the experiment in sequence order, kept in memory
+ * and refreshed from the rows changed since the last look (trial.updated_at, indexed),
+ * so that a suggestion costs O(changes), not O(trials). It is a cache: a full reload
+ * every minute (and at start) makes it equal to the database whatever happened. */
+#define HISTORY_MARGIN_MS 5000    /* rows committed late with an older updated_at */
+#define HISTORY_FULL_EVERY_MS 60000
+
 struct history {
     struct tuner_result *items;
     cJSON **params;
-    int n;
+    char **ids;
+    int n, cap;
+    int *slots;                   /* open-addressing index: trial id -> item + 1 (0 = free) */
+    int nslots;                   /* a power of two, at least 2 * cap */
+    int64_t seen_until_ms;        /* updated_at of the newest row read */
+    int64_t next_full_ms;         /* monotonic time of the next full reload */
 };
 
-static void history_free(struct history *h)
+static const char *const statuses[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "USER_CANCELED",
+                                       "SYS_CANCELED", "EARLY_STOPPED", "UNKNOWN"};
+
+static const char *intern_status(const char *s)
 {
-    for (int i = 0; i < h->n; i++)
-        cJSON_Delete(h->params[i]);
-    free(h->items);
-    free(h->params);
-    memset(h, 0, sizeof *h);
+    for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++)
+        if (strcmp(s, statuses[k]) == 0)
+            return statuses[k];
+    return "UNKNOWN";
 }
 
-static int history_load(struct api *a, struct history *h, struct errbuf *e)
+void history_free(struct history *h)
 {
-    memset(h, 0, sizeof *h);
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++) {
+        cJSON_Delete(h->params[i]);
+        free(h->ids[i]);
+    }
+    free(h->items);
+    free(h->params);
+    free(h->ids);
+    free(h->slots);
+    free(h);
+}
+
+static unsigned id_hash(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Index of a trial id, or -1. */
+static int history_find(const struct history *h, const char *id)
+{
+    if (!h->nslots)
+        return -1;
+    for (unsigned k = id_hash(id) & (unsigned)(h->nslots - 1);; k = (k + 1) & (unsigned)(h->nslots - 1)) {
+        int v = h->slots[k];
+        if (v == 0)
+            return -1;
+        if (strcmp(h->ids[v - 1], id) == 0)
+            return v - 1;
+    }
+}
+
+static void history_index(struct history *h, int i)
+{
+    if (h->nslots < 2 * (i + 1)) {
+        int ns = h->nslots ? h->nslots : 128;
+        while (ns < 2 * (i + 1))
+            ns *= 2;
+        free(h->slots);
+        h->slots = xcalloc((size_t)ns, sizeof *h->slots);
+        h->nslots = ns;
+        for (int j = 0; j < i; j++)
+            history_index(h, j);
+    }
+    unsigned k = id_hash(h->ids[i]) & (unsigned)(h->nslots - 1);
+    while (h->slots[k])
+        k = (k + 1) & (unsigned)(h->nslots - 1);
+    h->slots[k] = i + 1;
+}
+
+static int history_refresh(struct api *a, struct errbuf *e)
+{
+    struct history *h = a->history;
+    if (!h || mono_ms() >= h->next_full_ms) {
+        history_free(h);
+        h = a->history = xcalloc(1, sizeof *h);
+        h->next_full_ms = mono_ms() + HISTORY_FULL_EVERY_MS;
+        h->seen_until_ms = INT64_MIN / 2;
+    }
     sqlite3_stmt *st = db_query(a->db, e,
-        "SELECT parameter_id, parameters, final_metric, status FROM trial"
-        " WHERE experiment_id = ? ORDER BY sequence", "s", a->exp_id);
+        "SELECT id, parameter_id, parameters, final_metric, status, updated_at FROM trial"
+        " WHERE experiment_id = ? AND updated_at >= ? ORDER BY sequence",
+        "si", a->exp_id, h->seen_until_ms - HISTORY_MARGIN_MS);
     if (!st)
         return -1;
-    int cap = 0;
-    static const char *const statuses[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "USER_CANCELED",
-                                           "SYS_CANCELED", "EARLY_STOPPED", "UNKNOWN"};
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (h->n == cap) {
-            cap = cap ? cap * 2 : 64;
-            h->items = xrealloc(h->items, sizeof *h->items * (size_t)cap);
-            h->params = xrealloc(h->params, sizeof *h->params * (size_t)cap);
+    int64_t newest = h->seen_until_ms;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        int i = history_find(h, id);
+        if (i < 0) {
+            if (h->n == h->cap) {
+                h->cap = h->cap ? h->cap * 2 : 64;
+                h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
+                h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
+                h->ids = xrealloc(h->ids, sizeof *h->ids * (size_t)h->cap);
+            }
+            i = h->n++;
+            h->ids[i] = xstrdup(id);
+            h->params[i] = cJSON_Parse((const char *)sqlite3_column_text(st, 2));
+            history_index(h, i);
         }
-        struct tuner_result *r = &h->items[h->n];
-        r->parameter_id = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : col_i64(st, 0);
-        h->params[h->n] = cJSON_Parse((const char *)sqlite3_column_text(st, 1));
-        r->parameters = h->params[h->n];
-        const char *status = (const char *)sqlite3_column_text(st, 3);
-        r->status = "UNKNOWN";
-        for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++)
-            if (strcmp(status, statuses[k]) == 0)
-                r->status = statuses[k];
-        r->has_value = sqlite3_column_type(st, 2) != SQLITE_NULL && strcmp(r->status, "SUCCEEDED") == 0;
-        r->value = sqlite3_column_double(st, 2);
-        h->n++;
+        struct tuner_result *r = &h->items[i];
+        r->parameter_id = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : col_i64(st, 1);
+        r->parameters = h->params[i];
+        r->status = intern_status((const char *)sqlite3_column_text(st, 4));
+        r->has_value = sqlite3_column_type(st, 3) != SQLITE_NULL && strcmp(r->status, "SUCCEEDED") == 0;
+        r->value = sqlite3_column_double(st, 3);
+        if (col_i64(st, 5) > newest)
+            newest = col_i64(st, 5);
     }
     sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return errf(e, "history: %s", sqlite3_errmsg(a->db->h));
+    h->seen_until_ms = newest;
     return 0;
 }
 
 /* Inserts one WAITING trial in one transaction. Returns 1 inserted, 0 the tuner is
  * exhausted, -1 on error. */
-static int submit_one(struct api *a, const struct history *h, struct errbuf *e)
+static int submit_one(struct api *a, struct errbuf *e)
 {
     int64_t index = 0;
     if (db_int(a->db, e, &index, "SELECT coalesce(max(parameter_id) + 1, 0) FROM trial"
                                  " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
                "s", a->exp_id) < 0)
         return -1;
-    struct tuner_history th = {.n = h->n, .items = h->items};
+    if (history_refresh(a, e) < 0)
+        return -1;
+    struct tuner_history th = {.n = a->history->n, .items = a->history->items};
     cJSON *params = NULL;
     int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
     if (rc <= 0)
@@ -256,17 +340,11 @@ void sched_tick(struct api *a)
     int budget = (a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                  (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000);
     if (!budget && !a->exp.tuner_exhausted && active < a->exp.concurrency) {
-        struct history h;
-        if (history_load(a, &h, &e) < 0) {
-            set_error(a, e.msg);
-            return;
-        }
         int added = 0;
         while (active < a->exp.concurrency &&
                !(a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number)) {
-            int rc = submit_one(a, &h, &e);
+            int rc = submit_one(a, &e);
             if (rc < 0) {
-                history_free(&h);
                 set_error(a, e.msg);
                 return;
             }
@@ -279,7 +357,6 @@ void sched_tick(struct api *a)
             submitted++;
             added++;
         }
-        history_free(&h);
         if (added)
             children_wake(a);
         budget = a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number;

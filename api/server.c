@@ -207,6 +207,7 @@ int api_main(int argc, char **argv)
     if (a->tuner_state)
         a->tuner->destroy(a->tuner_state);
     ss_free(a->space);
+    history_free(a->history);
     config_free(a->cfg);
     exp_clear(&a->exp);
     db_close(a->db);

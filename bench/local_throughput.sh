@@ -39,9 +39,10 @@ YML
     id=$("$BUILD/nnictl" create --config "$WORK/code/$name.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
     while [ "$(sqlite3 "$NNI_HOME/trialq.db" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
     t1=$(date +%s.%N)
-    local rss=0 pid
-    for pid in $(sqlite3 "$NNI_HOME/trialq.db" "SELECT pid FROM process WHERE experiment_id='$id' AND ended_at IS NULL"); do
+    local rss=0 pss=0 pid
+    for pid in $(sqlite3 "$NNI_HOME/trialq.db" "SELECT DISTINCT pid FROM process WHERE experiment_id='$id' AND ended_at IS NULL"); do
         rss=$((rss + $(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
+        pss=$((pss + $(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)))
     done
     "$BUILD/nnictl" stop "$id" > /dev/null
     sqlite3 "$NNI_HOME/trialq.db" > "$WORK/$name.stats" <<SQL
@@ -57,9 +58,9 @@ SELECT (SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEED
 SQL
     IFS='|' read -r ok finals p50 p99 < "$WORK/$name.stats"
     awk -v name="$name" -v n="$N" -v c="$C" -v t0="$t0" -v t1="$t1" -v ok="$ok" -v fin="$finals" \
-        -v p50="$p50" -v p99="$p99" -v rss="$rss" 'BEGIN {
-        printf "%-6s trials=%d concurrency=%d succeeded=%d final_metrics=%d wall=%.2fs throughput=%.1f trials/s exit->start p50=%sms p99=%sms peak_rss(api+worker)=%.1fMB\n",
-            name, n, c, ok, fin, t1 - t0, n / (t1 - t0), p50, p99, rss / 1024 }'
+        -v p50="$p50" -v p99="$p99" -v rss="$rss" -v pss="$pss" 'BEGIN {
+        printf "%-6s trials=%d concurrency=%d succeeded=%d final_metrics=%d wall=%.2fs throughput=%.1f trials/s exit->start p50=%sms p99=%sms peak_rss(api+worker)=%.1fMB pss=%.1fMB\n",
+            name, n, c, ok, fin, t1 - t0, n / (t1 - t0), p50, p99, rss / 1024, pss / 1024 }'
 }
 
 echo "local_throughput: $(nproc) cores, build $BUILD"

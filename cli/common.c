@@ -11,8 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "cli/cli.h"
 
 int cli_error(const char *fmt, ...)
@@ -68,45 +66,6 @@ int cli_port_free(const char *addr, int port)
     int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
     return ok;
-}
-
-static size_t collect_body(char *p, size_t size, size_t n, void *ud)
-{
-    sb_add(ud, p, size * n);
-    return size * n;
-}
-
-int cli_http(const char *method, int port, const char *path, const char *req_body, char **body)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -1;
-    char *url = xasprintf("http://127.0.0.1:%d/api/v1/nni%s", port, path);
-    struct strbuf sb;
-    sb_init(&sb);
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-    if (req_body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req_body);
-    long code = -1;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    free(url);
-    if (body)
-        *body = sb_detach(&sb);
-    else
-        sb_free(&sb);
-    return (int)code;
 }
 
 static void log_header(int fd, const char *id)

@@ -2,8 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "api/api.h"
 #include "cli/cli.h"
 #include "workers/worker.h"
@@ -36,7 +34,6 @@ int nnictl_main(int argc, char **argv)
         usage();
         return 0;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = -1;
     for (int i = 0; commands[i] && rc < 0; i++) {
         const struct cli_cmd *c = commands[i];
@@ -50,7 +47,6 @@ int nnictl_main(int argc, char **argv)
         usage();
         rc = 2;
     }
-    curl_global_cleanup();
     return rc;
 }
 

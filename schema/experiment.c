@@ -233,3 +233,10 @@ int proc_ended(struct db *db, int64_t row_id, const char *exit_status, struct er
     return db_run(db, e, "UPDATE process SET ended_at = ?, exit_status = ? WHERE id = ? AND ended_at IS NULL",
                   "isi", now_ms(), exit_status, row_id) < 0 ? -1 : 0;
 }
+
+int proc_ended_pid(struct db *db, int pid, const char *exit_status, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE process SET ended_at = ?, exit_status = ? WHERE pid = ? AND host = ?"
+                         " AND ended_at IS NULL",
+                  "isds", now_ms(), exit_status, pid, host_name()) < 0 ? -1 : 0;
+}

@@ -86,5 +86,7 @@ int metric_insert(struct db *db, const char *trial_id, int attempt, const struct
 int proc_register(struct db *db, const char *exp_id, const char *role, int pid, uint64_t pid_start,
                   int64_t *row_id, struct errbuf *e);
 int proc_ended(struct db *db, int64_t row_id, const char *exit_status, struct errbuf *e);
+/* The same for a process known by its pid on this host (a child we reaped). */
+int proc_ended_pid(struct db *db, int pid, const char *exit_status, struct errbuf *e);
 
 #endif

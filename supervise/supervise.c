@@ -10,7 +10,7 @@
  * environment (the worker prepared NNI's variables), stdout/stderr to trial.stdout and
  * trial.stderr; forward SIGTERM/SIGINT/SIGHUP to the group and escalate to SIGKILL
  * after 5 s; when the trial ends, kill what is left of its group and write
- * .nni/state = "<exit code> <end ms> <signal> <attempt>" (atomically, fsync'ed). */
+ * .nni/state = "<exit code> <end ms> <signal> <attempt>" (atomically). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,8 +34,11 @@ static void write_state(const char *dir, int code, int64_t end, int sig, int att
     char state[128], path[4096];
     int n = snprintf(state, sizeof state, "%d %lld %d %d\n", code, (long long)end, sig, attempt);
     snprintf(path, sizeof path, "%s/.nni/state", dir);
-    /* durable: this is the one record of how the trial ended */
-    write_file_atomic(path, state, (size_t)n, 0644);
+    /* atomic (rename), not fsync'ed: it survives any process crash, and like the
+     * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
+     * as vanished and retried. An fsync here would delay every next trial by a disk
+     * flush. */
+    write_file_replace(path, state, (size_t)n, 0644);
 }
 
 int main(int argc, char **argv)

@@ -62,7 +62,7 @@ out=$(nnictl experiment show nosuchid 2>&1 || true)
 echo "$out" | grep -q "Id not correct" || fail "unknown id message: $out"
 $PY -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
 holder=$!
-sleep 0.3
+for _ in $(seq 100); do port_is_free "$port" || break; sleep 0.05; done
 out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)
 kill $holder 2>/dev/null || true
 echo "$out" | grep -q "Port $port is not idle" || fail "busy port message: $out"

@@ -1,0 +1,245 @@
+/* parzen.c: the Parzen estimators behind TPE (Bergstra et al., 2011, section 4):
+ * a weighted mixture with one component per observation plus one for the prior
+ * (the search space itself). A component is a product over the dimensions of a
+ * normal kernel, truncated to the parameter's range when it has one, or for a
+ * categorical dimension of a distribution that favours the observed option.
+ *
+ * Numeric dimensions live in TPE's internal space (log space for log types) and
+ * their prior is NNI's: normal(mu, sigma) for the normal family, and for bounded
+ * types normal((low + high) / 2, high - low) truncated to [low, high].
+ *
+ * The density of a categorical dimension is chosen so that the marginal of the
+ * mixture is exactly NNI's categorical estimate (count + prior_weight) / total:
+ * with m observations of total weight W and prior weight a, an observation's kernel
+ * gives its own option 1 + beta and every option beta (normalised), with
+ * beta = a (K - 1) / (K (W + a)). */
+#include "tuners/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_SQRT_2PI 0.91893853320467274178
+
+struct sort_item {
+    double v;
+    int i;
+};
+
+static int cmp_sort_item(const void *a, const void *b)
+{
+    const struct sort_item *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);  /* ties in index order: a stable, portable result */
+}
+
+/* Normal CDF via erfc, which keeps its relative precision in the lower tail. */
+static double norm_cdf(double z)
+{
+    return 0.5 * erfc(-z * M_SQRT1_2);
+}
+
+static double clamp(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* NNI's adaptive bandwidths for one numeric dimension (tpe_tuner.py,
+ * adaptive_parzen_normal): sort the observations together with the prior mean; each
+ * observation's sigma is the larger of the gaps to its neighbours; the prior keeps
+ * its own sigma; all are clipped to [prior_sigma / min(100, n + 2), prior_sigma],
+ * hyperopt's "magic clip". `sigma` receives n values, in observation order. */
+static void adaptive_sigmas(const struct pz_dim *dim, const double *x, int stride, int n, double *sigma,
+                            struct sort_item *tmp)
+{
+    double ps = dim->prior_sigma;
+    double lo = ps / (n + 2 < 100 ? n + 2 : 100);
+    if (n == 1) {
+        sigma[0] = clamp(0.5 * ps, lo, ps);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        tmp[i] = (struct sort_item){x[(size_t)i * stride], i};
+    tmp[n] = (struct sort_item){dim->prior_mu, n};  /* the prior sorts after equal observations */
+    qsort(tmp, (size_t)n + 1, sizeof *tmp, cmp_sort_item);
+    for (int k = 0; k <= n; k++) {
+        if (tmp[k].i == n)
+            continue;
+        double left = k > 0 ? tmp[k].v - tmp[k - 1].v : -1;
+        double right = k < n ? tmp[k + 1].v - tmp[k].v : -1;
+        sigma[tmp[k].i] = clamp(left > right ? left : right, lo, ps);
+    }
+}
+
+int pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const double *x, const double *w, int n_obs,
+             double prior_weight, const struct pz_options *opt)
+{
+    memset(m, 0, sizeof *m);
+    int n = n_obs + 1;
+    m->d = d;
+    m->n = n;
+    m->dims = dims;
+    m->cum = xmalloc(sizeof *m->cum * (size_t)n);
+    m->logw = xmalloc(sizeof *m->logw * (size_t)n);
+    m->mu = xmalloc(sizeof *m->mu * (size_t)n * (size_t)(d ? d : 1));
+    m->inv_sigma = xmalloc(sizeof *m->inv_sigma * (size_t)n * (size_t)(d ? d : 1));
+    m->logc = xmalloc(sizeof *m->logc * (size_t)n * (size_t)(d ? d : 1));
+    m->logc_other = xmalloc(sizeof *m->logc_other * (size_t)n * (size_t)(d ? d : 1));
+
+    /* Weights: the observations' own, the prior's; a mixture with no weight at all
+     * (prior_weight 0 and no observations) falls back to the prior alone. */
+    double total = 0;
+    for (int i = 0; i < n_obs; i++)
+        total += w[i];
+    double pw = prior_weight;
+    if (total + pw <= 0)
+        pw = 1;
+    double acc = 0;
+    for (int i = 0; i < n; i++) {
+        double wi = i < n_obs ? w[i] : pw;
+        acc += wi;
+        m->logw[i] = wi > 0 ? log(wi / (total + pw)) : -INFINITY;
+        m->cum[i] = acc / (total + pw);
+    }
+    m->cum[n - 1] = 1.0;
+
+    double *sigma = xmalloc(sizeof *sigma * (size_t)n);
+    struct sort_item *tmp = xmalloc(sizeof *tmp * (size_t)n);
+    /* Scott's rule scaled to the prior's width, as in Optuna's multivariate TPE: one
+     * bandwidth per dimension, shrinking with the number of observations. */
+    double scott = opt->scott_factor * pow(n_obs > 0 ? n_obs : 1, -1.0 / (d + 4));
+    for (int j = 0; j < d; j++) {
+        const struct pz_dim *dim = &dims[j];
+        if (dim->n_cat > 0) {
+            int K = dim->n_cat;
+            double beta = pw * (K - 1) / ((double)K * (total + pw));
+            double hit = log((1 + beta) / (1 + K * beta)), other = log(beta / (1 + K * beta));
+            for (int i = 0; i < n_obs; i++) {
+                size_t at = (size_t)i * d + j;
+                m->mu[at] = x[at];
+                m->logc[at] = hit;
+                m->logc_other[at] = other;
+            }
+            size_t at = (size_t)n_obs * d + j;
+            m->mu[at] = -1;  /* the prior: uniform over the options */
+            m->logc[at] = m->logc_other[at] = -log((double)K);
+            continue;
+        }
+        double ps = dim->prior_sigma;
+        if (n_obs > 0) {
+            if (opt->bandwidth == PZ_BW_SCOTT) {
+                double lo = ps / (n_obs + 2 < 100 ? n_obs + 2 : 100);
+                for (int i = 0; i < n_obs; i++)
+                    sigma[i] = clamp(scott * ps, lo, ps);
+            } else {
+                adaptive_sigmas(dim, x + j, d, n_obs, sigma, tmp);
+            }
+        }
+        sigma[n_obs] = ps;
+        for (int i = 0; i < n; i++) {
+            size_t at = (size_t)i * d + j;
+            double mu = i < n_obs ? x[at] : dim->prior_mu;
+            double s = sigma[i];
+            double logz = 0;  /* log of the kernel's mass inside [lo, hi] */
+            if (isfinite(dim->lo) || isfinite(dim->hi)) {
+                double mass = norm_cdf((dim->hi - mu) / s) - norm_cdf((dim->lo - mu) / s);
+                logz = log(mass > 1e-300 ? mass : 1e-300);
+            }
+            m->mu[at] = mu;
+            m->inv_sigma[at] = 1 / s;
+            m->logc[at] = -LOG_SQRT_2PI - log(s) - logz;
+            m->logc_other[at] = 0;
+        }
+    }
+    free(sigma);
+    free(tmp);
+    return 0;
+}
+
+void pz_free(struct pz_mixture *m)
+{
+    free(m->cum);
+    free(m->logw);
+    free(m->mu);
+    free(m->inv_sigma);
+    free(m->logc);
+    free(m->logc_other);
+    memset(m, 0, sizeof *m);
+}
+
+/* Truncated normal by inverting the CDF: one uniform per draw, always inside the
+ * range. The centre is inside the range, so the CDF interval contains 1/2 and the
+ * inversion never works in a far tail. */
+static double sample_truncnorm(double mu, double s, double lo, double hi, struct rng *r)
+{
+    double a = isfinite(lo) ? norm_cdf((lo - mu) / s) : 0;
+    double b = isfinite(hi) ? norm_cdf((hi - mu) / s) : 1;
+    for (;;) {
+        double u = a + (b - a) * rng_uniform(r);
+        double v = mu + s * M_SQRT2 * ss_erfinv(2 * u - 1);
+        if (isfinite(v))  /* u == 0 exactly gives -inf for an unbounded side */
+            return clamp(v, lo, hi);
+    }
+}
+
+void pz_sample(const struct pz_mixture *m, struct rng *r, double *x)
+{
+    /* the component: first whose cumulative weight exceeds u */
+    double u = rng_uniform(r);
+    int lo = 0, hi = m->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (m->cum[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int c = lo;
+    for (int j = 0; j < m->d; j++) {
+        const struct pz_dim *dim = &m->dims[j];
+        size_t at = (size_t)c * m->d + j;
+        if (dim->n_cat > 0) {
+            /* p(option) = base + extra * [option == centre]: the centre with
+             * probability extra, otherwise any option uniformly. */
+            double base = exp(m->logc_other[at]);
+            double extra = m->mu[at] >= 0 ? exp(m->logc[at]) - base : 0;
+            if (extra > 0 && rng_uniform(r) < extra)
+                x[j] = m->mu[at];
+            else
+                x[j] = (double)rng_below(r, (uint64_t)dim->n_cat);
+            continue;
+        }
+        x[j] = sample_truncnorm(m->mu[at], 1 / m->inv_sigma[at], dim->lo, dim->hi, r);
+    }
+}
+
+double pz_logpdf(const struct pz_mixture *m, const double *x)
+{
+    /* log-sum-exp over the components, in one pass with a running maximum */
+    double best = -INFINITY, sum = 0;
+    for (int c = 0; c < m->n; c++) {
+        const double *mu = m->mu + (size_t)c * m->d;
+        const double *is = m->inv_sigma + (size_t)c * m->d;
+        const double *lc = m->logc + (size_t)c * m->d;
+        const double *lo = m->logc_other + (size_t)c * m->d;
+        double v = m->logw[c];
+        for (int j = 0; j < m->d; j++) {
+            if (m->dims[j].n_cat > 0) {
+                v += mu[j] == x[j] ? lc[j] : lo[j];
+            } else {
+                double z = (x[j] - mu[j]) * is[j];
+                v += lc[j] - 0.5 * z * z;
+            }
+        }
+        if (v == -INFINITY)
+            continue;
+        if (v > best) {
+            sum = sum * exp(best - v) + 1;
+            best = v;
+        } else {
+            sum += exp(v - best);
+        }
+    }
+    return best == -INFINITY ? -INFINITY : best + log(sum);
+}
