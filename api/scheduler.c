@@ -258,9 +258,11 @@ void sched_begin_stop(struct api *a, const char *why)
     a->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
     struct errbuf e;
     log_info("stopping experiment %s: %s", a->exp_id, why);
-    /* a finished experiment keeps its DONE: only the process goes away */
-    if (!a->readonly && strcmp(a->exp.status, "DONE") != 0)
-        exp_transition(a->db, a->exp_id, NULL, "STOPPING", why, &e);
+    /* guarded in the database, not by our copy of the status (it may be a tick old):
+     * a finished experiment keeps its DONE or ERROR, only the process goes away */
+    if (!a->readonly)
+        exp_transition(a->db, a->exp_id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "STOPPING", why,
+                       &e);
     sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
                                            " AND status IN ('WAITING','RUNNING')", "s", a->exp_id);
     if (!st)
@@ -306,8 +308,11 @@ void sched_tick(struct api *a)
     int64_t now = mono_ms();
     int64_t dt = a->last_tick_ms ? now - a->last_tick_ms : 0;
     a->last_tick_ms = now;
-    if (a->readonly)
+    if (a->readonly) {
+        if (a->stopping)
+            event_base_loopbreak(a->base); /* view: nothing to wait for */
         return;
+    }
     /* execDuration counts only time in running states, as NNI's does */
     int active_status = exp_status_active(a->exp.status);
     /* execDuration and the heartbeat are written at most every 500 ms, not on every

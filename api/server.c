@@ -163,12 +163,13 @@ int api_main(int argc, char **argv)
         log_error("%s", e.msg);
         return 1;
     }
-    const char *to = a->readonly ? "VIEWED" : "RUNNING";
+    /* view changes nothing stored: the api answers VIEWED, the row keeps its status */
     if (a->action == ACTION_RESUME) {
         /* resume from any state; "DONE" re-checks its budgets on the first tick */
         db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
     }
-    exp_transition(a->db, a->exp_id, NULL, to, action, &e);
+    if (!a->readonly)
+        exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
     exp_clear(&a->exp);
     exp_load(a->db, a->exp_id, &a->exp, &e);
     log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, action, a->exp.bind_address, port);

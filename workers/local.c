@@ -253,9 +253,9 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         goto out;
     }
 
-    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(w->config, "trialCommand");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(w->config, "trialCodeDirectory");
-    const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(w->config, "trialGpuNumber");
+    const cJSON *cmd = worker_config_item(w, "trialCommand");
+    const cJSON *code = worker_config_item(w, "trialCodeDirectory");
+    const cJSON *gpus = worker_config_item(w, "trialGpuNumber");
     char seq[32], attempt[16];
     snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
     snprintf(attempt, sizeof attempt, "%d", t->attempt);

@@ -32,6 +32,29 @@ const struct platform_ops *platform_find(const char *name)
     return NULL;
 }
 
+const cJSON *worker_ts_config(const struct worker *w)
+{
+    /* trainingService is one object, or a list (hybrid): ours is the entry of our platform */
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(w->config, "trainingService");
+    if (cJSON_IsArray(ts)) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ts) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "platform");
+            if (cJSON_IsString(p) && strcmp(p->valuestring, w->ops->name) == 0)
+                return it;
+        }
+        return NULL;
+    }
+    return ts;
+}
+
+const cJSON *worker_config_item(const struct worker *w, const char *key)
+{
+    const cJSON *ts = worker_ts_config(w);
+    const cJSON *v = ts ? cJSON_GetObjectItemCaseSensitive(ts, key) : NULL;
+    return v && !cJSON_IsNull(v) ? v : cJSON_GetObjectItemCaseSensitive(w->config, key);
+}
+
 static struct worker_trial *held_find(struct worker *w, const char *id)
 {
     for (int i = 0; i < w->ntrials; i++)

@@ -62,6 +62,10 @@ struct worker {
 };
 
 const struct platform_ops *platform_find(const char *name);
+/* This platform's trainingService entry (the list entry in hybrid mode), and a key of
+ * it with the top-level value as fallback (trialCommand, trialCodeDirectory, ...). */
+const cJSON *worker_ts_config(const struct worker *w);
+const cJSON *worker_config_item(const struct worker *w, const char *key);
 extern const struct platform_ops platform_local;
 
 /* `trialq worker --platform P --experiment ID` */

@@ -53,14 +53,21 @@ curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status" | grep -q VIEWED || fa
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
     -d '{"params":{"trialConcurrency":5}}' "http://127.0.0.1:$port/api/v1/nni/experiment?update_type=TRIAL_CONCURRENCY")
 [ "$code" = 400 ] || fail "view accepted a change ($code)"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$port/api/v1/nni/experiment")
+[ "$code" = 200 ] || fail "DELETE /experiment in view mode gave $code"
+for _ in $(seq 50); do port_is_free "$port" && break; sleep 0.1; done
+port_is_free "$port" || fail "DELETE /experiment did not end the view api"
+st=$(sql "SELECT status FROM experiment WHERE id='$id'"); [ "$st" = DONE ] || fail "viewing changed the stored status to $st"
+nnictl view "$id" --port "$port" > /dev/null
 nnictl stop "$id" > /dev/null
 port_is_free "$port" || fail "port busy after view stop"
+[ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = DONE ] || fail "stopping a view changed the stored status"
 pass "view is read-only"
 
 # clear messages for wrong ids and busy ports
 out=$(nnictl experiment show nosuchid 2>&1 || true)
 echo "$out" | grep -q "Id not correct" || fail "unknown id message: $out"
-$PY -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
+$PY -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
 holder=$!
 for _ in $(seq 100); do port_is_free "$port" || break; sleep 0.05; done
 out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)

@@ -8,15 +8,17 @@
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/behave.sh" "$WORK/exp/"
+# (trialCommand and trialCodeDirectory given inside trainingService, as NNI allows)
 cat > "$WORK/exp/config.yml" <<YML
 searchSpace:
   mode: {_type: choice, _value: [ok, fail, crash, slow]}
-trialCommand: sh behave.sh
-trialCodeDirectory: .
 trialConcurrency: 4
 maxTrialDuration: 2s
 tuner: {name: GridSearch}
-trainingService: {platform: local}
+trainingService:
+  platform: local
+  trialCommand: sh behave.sh
+  trialCodeDirectory: .
 YML
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
