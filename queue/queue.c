@@ -54,9 +54,13 @@ int queue_claim(struct db *db, const char *exp_id, const char *platform, const c
     int64_t now = now_ms();
     sqlite3_stmt *st = db_query(db, e,
         "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?"
-        " WHERE id = (SELECT id FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
+        " WHERE id = (SELECT id FROM trial WHERE experiment_id = ?4 AND status = 'WAITING'"
         "             AND lease_owner IS NULL AND platform = ? AND kill_request IS NULL"
         "             ORDER BY sequence LIMIT 1)"
+        /* trialConcurrency holds across every worker of the experiment: the api may
+         * queue trials ahead, the claim is what starts them */
+        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?4 AND status IN ('WAITING','RUNNING')"
+        "      AND lease_owner IS NOT NULL) < (SELECT concurrency FROM experiment WHERE id = ?4)"
         " RETURNING " TRIAL_COLUMNS,
         "siiss", owner, now + lease_ms, now, exp_id, platform);
     if (!st)
