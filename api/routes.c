@@ -1,5 +1,9 @@
-/* routes.c: the NNI REST API under /api/v1/nni, as a table of routes. Payload shapes
- * are NNI's (including its double-encoded metric values) so NNI's clients work. */
+/* routes.c: the NNI REST API under /api/v1/nni (and /logs/), as a table of routes,
+ * and what every handler shares: replies, query and body parsing. Payload shapes are
+ * NNI's (including its double-encoded metric values) so NNI's clients work; the
+ * handlers are in api/routes_*.c. No request may crash the process: every input is
+ * checked here or in its handler, and answered with a JSON error naming what is wrong. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,33 +12,34 @@
 #include <event2/keyvalq_struct.h>
 #include <sys/queue.h>
 
-#include "api/api.h"
-#include "schema/nnijson.h"
+#include "api/routes.h"
 
-#define API_PREFIX "/api/v1/nni"
-#define MAX_BODY (50 << 20)
+#define MAX_HEADERS (64 << 10)
+#define MAX_SEGMENTS 16
 
-struct req {
-    struct api *a;
-    struct evhttp_request *r;
-    const char *path;     /* below API_PREFIX */
-    const char *arg;      /* the :id part, when the route has one */
-};
+/* ---------------- replies ---------------- */
 
-static void reply_json(struct evhttp_request *r, int code, const char *body)
+void add_api_headers(struct evhttp_request *r, const char *content_type)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(r);
-    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_remove_header(h, "Content-Type");
+    evhttp_add_header(h, "Content-Type", content_type);
     evhttp_add_header(h, "Access-Control-Allow-Headers", "Origin, X-Requested-With, Content-Type, Accept");
     evhttp_add_header(h, "Access-Control-Allow-Methods", "PUT,POST,GET,DELETE,OPTIONS");
+}
+
+void reply_json(struct evhttp_request *r, int code, const char *body)
+{
+    add_api_headers(r, "application/json");
     struct evbuffer *b = evbuffer_new();
     if (body)
         evbuffer_add(b, body, strlen(body));
-    evhttp_send_reply(r, code, code == 200 ? "OK" : code == 404 ? "Not Found" : code < 500 ? "Bad Request" : "Error", b);
+    /* NULL reason: libevent's phrase for the code */
+    evhttp_send_reply(r, code, NULL, b);
     evbuffer_free(b);
 }
 
-static void reply_cjson(struct evhttp_request *r, cJSON *j)
+void reply_cjson(struct evhttp_request *r, cJSON *j)
 {
     char *s = cJSON_PrintUnformatted(j);
     reply_json(r, 200, s);
@@ -42,378 +47,305 @@ static void reply_cjson(struct evhttp_request *r, cJSON *j)
     cJSON_Delete(j);
 }
 
-static void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
+void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "error", msg);
-    char *s = cJSON_PrintUnformatted(j);
-    reply_json(r, code, s);
-    free(s);
-    cJSON_Delete(j);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"error\":");
+    nj_str(&sb, msg);
+    sb_puts(&sb, "}");
+    reply_json(r, code, sb.buf);
+    sb_free(&sb);
 }
 
-static char *body_of(struct evhttp_request *r, size_t *len)
+/* ---------------- request parsing ---------------- */
+
+const char *query_str(struct req *q, const char *name)
 {
-    struct evbuffer *b = evhttp_request_get_input_buffer(r);
-    size_t n = evbuffer_get_length(b);
-    char *s = xmalloc(n + 1);
-    evbuffer_remove(b, s, n);
-    s[n] = '\0';
-    *len = n;
-    return s;
+    return evhttp_find_header(q->query, name);
 }
 
-/* ---------------- handlers ---------------- */
-
-static void h_version(struct req *q)
+int query_int(struct req *q, const char *name, int64_t min, int64_t max, int64_t *out)
 {
-    reply_json(q->r, 200, "\"" TRIALQ_VERSION "\"");
-}
-
-static void h_check_status(struct req *q)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "status", q->a->exp.status);
-    cJSON *errs = cJSON_Parse(q->a->exp.errors);
-    cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
-    reply_cjson(q->r, j);
-}
-
-static void h_experiment_get(struct req *q)
-{
-    cJSON *cfg = cJSON_Parse(q->a->exp.config);
-    cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
-    cJSON_Delete(cfg);
-    reply_cjson(q->r, nni_profile_json(&q->a->exp, red));
-}
-
-static void h_experiment_delete(struct req *q)
-{
-    reply_json(q->r, 200, "");
-    sched_begin_stop(q->a, "DELETE /experiment");
-}
-
-static int get_int_param(const cJSON *params, const char *key, int64_t *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
-    if (cJSON_IsNumber(v)) {
-        *out = (int64_t)v->valuedouble;
+    const char *s = query_str(q, name);
+    if (!s)
         return 0;
-    }
-    if (cJSON_IsString(v)) {
-        int64_t s;
-        if (parse_duration(v->valuestring, &s) == 0) {
-            *out = s;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static void h_experiment_put(struct req *q)
-{
-    struct api *a = q->a;
-    if (a->readonly) {
-        reply_error(q->r, 400, "experiment %s is in readonly mode!", a->exp_id);
-        return;
-    }
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->r);
-    struct evkeyvalq qs;
-    TAILQ_INIT(&qs);
-    evhttp_parse_query_str(evhttp_uri_get_query(uri) ? evhttp_uri_get_query(uri) : "", &qs);
-    const char *type = evhttp_find_header(&qs, "update_type");
-    size_t len;
-    char *body = body_of(q->r, &len);
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    free(body);
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "params");
-    struct errbuf e;
+    /* digits only: "1e3", " 5", "5x" and overflow are all refused */
+    int neg = *s == '-';
+    const char *p = s + neg;
     int64_t v = 0;
-    int rc = -2;
-    if (!type) {
-        reply_error(q->r, 400, "PUT /experiment: missing query parameter update_type");
-    } else if (!cJSON_IsObject(params)) {
-        reply_error(q->r, 400, "PUT /experiment: body must be an ExperimentProfile with a params object");
-    } else if (strcmp(type, "TRIAL_CONCURRENCY") == 0) {
-        if (get_int_param(params, "trialConcurrency", &v) < 0 || v < 1 || v > 1000000)
-            reply_error(q->r, 400, "params.trialConcurrency: must be an integer >= 1");
+    int ok = *p != '\0';
+    for (; ok && *p; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+            ok = 0;
         else
-            rc = db_run(a->db, &e, "UPDATE experiment SET concurrency = ?, updated_at = ? WHERE id = ?", "iis", v,
-                        now_ms(), a->exp_id);
-    } else if (strcmp(type, "MAX_TRIAL_NUM") == 0) {
-        if (get_int_param(params, "maxTrialNumber", &v) < 0 || v < 1)
-            reply_error(q->r, 400, "params.maxTrialNumber: must be an integer >= 1");
-        else
-            rc = db_run(a->db, &e, "UPDATE experiment SET max_trial_number = ?, updated_at = ? WHERE id = ?", "iis",
-                        v, now_ms(), a->exp_id);
-    } else if (strcmp(type, "MAX_EXEC_DURATION") == 0) {
-        if (get_int_param(params, "maxExperimentDuration", &v) < 0 || v < 1)
-            reply_error(q->r, 400, "params.maxExperimentDuration: must be a duration such as 30m or seconds >= 1");
-        else
-            rc = db_run(a->db, &e, "UPDATE experiment SET max_exec_seconds = ?, updated_at = ? WHERE id = ?", "iis",
-                        v, now_ms(), a->exp_id);
-    } else if (strcmp(type, "SEARCH_SPACE") == 0) {
-        const cJSON *ss = cJSON_GetObjectItemCaseSensitive(params, "searchSpace");
-        struct ss_space *space = NULL;
-        char path[256];
-        if (!ss || ss_parse(ss, &space, path, sizeof path, &e) < 0) {
-            reply_error(q->r, 400, "params.searchSpace: %s", ss ? e.msg : "missing");
-        } else {
-            char *s = cJSON_PrintUnformatted(ss);
-            rc = db_run(a->db, &e, "UPDATE experiment SET search_space = ?, tuner_exhausted = 0, updated_at = ?"
-                                   " WHERE id = ?", "sis", s, now_ms(), a->exp_id);
-            free(s);
-            if (rc >= 0) {
-                if (a->tuner_state)
-                    a->tuner->destroy(a->tuner_state);
-                a->tuner_state = NULL;
-                ss_free(a->space);
-                a->space = space;
-                space = NULL;
-                if (a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed,
-                                     &a->tuner_state, &e) < 0) {
-                    reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
-                    rc = -2;
-                }
-            }
-        }
-        ss_free(space);
-    } else {
-        reply_error(q->r, 400, "PUT /experiment: unknown update_type '%s' (TRIAL_CONCURRENCY, MAX_TRIAL_NUM,"
-                               " MAX_EXEC_DURATION, SEARCH_SPACE)", type);
+            v = v * 10 + (*p - '0');
     }
-    if (rc == -1)
-        reply_error(q->r, 500, "%s", e.msg);
-    else if (rc >= 0) {
-        /* a raised limit revives a finished experiment, as in NNI */
-        exp_transition(a->db, a->exp_id, "DONE,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "RUNNING", type, &e);
-        db_event(a->db, &e, a->exp_id, NULL, "experiment", NULL, NULL, type);
-        reply_json(q->r, 200, "");
-        sched_tick(a);
+    if (neg)
+        v = -v;
+    if (!ok || v < min || v > max) {
+        reply_error(q->r, 400, "query parameter %s: must be an integer from %lld to %lld (got '%.64s')", name,
+                    (long long)min, (long long)max, s);
+        return -1;
     }
-    evhttp_clear_headers(&qs);
-    cJSON_Delete(j);
+    *out = v;
+    return 0;
 }
 
-static void h_trial_jobs(struct req *q)
+cJSON *body_json(struct req *q)
 {
-    struct api *a = q->a;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->r);
-    struct evkeyvalq qs;
-    TAILQ_INIT(&qs);
-    evhttp_parse_query_str(evhttp_uri_get_query(uri) ? evhttp_uri_get_query(uri) : "", &qs);
-    const char *status = evhttp_find_header(&qs, "status");
-    struct errbuf e;
-    sqlite3_stmt *st = db_query(a->db, &e,
-        "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? AND (? IS NULL OR status = ?)"
-        " ORDER BY sequence", "sss", a->exp_id, status, status);
-    if (!st) {
-        reply_error(q->r, 500, "%s", e.msg);
-        evhttp_clear_headers(&qs);
-        return;
+    struct evbuffer *b = evhttp_request_get_input_buffer(q->r);
+    size_t n = evbuffer_get_length(b);
+    if (n == 0) {
+        reply_error(q->r, 400, "body: empty; expected JSON");
+        return NULL;
     }
-    /* collect rows first: trial_job_json runs its own query */
-    int n = 0, cap = 0;
-    struct trial *ts = NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            ts = xrealloc(ts, sizeof *ts * (size_t)cap);
-        }
-        trial_from_row(st, &ts[n++]);
+    const char *p = (const char *)evbuffer_pullup(b, -1);
+    cJSON *j = p ? cJSON_ParseWithLength(p, n) : NULL;
+    if (!j) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = p && at && at >= p && at <= p + n ? (long)(at - p) : -1;
+        reply_error(q->r, 400, "body: not valid JSON (error near byte %ld of %zu)", off, n);
     }
-    sqlite3_reset(st);
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) {
-        cJSON_AddItemToArray(arr, nni_trial_job_json(a->db, &a->exp, &ts[i]));
-        trial_clear(&ts[i]);
-    }
-    free(ts);
-    evhttp_clear_headers(&qs);
-    reply_cjson(q->r, arr);
+    return j;
 }
 
-static void h_trial_job_get(struct req *q)
+int json_int_in(const cJSON *v, int64_t min, int64_t max, int64_t *out)
 {
-    struct trial t;
-    struct errbuf e;
-    int f = trial_load(q->a->db, q->arg, &t, &e);
-    if (f < 0)
-        reply_error(q->r, 500, "%s", e.msg);
-    else if (f == 0 || strcmp(t.experiment_id, q->a->exp_id) != 0)
-        reply_error(q->r, 404, "trial %s not found", q->arg);
-    else
-        reply_cjson(q->r, nni_trial_job_json(q->a->db, &q->a->exp, &t));
-    if (f > 0)
-        trial_clear(&t);
-}
-
-static void h_trial_job_delete(struct req *q)
-{
-    struct api *a = q->a;
-    if (a->readonly) {
-        reply_error(q->r, 400, "experiment %s is in readonly mode!", a->exp_id);
-        return;
-    }
-    struct trial t;
-    struct errbuf e;
-    int f = trial_load(a->db, q->arg, &t, &e);
-    if (f <= 0 || strcmp(t.experiment_id, a->exp_id) != 0) {
-        reply_error(q->r, f < 0 ? 500 : 404, "%s", f < 0 ? e.msg : "trial not found");
-    } else if (trial_request_kill(a->db, q->arg, "USER_CANCELED", "DELETE /trial-jobs", &e) < 0) {
-        reply_error(q->r, 500, "%s", e.msg);
-    } else {
-        children_wake(a);
-        reply_json(q->r, 200, "");
-    }
-    if (f > 0)
-        trial_clear(&t);
-}
-
-static void metrics_query(struct req *q, const char *trial_id)
-{
-    struct api *a = q->a;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(q->r);
-    struct evkeyvalq qs;
-    TAILQ_INIT(&qs);
-    evhttp_parse_query_str(evhttp_uri_get_query(uri) ? evhttp_uri_get_query(uri) : "", &qs);
-    const char *type = evhttp_find_header(&qs, "type");
-    struct errbuf e;
-    sqlite3_stmt *st = db_query(a->db, &e,
-        "SELECT m.trial_id, m.parameter_id, m.type, m.sequence, m.value, m.time FROM metric m"
-        " JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id = ? AND m.attempt = t.attempt"
-        " AND (? IS NULL OR m.trial_id = ?) AND (? IS NULL OR m.type = ?) ORDER BY t.sequence, m.id",
-        "sssss", a->exp_id, trial_id, trial_id, type, type);
-    if (!st) {
-        reply_error(q->r, 500, "%s", e.msg);
-    } else {
-        cJSON *arr = cJSON_CreateArray();
-        while (sqlite3_step(st) == SQLITE_ROW)
-            cJSON_AddItemToArray(arr, nni_metric_record(st, 0));
-        sqlite3_reset(st);
-        reply_cjson(q->r, arr);
-    }
-    evhttp_clear_headers(&qs);
-}
-
-static void h_metric_data(struct req *q) { metrics_query(q, NULL); }
-static void h_metric_data_trial(struct req *q) { metrics_query(q, q->arg); }
-
-static void h_job_statistics(struct req *q)
-{
-    struct errbuf e;
-    sqlite3_stmt *st = db_query(q->a->db, &e, "SELECT status, count(*) FROM trial WHERE experiment_id = ?"
-                                              " GROUP BY status", "s", q->a->exp_id);
-    if (!st) {
-        reply_error(q->r, 500, "%s", e.msg);
-        return;
-    }
-    cJSON *arr = cJSON_CreateArray();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "trialJobStatus", (const char *)sqlite3_column_text(st, 0));
-        cJSON_AddNumberToObject(o, "trialJobNumber", (double)col_i64(st, 1));
-        cJSON_AddItemToArray(arr, o);
-    }
-    sqlite3_reset(st);
-    reply_cjson(q->r, arr);
+    if (!cJSON_IsNumber(v))
+        return -1;
+    double d = v->valuedouble;
+    /* checked before the conversion: a double out of range is undefined behaviour */
+    if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
+        return -1;
+    *out = (int64_t)d;
+    return 0;
 }
 
 /* ---------------- routing ---------------- */
 
+/* ROUTE_TOKEN: refused from another host without the experiment's token.
+ * ROUTE_MUTATES: that, and refused in view mode. */
+#define ROUTE_TOKEN 1
+#define ROUTE_MUTATES 3
+
 struct route {
     enum evhttp_cmd_type method;
-    const char *path;     /* exact, or a prefix ending in '/' followed by one :arg */
-    int has_arg;
+    const char *pattern; /* segments; ":name" matches one non-empty segment */
+    int flags;
     void (*fn)(struct req *q);
 };
 
+#define API API_PREFIX
 static const struct route routes[] = {
-    {EVHTTP_REQ_GET, "/version", 0, h_version},
-    {EVHTTP_REQ_GET, "/check-status", 0, h_check_status},
-    {EVHTTP_REQ_GET, "/experiment", 0, h_experiment_get},
-    {EVHTTP_REQ_PUT, "/experiment", 0, h_experiment_put},
-    {EVHTTP_REQ_DELETE, "/experiment", 0, h_experiment_delete},
-    {EVHTTP_REQ_GET, "/trial-jobs", 0, h_trial_jobs},
-    {EVHTTP_REQ_GET, "/trial-jobs/", 1, h_trial_job_get},
-    {EVHTTP_REQ_DELETE, "/trial-jobs/", 1, h_trial_job_delete},
-    {EVHTTP_REQ_GET, "/metric-data", 0, h_metric_data},
-    {EVHTTP_REQ_GET, "/metric-data/", 1, h_metric_data_trial},
-    {EVHTTP_REQ_GET, "/job-statistics", 0, h_job_statistics},
+    {EVHTTP_REQ_GET, API "/version", 0, h_version},
+    {EVHTTP_REQ_GET, API "/check-status", 0, h_check_status},
+    {EVHTTP_REQ_GET, API "/experiment", 0, h_experiment_get},
+    {EVHTTP_REQ_POST, API "/experiment", 0, h_experiment_post},
+    {EVHTTP_REQ_PUT, API "/experiment", ROUTE_MUTATES, h_experiment_put},
+    {EVHTTP_REQ_DELETE, API "/experiment", ROUTE_TOKEN, h_experiment_delete},
+    {EVHTTP_REQ_PUT, API "/experiment/cluster-metadata", ROUTE_MUTATES, h_cluster_metadata},
+    {EVHTTP_REQ_POST, API "/experiment/import-data", ROUTE_MUTATES, h_import_data},
+    {EVHTTP_REQ_GET, API "/experiment/imported-data", 0, h_imported_data},
+    {EVHTTP_REQ_GET, API "/experiment-metadata", 0, h_experiment_metadata},
+    {EVHTTP_REQ_GET, API "/experiments-info", 0, h_experiments_info},
+    {EVHTTP_REQ_GET, API "/job-statistics", 0, h_job_statistics},
+    {EVHTTP_REQ_GET, API "/trial-jobs", 0, h_trial_jobs},
+    {EVHTTP_REQ_POST, API "/trial-jobs", ROUTE_MUTATES, h_trial_job_post},
+    {EVHTTP_REQ_GET, API "/trial-jobs/:id", 0, h_trial_job_get},
+    {EVHTTP_REQ_DELETE, API "/trial-jobs/:id", ROUTE_MUTATES, h_trial_job_delete},
+    {EVHTTP_REQ_POST, API "/trial-jobs/:id/rerun", ROUTE_MUTATES, h_trial_job_rerun},
+    {EVHTTP_REQ_GET, API "/metric-data", 0, h_metric_data},
+    {EVHTTP_REQ_GET, API "/metric-data/:job_id", 0, h_metric_data_trial},
+    {EVHTTP_REQ_GET, API "/metric-data-range/:min_seq_id/:max_seq_id", 0, h_metric_data_range},
+    {EVHTTP_REQ_GET, API "/metric-data-latest", 0, h_metric_data_latest},
+    {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file},
+    {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data},
+    {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file},
 };
 
-static int valid_arg(const char *s)
+static const char *method_name(enum evhttp_cmd_type m)
 {
-    if (!*s || strlen(s) > 64)
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' ||
-              *s == '_'))
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    default: return "?";
+    }
+}
+
+struct segments {
+    char *seg[MAX_SEGMENTS]; /* decoded */
+    int n;
+};
+
+static void segments_free(struct segments *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->seg[i]);
+    s->n = 0;
+}
+
+/* Splits the raw path on '/' and decodes each segment on its own, so that an encoded
+ * slash (%2F) stays inside its segment. A trailing slash is ignored, as Express does.
+ * Returns 0, 1 when there are too many segments (no route), -1 for a NUL byte. */
+static int split_path(const char *raw, struct segments *out)
+{
+    out->n = 0;
+    const char *p = raw;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (out->n == MAX_SEGMENTS)
+            return 1;
+        char *enc = xstrndup(p, len);
+        size_t dlen = 0;
+        char *dec = evhttp_uridecode(enc, 0, &dlen);
+        free(enc);
+        if (!dec || strlen(dec) != dlen) {
+            free(dec);
+            return -1;
+        }
+        out->seg[out->n++] = dec;
+        p += len;
+    }
+    return 0;
+}
+
+/* Matches a pattern against the segments; fills args. */
+static int match(const char *pattern, const struct segments *s, char **args)
+{
+    int i = 0, nargs = 0;
+    const char *p = pattern;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (i >= s->n)
             return 0;
-    return 1;
+        if (*p == ':') {
+            if (!*s->seg[i] || nargs >= MAX_ARGS)
+                return 0;
+            args[nargs++] = s->seg[i];
+        } else if (strlen(s->seg[i]) != len || strncmp(s->seg[i], p, len) != 0) {
+            return 0;
+        }
+        i++;
+        p += len;
+    }
+    return i == s->n;
+}
+
+static int peer_is_loopback(struct evhttp_request *r)
+{
+    struct evhttp_connection *c = evhttp_request_get_connection(r);
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    if (!c)
+        return 0;
+    evhttp_connection_get_peer(c, &addr, &port);
+    return addr && (str_starts(addr, "127.") || strcmp(addr, "::1") == 0 || str_starts(addr, "::ffff:127."));
+}
+
+/* Mutating routes from another host need the experiment's token (design: the api binds
+ * loopback unless configured otherwise; then changes need the secret). */
+static int token_ok(struct req *q)
+{
+    if (peer_is_loopback(q->r))
+        return 1;
+    const char *t = evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token");
+    const char *want = q->a->exp.token;
+    if (!t || !want || strlen(t) != strlen(want))
+        return 0;
+    unsigned char diff = 0; /* constant time: the token is a secret */
+    for (size_t i = 0; want[i]; i++)
+        diff |= (unsigned char)(t[i] ^ want[i]);
+    return diff == 0;
 }
 
 static void dispatch(struct evhttp_request *r, void *arg)
 {
     struct api *a = arg;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r);
-    const char *raw = evhttp_uri_get_path(uri);
-    char *path = raw ? evhttp_uridecode(raw, 0, NULL) : xstrdup("/");
+    const char *raw = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!raw || !*raw)
+        raw = "/";
     enum evhttp_cmd_type m = evhttp_request_get_command(r);
-    if (!str_starts(path, API_PREFIX "/") && strcmp(path, API_PREFIX) != 0) {
-        reply_error(r, 404, "no route %s (the API is under " API_PREFIX ")", path);
-        free(path);
+    struct segments segs = {.n = 0};
+    int sp = split_path(raw, &segs);
+    if (sp < 0) {
+        reply_error(r, 400, "path %.200s: a segment holds a NUL byte", raw);
+        segments_free(&segs);
         return;
     }
-    if (evbuffer_get_length(evhttp_request_get_input_buffer(r)) > MAX_BODY) {
-        reply_error(r, 413, "request body over %d bytes", MAX_BODY);
-        free(path);
+    struct evkeyvalq qs;
+    TAILQ_INIT(&qs);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, &qs) < 0) {
+        reply_error(r, 400, "query string of %.200s is malformed", raw);
+        evhttp_clear_headers(&qs);
+        segments_free(&segs);
         return;
     }
-    const char *sub = path + strlen(API_PREFIX);
-    size_t sl = strlen(sub);
-    char *trimmed = xstrndup(sub, sl && sub[sl - 1] == '/' && sl > 1 ? sl - 1 : sl);
-    int path_known = 0;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        const struct route *rt = &routes[i];
-        const char *argp = NULL;
-        if (rt->has_arg) {
-            if (!str_starts(trimmed, rt->path))
-                continue;
-            argp = trimmed + strlen(rt->path);
-            if (!valid_arg(argp))
-                continue;
-        } else if (strcmp(trimmed, rt->path) != 0) {
+    const struct route *found = NULL;
+    char allowed[64] = "";
+    struct req q = {.a = a, .r = r, .path = raw, .query = &qs};
+    for (size_t i = 0; sp == 0 && i < sizeof routes / sizeof routes[0]; i++) {
+        char *args[MAX_ARGS] = {NULL};
+        if (!match(routes[i].pattern, &segs, args))
             continue;
+        if (routes[i].method == m) {
+            found = &routes[i];
+            memcpy(q.args, args, sizeof args);
+            break;
         }
-        path_known = 1;
-        if (rt->method != m)
-            continue;
-        struct req q = {.a = a, .r = r, .path = trimmed, .arg = argp};
-        rt->fn(&q);
-        free(trimmed);
-        free(path);
-        return;
+        size_t l = strlen(allowed);
+        snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
-    if (path_known)
-        reply_error(r, 405, "method not allowed on %s", path);
-    else
-        reply_error(r, 404, "no route %s", path);
-    free(trimmed);
-    free(path);
+    if (found) {
+        if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
+            reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);
+        else if ((found->flags & ROUTE_TOKEN) && !token_ok(&q))
+            reply_error(r, 403, "%s %.200s from another host needs the experiment's token in X-Trialq-Token",
+                        method_name(m), raw);
+        else
+            found->fn(&q);
+    } else if (allowed[0] && m == EVHTTP_REQ_OPTIONS) {
+        /* CORS preflight, as Express answers it */
+        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
+        reply_json(r, 200, "");
+    } else if (allowed[0]) {
+        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
+        reply_error(r, 405, "method %s not allowed on %.200s (allowed: %s)", method_name(m), raw, allowed);
+    } else {
+        reply_error(r, 404, "no route %s %.200s%s", method_name(m), raw,
+                    str_starts(raw, API_PREFIX) ? "" : " (the API is under " API_PREFIX ")");
+    }
+    evhttp_clear_headers(&qs);
+    segments_free(&segs);
 }
 
 void routes_register(struct api *a)
 {
     evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_OPTIONS);
+    /* bodies over NNI's 50 MB limit get 413 from libevent before a handler runs;
+     * headers are bounded too (unbounded by default) */
     evhttp_set_max_body_size(a->http, MAX_BODY);
+    evhttp_set_max_headers_size(a->http, MAX_HEADERS);
     evhttp_set_gencb(a->http, dispatch, a);
 }

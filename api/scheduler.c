@@ -7,6 +7,7 @@
 #include "api/api.h"
 
 #define STOP_GRACE_MS 20000
+#define QUEUE_AHEAD 2   /* trials queued beyond trialConcurrency for history-free tuners */
 
 int sched_load_tuner(struct api *a, struct errbuf *e)
 {
@@ -41,6 +42,7 @@ struct history {
     int *slots;                   /* open-addressing index: trial id -> item + 1 (0 = free) */
     int nslots;                   /* a power of two, at least 2 * cap */
     int64_t seen_until_ms;        /* updated_at of the newest row read */
+    int64_t max_sequence;         /* of the items: a new row below it forces a full reload */
     int64_t next_full_ms;         /* monotonic time of the next full reload */
 };
 
@@ -118,19 +120,26 @@ static int history_refresh(struct api *a, struct errbuf *e)
         h = a->history = xcalloc(1, sizeof *h);
         h->next_full_ms = mono_ms() + HISTORY_FULL_EVERY_MS;
         h->seen_until_ms = INT64_MIN / 2;
+        h->max_sequence = -1;
     }
     sqlite3_stmt *st = db_query(a->db, e,
-        "SELECT id, parameter_id, parameters, final_metric, status, updated_at FROM trial"
+        "SELECT id, parameter_id, parameters, final_metric, status, updated_at, sequence FROM trial"
         " WHERE experiment_id = ? AND updated_at >= ? ORDER BY sequence",
         "si", a->exp_id, h->seen_until_ms - HISTORY_MARGIN_MS);
     if (!st)
         return -1;
     int64_t newest = h->seen_until_ms;
-    int rc;
+    int rc, out_of_order = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *id = (const char *)sqlite3_column_text(st, 0);
         int i = history_find(h, id);
         if (i < 0) {
+            /* the history must be in sequence order, as a full reload gives it: a row
+             * committed late below the newest one means: reload all */
+            if (col_i64(st, 6) < h->max_sequence)
+                out_of_order = 1;
+            else
+                h->max_sequence = col_i64(st, 6);
             if (h->n == h->cap) {
                 h->cap = h->cap ? h->cap * 2 : 64;
                 h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
@@ -155,6 +164,10 @@ static int history_refresh(struct api *a, struct errbuf *e)
     if (rc != SQLITE_DONE)
         return errf(e, "history: %s", sqlite3_errmsg(a->db->h));
     h->seen_until_ms = newest;
+    if (out_of_order) {
+        h->next_full_ms = 0;
+        return history_refresh(a, e);
+    }
     return 0;
 }
 
@@ -167,9 +180,13 @@ static int submit_one(struct api *a, struct errbuf *e)
                                  " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
                "s", a->exp_id) < 0)
         return -1;
-    if (history_refresh(a, e) < 0)
-        return -1;
-    struct tuner_history th = {.n = a->history->n, .items = a->history->items};
+    struct tuner_history th = {0};
+    if (a->tuner->needs_history) {
+        if (history_refresh(a, e) < 0)
+            return -1;
+        th.n = a->history->n;
+        th.items = a->history->items;
+    }
     cJSON *params = NULL;
     int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
     if (rc <= 0)
@@ -264,7 +281,7 @@ void sched_begin_stop(struct api *a, const char *why)
         exp_transition(a->db, a->exp_id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "STOPPING", why,
                        &e);
     sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
-                                           " AND status IN ('WAITING','RUNNING')", "s", a->exp_id);
+                                           " AND " SQL_TRIAL_STARTED, "s", a->exp_id);
     if (!st)
         return;
     int n = 0, cap = 0;
@@ -283,6 +300,10 @@ void sched_begin_stop(struct api *a, const char *why)
         free(ids[i]);
     }
     free(ids);
+    /* trials queued but never started stay WAITING: a resume runs them */
+    db_run(a->db, &e, "UPDATE trial SET waiting_reason = 'experiment stopped; runs on resume', updated_at = ?"
+                      " WHERE experiment_id = ? AND status = 'WAITING' AND lease_owner IS NULL",
+           "is", now_ms(), a->exp_id);
     children_wake(a);
 }
 
@@ -328,7 +349,7 @@ void sched_tick(struct api *a)
     if (a->exp.desired_status && strcmp(a->exp.desired_status, "STOPPED") == 0 && !a->stopping)
         sched_begin_stop(a, "stop requested");
     if (a->stopping) {
-        int64_t left = count_trials(a, "AND status IN ('WAITING','RUNNING')");
+        int64_t left = count_trials(a, "AND " SQL_TRIAL_STARTED);
         if (left == 0 || now >= a->stop_deadline_ms) {
             if (left)
                 log_warn("%lld trial(s) did not end within the stop grace period", (long long)left);
@@ -344,10 +365,14 @@ void sched_tick(struct api *a)
     int64_t submitted = count_trials(a, "");
     int budget = (a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                  (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000);
-    if (!budget && !a->exp.tuner_exhausted && active < a->exp.concurrency) {
+    /* A tuner that ignores the results (Random, GridSearch, Batch) gets a few trials
+     * queued ahead of the free slots: a worker then starts the next trial the moment
+     * one ends, without waiting for us. The claim enforces trialConcurrency. A tuner
+     * that learns from results is asked only when a slot is free, as in NNI. */
+    int64_t target = a->exp.concurrency + (a->tuner->needs_history ? 0 : QUEUE_AHEAD);
+    if (!budget && !a->exp.tuner_exhausted && active < target) {
         int added = 0;
-        while (active < a->exp.concurrency &&
-               !(a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number)) {
+        while (active < target && !(a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number)) {
             int rc = submit_one(a, &e);
             if (rc < 0) {
                 set_error(a, e.msg);

@@ -2,6 +2,8 @@
 #ifndef TRIALQ_CLI_H
 #define TRIALQ_CLI_H
 
+#include <cjson/cJSON.h>
+
 #include "schema/schema.h"
 
 int nnictl_main(int argc, char **argv);
@@ -20,6 +22,10 @@ extern const struct cli_cmd cmd_create, cmd_resume, cmd_view, cmd_stop;
 extern const struct cli_cmd cmd_experiment_list, cmd_experiment_show, cmd_experiment_status;
 extern const struct cli_cmd cmd_experiment_delete;
 extern const struct cli_cmd cmd_trial_ls, cmd_trial_kill;
+extern const struct cli_cmd cmd_update_searchspace, cmd_update_concurrency, cmd_update_duration, cmd_update_trialnum;
+extern const struct cli_cmd cmd_top, cmd_experiment_export, cmd_experiment_import;
+extern const struct cli_cmd cmd_log_stdout, cmd_log_stderr, cmd_log_trial;
+extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, cmd_trial_rerun;
 
 /* ---- shared helpers (cli/common.c) ---- */
 /* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */
@@ -42,6 +48,24 @@ int cli_http(const char *method, int port, const char *path, const char *req_bod
 int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet);
 /* Runs `trialq worker --drain` for an experiment whose api is gone. */
 int cli_drain(const char *home, const char *exp_id, const char *platform);
+/* ---- talking to a running experiment (cli/rest.c) ---- */
+struct cli_target {
+    struct db *db;
+    char *home;
+    char *id;
+    struct experiment x;
+    int loaded;
+};
+/* Opens the database and resolves id_arg (NULL: the only running experiment). With
+ * need_running, its api must run and answer /check-status. Prints what is wrong
+ * (unknown id, not running, no answer on its port) and returns 1; 0 when ready. */
+int cli_target_open(struct cli_target *t, const char *home_opt, const char *id_arg, int need_running);
+void cli_target_close(struct cli_target *t);
+/* A message for a failed REST call: the api's {"error"} or the status. Caller frees. */
+char *cli_error_of(int code, const char *body);
+/* JSON with four-space indents, as NNI's json.dumps(indent=4). */
+void cli_print_indent4(const cJSON *j);
+
 /* Progress line and best trial, for --foreground. */
 void cli_print_progress(struct db *db, const char *id);
 void cli_print_best(struct db *db, const char *id);

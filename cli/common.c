@@ -221,7 +221,7 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
         }
     }
     /* trials left behind by a dead api: end them through a worker */
-    if (count_where(db, id, "AND status IN ('WAITING','RUNNING')") > 0 && strcmp(x.platform, "hybrid") != 0)
+    if (count_where(db, id, "AND " SQL_TRIAL_STARTED) > 0 && strcmp(x.platform, "hybrid") != 0)
         if (cli_drain(home, id, x.platform) < 0)
             fprintf(stderr, "WARNING: could not end every trial of %s\n", id);
     /* every process recorded for the experiment is gone when we return */
@@ -244,7 +244,7 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
             proc_ended(db, rows[i], "stopped by nnictl", &e);
         }
     }
-    int64_t left = count_where(db, id, "AND status IN ('WAITING','RUNNING')");
+    int64_t left = count_where(db, id, "AND " SQL_TRIAL_STARTED);
     db_run(db, &e, "UPDATE experiment SET api_pid = NULL, api_start = NULL WHERE id = ?", "s", id);
     exp_transition(db, id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL,STOPPING,VIEWED", "STOPPED",
                    "nnictl stop", &e);

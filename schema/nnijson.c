@@ -1,8 +1,122 @@
-/* nnijson.c: NNI's REST payload shapes built from our rows. */
+/* nnijson.c: NNI's REST payload shapes built from our rows, as JSON text. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "schema/nnijson.h"
+
+/* ---------------- JSON text ---------------- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+void nj_str(struct strbuf *sb, const char *str)
+{
+    if (!str) {
+        sb_add(sb, "null", 4);
+        return;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    sb_add(sb, "\"", 1);
+    const unsigned char *run = s;
+    while (*s) {
+        unsigned char c = *s;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            s++;
+            continue;
+        }
+        int n = c >= 0x80 ? utf8_len(s) : 1;
+        if (c >= 0x80 && n > 0) {
+            s += n; /* a valid multi-byte character goes out as it is */
+            continue;
+        }
+        sb_add(sb, (const char *)run, (size_t)(s - run));
+        char esc[8];
+        switch (c) {
+        case '"': sb_add(sb, "\\\"", 2); break;
+        case '\\': sb_add(sb, "\\\\", 2); break;
+        case '\n': sb_add(sb, "\\n", 2); break;
+        case '\r': sb_add(sb, "\\r", 2); break;
+        case '\t': sb_add(sb, "\\t", 2); break;
+        case '\b': sb_add(sb, "\\b", 2); break;
+        case '\f': sb_add(sb, "\\f", 2); break;
+        default:
+            if (c < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                sb_add(sb, esc, 6);
+            } else {
+                sb_add(sb, "\xEF\xBF\xBD", 3); /* U+FFFD for a byte that is not UTF-8 */
+            }
+        }
+        s++;
+        run = s;
+    }
+    sb_add(sb, (const char *)run, (size_t)(s - run));
+    sb_add(sb, "\"", 1);
+}
+
+void nj_int(struct strbuf *sb, int64_t v)
+{
+    char buf[24];
+    char *p = buf + sizeof buf;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    sb_add(sb, p, (size_t)(buf + sizeof buf - p));
+}
+
+void nj_key(struct strbuf *sb, int *first, const char *key)
+{
+    if (!*first)
+        sb_add(sb, ",", 1);
+    *first = 0;
+    nj_str(sb, key);
+    sb_add(sb, ":", 1);
+}
+
+/* A JSON value we stored ourselves (parameters): used as it is when it looks like an
+ * object, else {} so that one damaged row cannot break the document around it. */
+static void nj_object_text(struct strbuf *sb, const char *json)
+{
+    const char *p = json;
+    while (p && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+        p++;
+    size_t n = p ? strlen(p) : 0;
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+        n--;
+    if (n >= 2 && p[0] == '{' && p[n - 1] == '}')
+        sb_add(sb, p, n);
+    else
+        sb_add(sb, "{}", 2);
+}
+
+static cJSON *parse_text(struct strbuf *sb)
+{
+    cJSON *j = cJSON_ParseWithLength(sb->buf ? sb->buf : "null", sb->buf ? sb->len : 4);
+    sb_free(sb);
+    return j;
+}
+
+/* ---------------- shapes ---------------- */
 
 cJSON *nni_profile_json(const struct experiment *x, cJSON *red)
 {
@@ -36,80 +150,208 @@ cJSON *nni_profile_json(const struct experiment *x, cJSON *red)
     return j;
 }
 
+void nni_metric_from_row(sqlite3_stmt *st, int col, struct nni_metric *m)
+{
+    m->trial_id = (const char *)sqlite3_column_text(st, col);
+    m->parameter_id = (const char *)sqlite3_column_text(st, col + 1);
+    m->type = (const char *)sqlite3_column_text(st, col + 2);
+    m->sequence = sqlite3_column_int64(st, col + 3);
+    m->value = (const char *)sqlite3_column_text(st, col + 4);
+    m->time = sqlite3_column_int64(st, col + 5);
+    m->id = sqlite3_column_int64(st, col + 6);
+}
+
+void nni_metric_text(struct strbuf *sb, const struct nni_metric *m)
+{
+    sb_puts(sb, "{\"timestamp\":");
+    nj_int(sb, m->time);
+    sb_puts(sb, ",\"trialJobId\":");
+    nj_str(sb, m->trial_id ? m->trial_id : "");
+    sb_puts(sb, ",\"parameterId\":");
+    nj_str(sb, m->parameter_id && *m->parameter_id ? m->parameter_id : NULL);
+    sb_puts(sb, ",\"type\":");
+    nj_str(sb, m->type ? m->type : "");
+    sb_puts(sb, ",\"sequence\":");
+    nj_int(sb, m->sequence);
+    /* NNI's double encoding: data is a JSON string literal of the value's JSON text */
+    struct strbuf inner;
+    sb_init(&inner);
+    nj_str(&inner, m->value ? m->value : "");
+    sb_puts(sb, ",\"data\":");
+    nj_str(sb, inner.buf);
+    sb_free(&inner);
+    sb_add(sb, "}", 1);
+}
+
 cJSON *nni_metric_record(sqlite3_stmt *st, int col)
 {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "timestamp", (double)col_i64(st, col + 5));
-    cJSON_AddStringToObject(m, "trialJobId", (const char *)sqlite3_column_text(st, col));
-    const char *pid = (const char *)sqlite3_column_text(st, col + 1);
-    if (pid && *pid)
-        cJSON_AddStringToObject(m, "parameterId", pid);
-    else
-        cJSON_AddNullToObject(m, "parameterId");
-    cJSON_AddStringToObject(m, "type", (const char *)sqlite3_column_text(st, col + 2));
-    cJSON_AddNumberToObject(m, "sequence", (double)col_i64(st, col + 3));
-    /* NNI's double encoding: data is a JSON string literal of the value's JSON text */
-    cJSON *s = cJSON_CreateString((const char *)sqlite3_column_text(st, col + 4));
-    char *data = cJSON_PrintUnformatted(s);
-    cJSON_Delete(s);
-    cJSON_AddStringToObject(m, "data", data);
-    free(data);
-    return m;
+    struct nni_metric m;
+    nni_metric_from_row(st, col, &m);
+    struct strbuf sb;
+    sb_init(&sb);
+    nni_metric_text(&sb, &m);
+    return parse_text(&sb);
 }
 
 char *nni_param_record(const struct trial *t)
 {
-    cJSON *rec = cJSON_CreateObject();
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"parameter_id\":");
     if (t->parameter_id >= 0)
-        cJSON_AddNumberToObject(rec, "parameter_id", (double)t->parameter_id);
+        nj_int(&sb, t->parameter_id);
     else
-        cJSON_AddNullToObject(rec, "parameter_id");
-    cJSON_AddStringToObject(rec, "parameter_source", t->parameter_source ? t->parameter_source : "algorithm");
-    cJSON *p = cJSON_Parse(t->parameters);
-    cJSON_AddItemToObject(rec, "parameters", p ? p : cJSON_CreateObject());
-    cJSON_AddNumberToObject(rec, "parameter_index", 0);
-    char *s = cJSON_PrintUnformatted(rec);
-    cJSON_Delete(rec);
-    return s;
+        sb_puts(&sb, "null");
+    sb_puts(&sb, ",\"parameter_source\":");
+    nj_str(&sb, t->parameter_source ? t->parameter_source : "algorithm");
+    sb_puts(&sb, ",\"parameters\":");
+    nj_object_text(&sb, t->parameters);
+    sb_puts(&sb, ",\"parameter_index\":0}");
+    return sb_detach(&sb);
+}
+
+void nni_trial_job_text(struct strbuf *sb, const struct experiment *x, const struct trial *t,
+                        const struct nni_metric *final)
+{
+    int first = 1;
+    sb_add(sb, "{", 1);
+    nj_key(sb, &first, "trialJobId");
+    nj_str(sb, t->id);
+    nj_key(sb, &first, "sequenceId");
+    nj_int(sb, t->sequence);
+    nj_key(sb, &first, "status");
+    nj_str(sb, t->status);
+    /* NNI: the RUNNING time, else the WAITING (submit) time */
+    nj_key(sb, &first, "startTime");
+    nj_int(sb, t->start_time ? t->start_time : t->submit_time);
+    if (t->end_time) {
+        nj_key(sb, &first, "endTime");
+        nj_int(sb, t->end_time);
+    }
+    nj_key(sb, &first, "hyperParameters");
+    char *rec = nni_param_record(t);
+    sb_add(sb, "[", 1);
+    nj_str(sb, rec);
+    sb_add(sb, "]", 1);
+    free(rec);
+    nj_key(sb, &first, "logPath");
+    if (t->trial_dir) {
+        nj_str(sb, t->trial_dir);
+    } else {
+        char *dir = xasprintf("%s/trials/%s", x->exp_dir, t->id);
+        nj_str(sb, dir);
+        free(dir);
+    }
+    if (strcmp(t->status, "FAILED") == 0) {
+        /* NNI appends "/stderr"; ours is the file that exists */
+        char *err = t->trial_dir ? xasprintf("%s/trial.stderr", t->trial_dir)
+                                 : xasprintf("%s/trials/%s/trial.stderr", x->exp_dir, t->id);
+        nj_key(sb, &first, "stderrPath");
+        nj_str(sb, err);
+        free(err);
+    }
+    if (t->message) {
+        nj_key(sb, &first, "message");
+        nj_str(sb, t->message);
+    }
+    if (strcmp(t->status, "WAITING") == 0 && t->waiting_reason) {
+        nj_key(sb, &first, "waitingReason");
+        nj_str(sb, t->waiting_reason);
+    }
+    nj_key(sb, &first, "attempt");
+    nj_int(sb, t->attempt);
+    if (final && strcmp(t->status, "SUCCEEDED") == 0) {
+        nj_key(sb, &first, "finalMetricData");
+        sb_add(sb, "[", 1);
+        nni_metric_text(sb, final);
+        sb_add(sb, "]", 1);
+    }
+    sb_add(sb, "}", 1);
+}
+
+int nni_trial_job_write(struct db *db, const struct experiment *x, const struct trial *t, struct strbuf *sb,
+                        struct errbuf *e)
+{
+    if (strcmp(t->status, "SUCCEEDED") != 0 || !t->final_metric_json) {
+        nni_trial_job_text(sb, x, t, NULL);
+        return 0;
+    }
+    /* the first FINAL of the current attempt, as NNI keeps the first (metric_final index) */
+    sqlite3_stmt *st = db_query(db, e, "SELECT " NNI_METRIC_COLUMNS " FROM metric m"
+                                       " WHERE m.trial_id = ? AND m.attempt = ? AND m.type = 'FINAL'"
+                                       " ORDER BY m.id LIMIT 1", "sd", t->id, t->attempt);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        struct nni_metric m;
+        nni_metric_from_row(st, 0, &m);
+        nni_trial_job_text(sb, x, t, &m);
+    } else if (rc == SQLITE_DONE) {
+        nni_trial_job_text(sb, x, t, NULL);
+    } else {
+        errf(e, "final metric of %s: %s", t->id, sqlite3_errmsg(db->h));
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
 
 cJSON *nni_trial_job_json(struct db *db, const struct experiment *x, const struct trial *t)
 {
+    struct strbuf sb;
+    sb_init(&sb);
+    struct errbuf e;
+    if (nni_trial_job_write(db, x, t, &sb, &e) < 0) {
+        sb_free(&sb);
+        nni_trial_job_text(&sb, x, t, NULL);
+    }
+    return parse_text(&sb);
+}
+
+cJSON *nni_experiment_entry(const struct experiment *x, int alive)
+{
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "trialJobId", t->id);
-    cJSON_AddNumberToObject(j, "sequenceId", (double)t->sequence);
-    cJSON_AddStringToObject(j, "status", t->status);
-    cJSON_AddNumberToObject(j, "startTime", (double)(t->start_time ? t->start_time : t->submit_time));
-    if (t->end_time)
-        cJSON_AddNumberToObject(j, "endTime", (double)t->end_time);
-    cJSON *hp = cJSON_AddArrayToObject(j, "hyperParameters");
-    char *rec = nni_param_record(t);
-    cJSON_AddItemToArray(hp, cJSON_CreateString(rec));
-    free(rec);
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : xasprintf("%s/trials/%s", x->exp_dir, t->id);
-    cJSON_AddStringToObject(j, "logPath", dir);
-    if (strcmp(t->status, "FAILED") == 0) {
-        char *err = xasprintf("%s/trial.stderr", dir);
-        cJSON_AddStringToObject(j, "stderrPath", err);
-        free(err);
-    }
+    cJSON_AddStringToObject(j, "id", x->id);
+    /* NNI drops the port of an experiment whose manager is gone */
+    if (alive)
+        cJSON_AddNumberToObject(j, "port", x->port);
+    cJSON_AddNumberToObject(j, "startTime", (double)x->start_time);
+    if (x->end_time)
+        cJSON_AddNumberToObject(j, "endTime", (double)x->end_time);
+    else
+        cJSON_AddStringToObject(j, "endTime", "N/A");
+    const char *status = x->status;
+    if (!alive && strcmp(status, "DONE") != 0 && strcmp(status, "ERROR") != 0)
+        status = "STOPPED";
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON_AddStringToObject(j, "platform", x->platform);
+    if (x->name)
+        cJSON_AddStringToObject(j, "experimentName", x->name);
+    else
+        cJSON_AddNullToObject(j, "experimentName");
+    cJSON_AddItemToObject(j, "tag", cJSON_CreateArray());
+    if (alive)
+        cJSON_AddNumberToObject(j, "pid", x->api_pid);
+    else
+        cJSON_AddNullToObject(j, "pid");
+    cJSON_AddItemToObject(j, "webuiUrl", cJSON_CreateArray());
+    /* logDir is the working directory that holds <id>/ */
+    char *dir = xstrdup(x->exp_dir);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = '\0';
+    cJSON_AddStringToObject(j, "logDir", dir);
     free(dir);
-    if (t->message)
-        cJSON_AddStringToObject(j, "message", t->message);
-    if (strcmp(t->status, "WAITING") == 0 && t->waiting_reason)
-        cJSON_AddStringToObject(j, "waitingReason", t->waiting_reason);
-    cJSON_AddNumberToObject(j, "attempt", t->attempt);
-    if (strcmp(t->status, "SUCCEEDED") == 0 && t->final_metric_json) {
-        struct errbuf e;
-        sqlite3_stmt *st = db_query(db, &e,
-            "SELECT trial_id, parameter_id, type, sequence, value, time FROM metric"
-            " WHERE trial_id = ? AND type = 'FINAL' AND attempt = ? ORDER BY id LIMIT 1", "sd", t->id, t->attempt);
-        if (st) {
-            cJSON *arr = cJSON_AddArrayToObject(j, "finalMetricData");
-            if (sqlite3_step(st) == SQLITE_ROW)
-                cJSON_AddItemToArray(arr, nni_metric_record(st, 0));
-            sqlite3_reset(st);
-        }
-    }
+    cJSON_AddNullToObject(j, "prefixUrl");
     return j;
+}
+
+void nni_export_open(struct strbuf *sb, const char *trial_id, const char *parameters, const char *final_json)
+{
+    sb_puts(sb, "{\"parameter\":");
+    nj_object_text(sb, parameters);
+    sb_puts(sb, ",\"value\":");
+    nj_str(sb, final_json ? final_json : "");
+    sb_puts(sb, ",\"trialJobId\":");
+    nj_str(sb, trial_id);
 }

@@ -33,6 +33,10 @@ struct trial {
     int64_t metrics_offset, stdout_offset;
 };
 
+/* A trial a worker has taken (claimed or running): what a stop must end. A WAITING trial
+ * no worker took is only queued, and stays queued across a stop. */
+#define SQL_TRIAL_STARTED "(status = 'RUNNING' OR (status = 'WAITING' AND lease_owner IS NOT NULL))"
+
 /* Statuses. */
 int trial_status_final(const char *status);
 int exp_status_active(const char *status); /* RUNNING, NO_MORE_TRIAL, TUNER_NO_MORE_TRIAL */

@@ -15,6 +15,7 @@
 extern const struct tuner_ops tuner_random;
 extern const struct tuner_ops tuner_gridsearch;
 extern const struct tuner_ops tuner_batch;
+extern const struct tuner_ops tuner_tpe;
 
 /* ---- canonical.c: parameter sets compared as NNI does (nni.dump(sort_keys=True)) ---- */
 /* Compact JSON text with object keys sorted at every level; caller frees. Two
@@ -57,5 +58,44 @@ int classargs_check_keys(const cJSON *args, const char *tuner, const char *const
 int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
 /* optimize_mode: "maximize" or "minimize" when present (some tuners ignore it). */
 int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
+
+/* ---- parzen.c: the Parzen estimators of TPE ---- */
+/* (value, index) pairs; ranked_sort orders them by value, equal values by index
+ * (the order Python's stable sort gives). */
+struct ranked {
+    double v;
+    int i;
+};
+void ranked_sort(struct ranked *a, int n);
+
+struct pz_dim {
+    int n_cat;                     /* > 0: categorical, values are option indexes */
+    double lo, hi;                 /* numeric: range in the internal space (+-INFINITY: none) */
+    double prior_mu, prior_sigma;  /* numeric: the prior component */
+};
+
+/* A mixture of n components (n - 1 observations, then the prior), each a product
+ * over d dimensions. */
+struct pz_mixture {
+    int d, n;
+    const struct pz_dim *dims;  /* borrowed */
+    double *cum;                /* n: cumulative normalised weights */
+    double *logw;               /* n: log normalised weights */
+    double *mu;                 /* n*d: centre, or option index (-1: uniform) */
+    double *inv_sigma;          /* n*d: numeric: 1 / sigma */
+    double *logc;               /* n*d: numeric: log normaliser; categorical: log p(centre) */
+    double *logc_other;         /* n*d: categorical: log p(another option) */
+};
+
+/* Builds the estimator with one component per row x[0 .. n_obs) (row-major, d values
+ * a row) weighted w, and the prior weighted prior_weight. A numeric kernel's width
+ * is NNI's adaptive rule over the rows x[0 .. n_spread) (n_spread >= n_obs: later rows
+ * only shape the widths), floored at prior_sigma / min(100, n_clip + 2). dims is
+ * borrowed. */
+void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const double *x, const double *w, int n_obs,
+              int n_spread, int n_clip, double prior_weight);
+void pz_free(struct pz_mixture *m);
+void pz_sample(const struct pz_mixture *m, struct rng *r, double *x);
+double pz_logpdf(const struct pz_mixture *m, const double *x);
 
 #endif

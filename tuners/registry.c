@@ -8,6 +8,7 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_random,
     &tuner_gridsearch,
     &tuner_batch,
+    &tuner_tpe,
 };
 
 const struct tuner_ops *tuner_find(const char *name)
@@ -29,5 +30,5 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch";
+    return "Random, GridSearch, Batch, TPE";
 }

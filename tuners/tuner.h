@@ -36,6 +36,9 @@ struct tuner_ops {
     int (*suggest)(void *state, int64_t index, const struct tuner_history *hist,
                    cJSON **params, struct errbuf *e);
     void (*destroy)(void *state);
+    /* 1: suggest() reads the history (TPE), so the api must pass it; 0: it is
+     * ignored and the api may pass NULL without loading it. */
+    int needs_history;
 };
 
 /* Case-insensitive lookup by name or alias; NULL if unknown. */

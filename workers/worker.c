@@ -137,6 +137,7 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
         goto fail_tx;
     held_remove(w, wt);
     notify_api(w);
+    w->wake = 1; /* a slot is free: claim a queued trial now, not on the next timer */
     return;
 fail_tx:
     db_rollback(w->db);
@@ -392,7 +393,7 @@ int worker_main(int argc, char **argv)
         /* nnictl stop found trials without a live api: end them all, then exit */
         drain_deadline = mono_ms() + 25000;
         sqlite3_stmt *st = db_query(w.db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
-                                              " AND status IN ('WAITING','RUNNING')", "s", exp_id);
+                                              " AND " SQL_TRIAL_STARTED, "s", exp_id);
         char **ids = NULL;
         int n = 0;
         while (st && sqlite3_step(st) == SQLITE_ROW) {
@@ -491,7 +492,7 @@ int worker_main(int argc, char **argv)
         if (drain) {
             int64_t left = 0;
             db_int(w.db, &e, &left, "SELECT count(*) FROM trial WHERE experiment_id = ?"
-                                    " AND status IN ('WAITING','RUNNING')", "s", exp_id);
+                                    " AND " SQL_TRIAL_STARTED, "s", exp_id);
             if (left == 0)
                 break;
             if (now >= drain_deadline) {

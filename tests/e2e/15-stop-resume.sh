@@ -19,7 +19,8 @@ done
 nnictl stop "$id" > "$WORK/stop.out"
 grep -q "Stop experiment success" "$WORK/stop.out" || fail "stop did not report success"
 [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = STOPPED ] || fail "not STOPPED"
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('WAITING','RUNNING')")" = 0 ] || fail "trials still active"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND (status = 'RUNNING' OR lease_owner IS NOT NULL)")" = 0 ] ||
+    fail "trials still running or held after stop"
 cancelled=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='USER_CANCELED'")
 [ "$cancelled" -ge 3 ] || fail "running trials did not end USER_CANCELED ($cancelled)"
 port_is_free "$port" || fail "port busy after stop"

@@ -85,6 +85,6 @@ done
 [ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] || fail "a final state changed on resume"
 pass "after a reboot, vanished trials run again with the same parameters"
 nnictl stop "$id2" > /dev/null
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status IN ('WAITING','RUNNING')")" = 0 ] || fail "stop left trials"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND (status = 'RUNNING' OR lease_owner IS NOT NULL)")" = 0 ] || fail "stop left trials"
 assert_no_leftovers
 echo "25-trial-lifecycle: passed"

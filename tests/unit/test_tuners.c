@@ -898,8 +898,8 @@ static void test_registry(void **state)
     assert_null(tuner_find(""));
     assert_null(tuner_find(NULL));
     const char *names = tuner_names();
-    const struct tuner_ops *all[] = {&tuner_random, &tuner_gridsearch, &tuner_batch};
-    for (size_t i = 0; i < 3; i++) {
+    const struct tuner_ops *all[] = {&tuner_random, &tuner_gridsearch, &tuner_batch, &tuner_tpe};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         assert_non_null(strstr(names, all[i]->name));
         assert_ptr_equal(tuner_find(all[i]->name), all[i]);
     }

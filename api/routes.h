@@ -1,0 +1,102 @@
+/* routes.h: what the REST handlers (api/routes_*.c) share: the request, replies,
+ * query and body parsing, and chunked streaming of long listings. The route table
+ * itself is in routes.c. */
+#ifndef TRIALQ_ROUTES_H
+#define TRIALQ_ROUTES_H
+
+#include <event2/http.h>
+
+#include "api/api.h"
+#include "schema/history.h"
+
+#define API_PREFIX "/api/v1/nni"
+#define MAX_BODY (50 << 20) /* NNI's JSON body limit */
+#define MAX_ARGS 3
+
+struct req {
+    struct api *a;
+    struct evhttp_request *r;
+    const char *path;          /* decoded, for messages */
+    char *args[MAX_ARGS];      /* the :name segments of the route, decoded */
+    struct evkeyvalq *query;   /* parsed query string */
+};
+
+/* ---- replies ---- */
+void reply_json(struct evhttp_request *r, int code, const char *body);
+void reply_cjson(struct evhttp_request *r, cJSON *j); /* 200; takes ownership */
+void reply_error(struct evhttp_request *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The API's common headers (JSON content type, NNI's CORS headers). */
+void add_api_headers(struct evhttp_request *r, const char *content_type);
+
+/* ---- request parsing: each fills an error reply itself and returns -1 ---- */
+const char *query_str(struct req *q, const char *name);
+/* An integer query parameter in [min, max]; *out keeps its value when absent. */
+int query_int(struct req *q, const char *name, int64_t min, int64_t max, int64_t *out);
+/* The body as JSON (NULL with a 400 naming the problem already sent). */
+cJSON *body_json(struct req *q);
+/* A JSON number that is an integer in [min, max] (no float-to-int overflow). */
+int json_int_in(const cJSON *v, int64_t min, int64_t max, int64_t *out);
+
+/* ---- streaming ----
+ * A listing is produced in pieces by fill(), which appends JSON to sb (at least one
+ * element or the end) and returns 1 while more follows, 0 at the end, -1 on an error
+ * (message in e). The first piece decides: a listing that ends there goes out as one
+ * reply with a Content-Length; a longer one as a chunked reply, each next piece made
+ * when the previous one has been written to the socket, so memory stays bounded by
+ * one piece whatever the size. A client that goes away ends it. */
+struct stream;
+typedef int (*stream_fill_fn)(struct stream *s, struct strbuf *sb, struct errbuf *e);
+struct stream {
+    struct api *a;
+    struct evhttp_request *r;
+    struct evhttp_connection *conn;
+    stream_fill_fn fill;
+    void (*done)(struct stream *s); /* frees state */
+    void *state;
+    struct page page;               /* for the history listings */
+    struct experiment x;            /* snapshot for rendering trials */
+    int opened;                     /* the "[" was written */
+    char *kept[4];                  /* copies of request strings the page points to */
+    int nkept;
+};
+#define STREAM_PIECE (256 << 10)
+/* A stream for the request, with x loaded (a 500 is sent and NULL returned when not). */
+struct stream *stream_new(struct req *q);
+/* A copy of str that lives as long as the stream (request strings do not). */
+const char *stream_keep(struct stream *s, const char *str);
+/* Frees a stream that was not started. */
+void stream_drop(struct stream *s);
+/* Sends the listing; takes ownership of s. seq >= 0 adds the X-Trialq-Seq header. */
+void stream_start(struct stream *s, int64_t seq);
+
+/* ---- handlers ---- */
+/* routes_experiment.c */
+void h_version(struct req *q);
+void h_check_status(struct req *q);
+void h_experiment_get(struct req *q);
+void h_experiment_put(struct req *q);
+void h_experiment_delete(struct req *q);
+void h_experiment_post(struct req *q);
+void h_cluster_metadata(struct req *q);
+void h_import_data(struct req *q);
+void h_imported_data(struct req *q);
+void h_experiment_metadata(struct req *q);
+void h_experiments_info(struct req *q);
+void h_export_data(struct req *q);
+/* routes_trials.c */
+void h_trial_jobs(struct req *q);
+void h_trial_job_get(struct req *q);
+void h_trial_job_post(struct req *q);
+void h_trial_job_delete(struct req *q);
+void h_trial_job_rerun(struct req *q);
+void h_job_statistics(struct req *q);
+/* routes_metrics.c */
+void h_metric_data(struct req *q);
+void h_metric_data_trial(struct req *q);
+void h_metric_data_range(struct req *q);
+void h_metric_data_latest(struct req *q);
+/* routes_files.c */
+void h_trial_file(struct req *q);
+void h_log_file(struct req *q);
+
+#endif

@@ -1,0 +1,394 @@
+/* routes_experiment.c: the experiment routes: status, profile and its updates,
+ * cluster metadata, imported data, the .experiment registry entries, export-data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "api/routes.h"
+
+/* The experiment as it is now: the scheduler changes the row between its ticks, and
+ * clients poll check-status to see exactly that. A view answers VIEWED and leaves
+ * the stored status alone. Returns 0, or -1 with a 500 sent. */
+static int fresh_exp(struct req *q, struct experiment *x)
+{
+    struct errbuf e;
+    if (exp_load(q->a->db, q->a->exp_id, x, &e) <= 0) {
+        reply_error(q->r, 500, "experiment %s: cannot load it", q->a->exp_id);
+        return -1;
+    }
+    if (q->a->readonly) {
+        free(x->status);
+        x->status = xstrdup("VIEWED");
+    }
+    return 0;
+}
+
+void h_version(struct req *q)
+{
+    reply_json(q->r, 200, "\"" TRIALQ_VERSION "\"");
+}
+
+void h_check_status(struct req *q)
+{
+    struct experiment x;
+    if (fresh_exp(q, &x) < 0)
+        return;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "status", x.status);
+    cJSON *errs = cJSON_Parse(x.errors);
+    cJSON_AddItemToObject(j, "errors", cJSON_IsArray(errs) ? errs : (cJSON_Delete(errs), cJSON_CreateArray()));
+    reply_cjson(q->r, j);
+    exp_clear(&x);
+}
+
+void h_experiment_get(struct req *q)
+{
+    struct experiment x;
+    if (fresh_exp(q, &x) < 0)
+        return;
+    cJSON *cfg = cJSON_Parse(x.config);
+    cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
+    cJSON_Delete(cfg);
+    reply_cjson(q->r, nni_profile_json(&x, red));
+    exp_clear(&x);
+}
+
+/* NNI's launcher posts the config after starting the manager; ours is already stored
+ * by nnictl, so the body is not needed (NNI ignores it on resume and view too). */
+void h_experiment_post(struct req *q)
+{
+    if (q->a->action != ACTION_CREATE) {
+        reply_json(q->r, 200, "");
+        return;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "experiment_id", q->a->exp_id);
+    reply_cjson(q->r, j);
+}
+
+void h_experiment_delete(struct req *q)
+{
+    reply_json(q->r, 200, "");
+    sched_begin_stop(q->a, "DELETE /experiment");
+}
+
+/* ---------------- PUT /experiment?update_type= ---------------- */
+
+/* params.<key> (or NNI v1's name for it) as an integer in [min, max]; a duration
+ * string ("30m") is accepted where seconds are meant. 0 ok, -1 bad (400 sent). */
+static int update_value(struct req *q, const cJSON *params, const char *key, const char *v1_key, int duration,
+                        int64_t min, int64_t max, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+    const char *name = key;
+    if (!v && v1_key) {
+        v = cJSON_GetObjectItemCaseSensitive(params, v1_key);
+        name = v1_key;
+    }
+    if (!v) {
+        reply_error(q->r, 400, "params.%s: missing", key);
+        return -1;
+    }
+    if (json_int_in(v, min, max, out) == 0)
+        return 0;
+    int64_t secs;
+    if (duration && cJSON_IsString(v) && parse_duration(v->valuestring, &secs) == 0 && secs >= min && secs <= max) {
+        *out = secs;
+        return 0;
+    }
+    char *got = cJSON_PrintUnformatted(v);
+    reply_error(q->r, 400, "params.%s: must be %s from %lld to %lld (got %.64s)", name,
+                duration ? "a number of seconds or a duration such as 30m" : "an integer", (long long)min,
+                (long long)max, got ? got : "?");
+    free(got);
+    return -1;
+}
+
+/* The new search space, validated and installed in the tuner. 0 ok, -1 (reply sent). */
+static int update_search_space(struct req *q, const cJSON *params)
+{
+    struct api *a = q->a;
+    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(params, "searchSpace");
+    cJSON *parsed = NULL;
+    if (cJSON_IsString(ss)) /* older nnictl sends the file's JSON as a string */
+        ss = parsed = cJSON_Parse(ss->valuestring);
+    struct errbuf e;
+    struct ss_space *space = NULL;
+    char path[256] = "";
+    int rc = -1;
+    if (!cJSON_IsObject(ss)) {
+        reply_error(q->r, 400, "params.searchSpace: %s", ss || parsed ? "must be a JSON object" : "missing or not JSON");
+    } else if (ss_parse(ss, &space, path, sizeof path, &e) < 0) {
+        reply_error(q->r, 400, "params.searchSpace%s%s: %s", path[0] ? "." : "", path, e.msg);
+    } else if (!a->tuner) {
+        reply_error(q->r, 400, "params.searchSpace: this api runs no tuner");
+    } else {
+        char *s = cJSON_PrintUnformatted(ss);
+        if (db_run(a->db, &e, "UPDATE experiment SET search_space = ?, tuner_exhausted = 0, updated_at = ?"
+                              " WHERE id = ?", "sis", s, now_ms(), a->exp_id) < 0) {
+            reply_error(q->r, 500, "%s", e.msg);
+        } else {
+            if (a->tuner_state)
+                a->tuner->destroy(a->tuner_state);
+            a->tuner_state = NULL;
+            ss_free(a->space);
+            a->space = space;
+            space = NULL;
+            if (a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, &e) < 0)
+                reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
+            else
+                rc = 0;
+        }
+        free(s);
+    }
+    ss_free(space);
+    cJSON_Delete(parsed);
+    return rc;
+}
+
+void h_experiment_put(struct req *q)
+{
+    struct api *a = q->a;
+    const char *type = query_str(q, "update_type");
+    if (!type) {
+        reply_error(q->r, 400, "PUT /experiment: missing query parameter update_type (TRIAL_CONCURRENCY,"
+                               " MAX_TRIAL_NUM, MAX_EXEC_DURATION, SEARCH_SPACE)");
+        return;
+    }
+    cJSON *j = body_json(q);
+    if (!j)
+        return;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "params");
+    struct errbuf e;
+    int64_t v = 0;
+    int rc = -2; /* -2: a reply was sent; -1: database error; >= 0 applied */
+    if (!cJSON_IsObject(params)) {
+        reply_error(q->r, 400, "body.params: must be an object (the ExperimentProfile as GET /experiment gives it)");
+    } else if (strcmp(type, "TRIAL_CONCURRENCY") == 0) {
+        if (update_value(q, params, "trialConcurrency", NULL, 0, 1, 1000000, &v) == 0)
+            rc = db_run(a->db, &e, "UPDATE experiment SET concurrency = ?, updated_at = ? WHERE id = ?", "iis", v,
+                        now_ms(), a->exp_id);
+    } else if (strcmp(type, "MAX_TRIAL_NUM") == 0) {
+        if (update_value(q, params, "maxTrialNumber", "maxTrialNum", 0, 1, 999999999, &v) == 0)
+            rc = db_run(a->db, &e, "UPDATE experiment SET max_trial_number = ?, updated_at = ? WHERE id = ?", "iis",
+                        v, now_ms(), a->exp_id);
+    } else if (strcmp(type, "MAX_EXEC_DURATION") == 0) {
+        if (update_value(q, params, "maxExperimentDuration", "maxExecDuration", 1, 1, (int64_t)1 << 40, &v) == 0)
+            rc = db_run(a->db, &e, "UPDATE experiment SET max_exec_seconds = ?, updated_at = ? WHERE id = ?", "iis",
+                        v, now_ms(), a->exp_id);
+    } else if (strcmp(type, "SEARCH_SPACE") == 0) {
+        rc = update_search_space(q, params) == 0 ? 0 : -2;
+    } else {
+        reply_error(q->r, 400, "update_type: unknown '%.64s' (TRIAL_CONCURRENCY, MAX_TRIAL_NUM, MAX_EXEC_DURATION,"
+                               " SEARCH_SPACE)", type);
+    }
+    if (rc == -1) {
+        reply_error(q->r, 500, "%s", e.msg);
+    } else if (rc >= 0) {
+        /* a raised limit revives a finished experiment, as in NNI; the next tick
+         * decides again from the new values */
+        exp_transition(a->db, a->exp_id, "DONE,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "RUNNING", type, &e);
+        db_event(a->db, &e, a->exp_id, NULL, "experiment", NULL, NULL, type);
+        reply_json(q->r, 200, "");
+        sched_tick(a);
+    }
+    cJSON_Delete(j);
+}
+
+/* ---------------- cluster metadata, imported data ---------------- */
+
+/* NNI passes these to legacy training services. The v2 platforms take the same
+ * settings from the experiment config, so they are accepted and not used (NNI's v3
+ * local and remote throw, which kills its manager: that is not copied). */
+void h_cluster_metadata(struct req *q)
+{
+    cJSON *j = body_json(q);
+    if (!j)
+        return;
+    if (!cJSON_IsObject(j)) {
+        reply_error(q->r, 400, "body: must be a JSON object {key: value, ...}");
+        cJSON_Delete(j);
+        return;
+    }
+    struct strbuf keys;
+    sb_init(&keys);
+    cJSON *ignored = cJSON_CreateArray();
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j)
+    {
+        cJSON_AddItemToArray(ignored, cJSON_CreateString(it->string));
+        sb_printf(&keys, "%s%s", keys.len ? ", " : "", it->string);
+    }
+    /* the keys only: values may hold passwords */
+    log_info("PUT cluster-metadata: keys [%s] not used: v2 training services take them from the config",
+             keys.buf ? keys.buf : "");
+    sb_free(&keys);
+    cJSON *reply = cJSON_CreateObject();
+    cJSON_AddItemToObject(reply, "ignored", ignored);
+    cJSON_AddStringToObject(reply, "message", "cluster metadata is not used by v2 training services;"
+                                              " set these in the experiment config");
+    reply_cjson(q->r, reply);
+    cJSON_Delete(j);
+}
+
+/* A value the tuners can use: a number, {"default": number, ...}, or a JSON string of one. */
+static int import_value_ok(const cJSON *v, int depth)
+{
+    if (cJSON_IsNumber(v))
+        return 1;
+    if (cJSON_IsObject(v))
+        return cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "default"));
+    if (cJSON_IsString(v) && depth == 0) {
+        cJSON *in = cJSON_Parse(v->valuestring);
+        int ok = in && import_value_ok(in, 1);
+        cJSON_Delete(in);
+        return ok;
+    }
+    return 0;
+}
+
+void h_import_data(struct req *q)
+{
+    struct api *a = q->a;
+    cJSON *j = body_json(q);
+    if (!j)
+        return;
+    int i = 0, bad = 0;
+    const cJSON *it;
+    if (!cJSON_IsArray(j)) {
+        reply_error(q->r, 400, "body: must be a JSON array of {\"parameter\": {...}, \"value\": ...}");
+        bad = 1;
+    }
+    cJSON *items = bad ? NULL : j;
+    cJSON_ArrayForEach(it, items)
+    {
+        if (!cJSON_IsObject(it)) {
+            reply_error(q->r, 400, "body[%d]: must be an object {\"parameter\": {...}, \"value\": ...}", i);
+            bad = 1;
+        } else if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(it, "parameter"))) {
+            reply_error(q->r, 400, "body[%d].parameter: must be an object of parameter values", i);
+            bad = 1;
+        } else if (!import_value_ok(cJSON_GetObjectItemCaseSensitive(it, "value"), 0)) {
+            reply_error(q->r, 400, "body[%d].value: must be a number, an object with a numeric \"default\","
+                                   " or a JSON string of one", i);
+            bad = 1;
+        }
+        if (bad)
+            break;
+        i++;
+    }
+    if (!bad) {
+        /* one event row holds the whole payload, as NNI's IMPORT_DATA event */
+        char *payload = cJSON_PrintUnformatted(j);
+        struct errbuf e;
+        if (db_event(a->db, &e, a->exp_id, NULL, "import", NULL, NULL, payload) < 0) {
+            reply_error(q->r, 500, "%s", e.msg);
+        } else {
+            log_info("imported %d record(s)", i);
+            reply_json(q->r, 200, "");
+        }
+        free(payload);
+    }
+    cJSON_Delete(j);
+}
+
+void h_imported_data(struct req *q)
+{
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(q->a->db, &e, "SELECT reason FROM event WHERE experiment_id = ? AND entity = 'import'"
+                                              " ORDER BY id", "s", q->a->exp_id);
+    if (!st) {
+        reply_error(q->r, 500, "%s", e.msg);
+        return;
+    }
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_add(&sb, "[", 1);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n++)
+            sb_add(&sb, ",", 1);
+        nj_str(&sb, (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_reset(st);
+    sb_add(&sb, "]", 1);
+    if (rc != SQLITE_DONE)
+        reply_error(q->r, 500, "imported data: %s", sqlite3_errmsg(q->a->db->h));
+    else
+        reply_json(q->r, 200, sb.buf);
+    sb_free(&sb);
+}
+
+/* ---------------- the .experiment registry, from the database ---------------- */
+
+void h_experiment_metadata(struct req *q)
+{
+    struct experiment x;
+    if (fresh_exp(q, &x) < 0)
+        return;
+    reply_cjson(q->r, nni_experiment_entry(&x, 1));
+    exp_clear(&x);
+}
+
+void h_experiments_info(struct req *q)
+{
+    struct api *a = q->a;
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM experiment ORDER BY start_time, id", "");
+    if (!st) {
+        reply_error(q->r, 500, "%s", e.msg);
+        return;
+    }
+    char **ids = NULL;
+    int n = 0, cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            ids = xrealloc(ids, sizeof *ids * (size_t)cap);
+        }
+        ids[n++] = col_str(st, 0);
+    }
+    sqlite3_reset(st);
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        struct experiment x;
+        if (rc == SQLITE_DONE && exp_load(a->db, ids[i], &x, &e) == 1) {
+            int self = strcmp(x.id, a->exp_id) == 0;
+            int alive = self || (x.api_pid > 0 && proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start));
+            if (self && a->readonly) {
+                free(x.status);
+                x.status = xstrdup("VIEWED");
+            }
+            cJSON_AddItemToArray(arr, nni_experiment_entry(&x, alive));
+            exp_clear(&x);
+        }
+        free(ids[i]);
+    }
+    free(ids);
+    if (rc != SQLITE_DONE) {
+        cJSON_Delete(arr);
+        reply_error(q->r, 500, "experiments: %s", sqlite3_errmsg(a->db->h));
+        return;
+    }
+    reply_cjson(q->r, arr);
+}
+
+/* ---------------- export-data ---------------- */
+
+static int fill_export(struct stream *s, struct strbuf *sb, struct errbuf *e)
+{
+    if (export_page_next(s->a->db, &s->page, 0, STREAM_PIECE, sb, e) < 0)
+        return -1;
+    return s->page.done ? 0 : 1;
+}
+
+void h_export_data(struct req *q)
+{
+    struct stream *s = stream_new(q);
+    if (!s)
+        return;
+    s->fill = fill_export;
+    stream_start(s, -1);
+}

@@ -1,0 +1,241 @@
+/* tuner_quality: search quality of the built-in tuners on the shared benchmark
+ * functions (/work/shared/bench/functions.json), next to Optuna 3.1's figures
+ * (/work/shared/bench/optuna-figures.md).
+ *
+ * Each run is sequential, exactly as the api drives a tuner with trialConcurrency 1:
+ * suggest(index = 0, 1, 2, ...) with the history of every earlier trial, each
+ * SUCCEEDED with its value as the FINAL metric. The score of a run is the best value
+ * within the budget; the figures are the median [25th, 75th percentile] over the
+ * seeds 0 .. seeds-1 (linear interpolation, numpy.percentile's default). A run's
+ * first k trials do not depend on the budget, so one run to the largest budget gives
+ * every budget's score.
+ *
+ *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,GridSearch]
+ *                        [--only NAME] [--tpe-args JSON]
+ * --tpe-args gives TPE's classArgs (default none: NNI's defaults). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/objectives.h"
+#include "tuners/tuner.h"
+
+/* optuna-figures.md, "Search quality" */
+static const struct optuna_figure {
+    const char *function;
+    int budget;
+    double tpe[3], random[3];  /* median, 25th, 75th percentile */
+} optuna[] = {
+    {"branin", 100, {0.4100, 0.4041, 0.4292}, {0.7780, 0.5337, 1.134}},
+    {"hartmann6", 100, {-3.068, -3.157, -2.979}, {-2.123, -2.390, -2.015}},
+    {"hartmann6", 200, {-3.222, -3.268, -3.142}, {-2.258, -2.390, -2.025}},
+    {"rosenbrock4", 100, {61.18, 36.76, 198.3}, {858.8, 705.4, 1804}},
+};
+
+static const struct optuna_figure *optuna_find(const char *function, int budget)
+{
+    for (size_t i = 0; i < sizeof optuna / sizeof optuna[0]; i++)
+        if (strcmp(optuna[i].function, function) == 0 && optuna[i].budget == budget)
+            return &optuna[i];
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy.percentile with linear interpolation, on sorted values */
+static double percentile(const double *sorted, int n, double q)
+{
+    double pos = (n - 1) * q / 100.0;
+    int lo = (int)floor(pos);
+    if (lo >= n - 1)
+        return sorted[n - 1];
+    return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - lo);
+}
+
+static double eval_params(const struct objective *obj, const cJSON *params)
+{
+    double x[16];
+    for (int i = 0; i < obj->dim; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "x%d", i + 1);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+        x[i] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    }
+    return obj->f(x);
+}
+
+/* Checks the C formula against the file's exact check points. */
+static int check_points(const struct objective *obj, const cJSON *bench)
+{
+    const cJSON *cp;
+    int bad = 0;
+    cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(bench, "check_points")) {
+        double f = eval_params(obj, cJSON_GetObjectItemCaseSensitive(cp, "x"));
+        double want = cJSON_GetObjectItemCaseSensitive(cp, "f")->valuedouble;
+        if (!(fabs(f - want) <= 1e-9 * fmax(1, fabs(want)) + 1e-9)) {
+            fprintf(stderr, "%s: f = %.12g at a check point, functions.json says %.12g\n", obj->name, f, want);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/* One sequential run; best[b] receives the best value within budgets[b]. Returns the
+ * number of trials run (fewer than the largest budget when the tuner ran out). */
+static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const struct ss_space *space,
+                   uint64_t seed, const struct objective *obj, const int *budgets, int n_budgets, double *best)
+{
+    int max_budget = budgets[n_budgets - 1];
+    struct tuner_result *items = xcalloc((size_t)max_budget, sizeof *items);
+    cJSON **params = xcalloc((size_t)max_budget, sizeof *params);
+    struct errbuf e = {{0}};
+    void *state = NULL;
+    if (ops->create(class_args, space, seed, &state, &e) < 0) {
+        fprintf(stderr, "%s: %s\n", ops->name, e.msg);
+        exit(1);
+    }
+    double so_far = INFINITY;
+    int n = 0, b = 0;
+    for (; n < max_budget; n++) {
+        struct tuner_history hist = {.n = n, .items = items};
+        int rc = ops->suggest(state, n, &hist, &params[n], &e);
+        if (rc < 0) {
+            fprintf(stderr, "%s: %s\n", ops->name, e.msg);
+            exit(1);
+        }
+        if (rc == 0)
+            break;
+        double v = eval_params(obj, params[n]);
+        items[n] = (struct tuner_result){.parameter_id = n, .parameters = params[n], .has_value = 1, .value = v,
+                                         .status = "SUCCEEDED"};
+        so_far = v < so_far ? v : so_far;
+        while (b < n_budgets && n + 1 == budgets[b])
+            best[b++] = so_far;
+    }
+    while (b < n_budgets)
+        best[b++] = so_far;
+    ops->destroy(state);
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(params[i]);
+    free(params);
+    free(items);
+    return n;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,GridSearch] "
+                    "[--only NAME] [--tpe-args JSON]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *tuners = "Random,TPE,GridSearch", *only = NULL, *tpe_args_text = NULL;
+    int seeds = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+            seeds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--tuners") == 0 && i + 1 < argc)
+            tuners = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--tpe-args") == 0 && i + 1 < argc)
+            tpe_args_text = argv[++i];
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else
+            usage();
+    }
+    if (!path)
+        usage();
+    size_t len;
+    char *text = read_file(path, &len);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    if (!root) {
+        fprintf(stderr, "%s: cannot read or parse\n", path);
+        return 1;
+    }
+    if (seeds <= 0)
+        seeds = cJSON_GetObjectItemCaseSensitive(root, "seeds")->valueint;
+    cJSON *tpe_args = tpe_args_text ? cJSON_Parse(tpe_args_text) : NULL;
+    if (tpe_args_text && !tpe_args) {
+        fprintf(stderr, "--tpe-args: not valid JSON\n");
+        return 2;
+    }
+
+    printf("%-12s %6s  %-10s  %-34s  %s\n", "function", "budget", "tuner", "median [25th, 75th] of best (trialq)",
+           "Optuna 3.1 median [25th, 75th]");
+    const cJSON *bench;
+    int failed = 0;
+    cJSON_ArrayForEach(bench, cJSON_GetObjectItemCaseSensitive(root, "benchmarks")) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(bench, "name")->valuestring;
+        if (only && strcmp(only, name) != 0)
+            continue;
+        const struct objective *obj = objective_find(name);
+        if (!obj) {
+            fprintf(stderr, "%s: no C formula for this function\n", name);
+            failed = 1;
+            continue;
+        }
+        if (check_points(obj, bench) < 0) {
+            failed = 1;
+            continue;
+        }
+        struct ss_space *space;
+        struct errbuf e;
+        if (ss_parse(cJSON_GetObjectItemCaseSensitive(bench, "search_space"), &space, NULL, 0, &e) < 0) {
+            fprintf(stderr, "%s: %s\n", name, e.msg);
+            return 1;
+        }
+        int budgets[8], n_budgets = 0;
+        const cJSON *bj;
+        cJSON_ArrayForEach(bj, cJSON_GetObjectItemCaseSensitive(bench, "budgets"))
+            if (n_budgets < 8)
+                budgets[n_budgets++] = bj->valueint;
+        double *scores = xcalloc((size_t)seeds * (size_t)n_budgets, sizeof *scores);
+        char *list = xstrdup(tuners), *save = NULL;
+        for (char *tn = strtok_r(list, ",", &save); tn; tn = strtok_r(NULL, ",", &save)) {
+            const struct tuner_ops *ops = tuner_find(tn);
+            if (!ops) {
+                fprintf(stderr, "unknown tuner %s (known: %s)\n", tn, tuner_names());
+                return 2;
+            }
+            int is_tpe = strcmp(ops->name, "TPE") == 0;
+            const cJSON *args = is_tpe ? tpe_args : NULL;
+            int min_trials = budgets[n_budgets - 1];
+            for (int s = 0; s < seeds; s++) {
+                double best[8];
+                int ran = run_one(ops, args, space, (uint64_t)s, obj, budgets, n_budgets, best);
+                min_trials = ran < min_trials ? ran : min_trials;
+                for (int b = 0; b < n_budgets; b++)
+                    scores[(size_t)b * seeds + s] = best[b];
+            }
+            for (int b = 0; b < n_budgets; b++) {
+                double *v = scores + (size_t)b * seeds;
+                qsort(v, (size_t)seeds, sizeof *v, cmp_double);
+                char mine[64], theirs[64] = "";
+                snprintf(mine, sizeof mine, "%.4g [%.4g, %.4g]%s", percentile(v, seeds, 50), percentile(v, seeds, 25),
+                         percentile(v, seeds, 75), min_trials < budgets[b] ? " (ran out)" : "");
+                const struct optuna_figure *of = optuna_find(name, budgets[b]);
+                const double *ref = !of ? NULL : is_tpe ? of->tpe : strcmp(ops->name, "Random") == 0 ? of->random : NULL;
+                if (ref)
+                    snprintf(theirs, sizeof theirs, "%.4g [%.4g, %.4g]", ref[0], ref[1], ref[2]);
+                printf("%-12s %6d  %-10s  %-34s  %s%s\n", name, budgets[b], ops->name, mine, theirs,
+                       strcmp(ops->name, "GridSearch") == 0 ? "(no seed: one run)" : "");
+            }
+        }
+        free(list);
+        free(scores);
+        ss_free(space);
+    }
+    cJSON_Delete(tpe_args);
+    cJSON_Delete(root);
+    free(text);
+    return failed;
+}

@@ -1,0 +1,319 @@
+/* export.c: nnictl experiment export | import (NNI's formats, spec §9).
+ * Export reads the database, so it works whether or not the experiment runs; import
+ * goes through the running api (POST /experiment/import-data), which stores the
+ * records for the tuner. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "schema/history.h"
+
+/* The export-data array (with "intermediate" lists when asked), as a new string. */
+static char *export_json(struct db *db, const char *id, int intermediate)
+{
+    struct page p;
+    page_init(&p, id);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_add(&sb, "[", 1);
+    struct errbuf e;
+    while (!p.done)
+        if (export_page_next(db, &p, intermediate, (size_t)1 << 20, &sb, &e) < 0) {
+            cli_error("export %s: %s", id, e.msg);
+            sb_free(&sb);
+            return NULL;
+        }
+    sb_add(&sb, "]", 1);
+    return sb_detach(&sb);
+}
+
+/* ---------------- CSV, as NNI writes it with csv.DictWriter ---------------- */
+
+struct columns {
+    char **names;
+    int n;
+};
+
+static void column_add(struct columns *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->names[i], name) == 0)
+            return;
+    c->names = xrealloc(c->names, sizeof *c->names * (size_t)(c->n + 1));
+    c->names[c->n++] = xstrdup(name);
+}
+
+/* Python's str() of a JSON number: the shortest text that reads back the same. */
+static void number_text(double d, char *out, size_t n)
+{
+    if (d == floor(d) && fabs(d) < 1e16) {
+        snprintf(out, n, "%.0f", d);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static char *cell_text(const cJSON *v)
+{
+    if (!v)
+        return xstrdup("");
+    if (cJSON_IsString(v))
+        return xstrdup(v->valuestring);
+    if (cJSON_IsNumber(v)) {
+        char buf[64];
+        number_text(v->valuedouble, buf, sizeof buf);
+        return xstrdup(buf);
+    }
+    if (cJSON_IsBool(v))
+        return xstrdup(cJSON_IsTrue(v) ? "True" : "False");
+    return cJSON_PrintUnformatted(v);
+}
+
+/* One flat record per trial: intermediate, the parameters, reward or the metric's
+ * keys, trialJobId. Columns are the union in order of first appearance. */
+static int write_csv(const char *path, cJSON *records, int intermediate)
+{
+    struct columns cols = {NULL, 0};
+    cJSON *rows = cJSON_CreateArray();
+    const cJSON *rec;
+    cJSON_ArrayForEach(rec, records)
+    {
+        cJSON *row = cJSON_CreateObject();
+        if (intermediate) {
+            struct strbuf sb;
+            sb_init(&sb);
+            sb_add(&sb, "[", 1);
+            const cJSON *it;
+            int k = 0;
+            cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "intermediate"))
+            {
+                sb_printf(&sb, "%s%s", k++ ? "," : "", cJSON_IsString(it) ? it->valuestring : "");
+            }
+            sb_add(&sb, "]", 1);
+            cJSON_AddStringToObject(row, "intermediate", sb.buf);
+            sb_free(&sb);
+        }
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "parameter"))
+        {
+            cJSON_DeleteItemFromObjectCaseSensitive(row, it->string);
+            cJSON_AddItemToObject(row, it->string, cJSON_Duplicate(it, 1));
+        }
+        const cJSON *value = cJSON_GetObjectItemCaseSensitive(rec, "value");
+        cJSON *decoded = cJSON_IsString(value) ? cJSON_Parse(value->valuestring) : NULL;
+        if (cJSON_IsObject(decoded)) {
+            cJSON_ArrayForEach(it, decoded)
+            {
+                cJSON_DeleteItemFromObjectCaseSensitive(row, it->string);
+                cJSON_AddItemToObject(row, it->string, cJSON_Duplicate(it, 1));
+            }
+        } else {
+            cJSON_AddItemToObject(row, "reward", decoded ? cJSON_Duplicate(decoded, 1) : cJSON_CreateNull());
+        }
+        cJSON_Delete(decoded);
+        cJSON_DeleteItemFromObjectCaseSensitive(row, "trialJobId");
+        cJSON_AddItemToObject(row, "trialJobId", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "trialJobId"), 1));
+        cJSON_ArrayForEach(it, row) column_add(&cols, it->string);
+        cJSON_AddItemToArray(rows, row);
+    }
+    int rc = 0;
+    if (cols.n == 0) {
+        printf("No trial results collected! Please check your trial log...\n");
+    } else {
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            rc = cli_error("cannot write %s", path);
+        } else {
+            /* csv's excel dialect: CRLF line ends */
+            for (int i = 0; i < cols.n; i++) {
+                if (i)
+                    fputc(',', f);
+                csv_field(f, cols.names[i]);
+            }
+            fputs("\r\n", f);
+            const cJSON *row;
+            cJSON_ArrayForEach(row, rows)
+            {
+                for (int i = 0; i < cols.n; i++) {
+                    if (i)
+                        fputc(',', f);
+                    char *cell = cell_text(cJSON_GetObjectItemCaseSensitive(row, cols.names[i]));
+                    csv_field(f, cell);
+                    free(cell);
+                }
+                fputs("\r\n", f);
+            }
+            if (fclose(f) != 0)
+                rc = cli_error("cannot write %s", path);
+        }
+    }
+    for (int i = 0; i < cols.n; i++)
+        free(cols.names[i]);
+    free(cols.names);
+    cJSON_Delete(rows);
+    return rc;
+}
+
+static int cmd_export_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"type", required_argument, NULL, 't'}, {"filename", required_argument, NULL, 'f'},
+        {"intermediate", no_argument, NULL, 'i'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL, *type = NULL, *path = NULL;
+    int intermediate = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:f:iH:", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': type = optarg; break;
+        case 'f': path = optarg; break;
+        case 'i': intermediate = 1; break;
+        case 'H': home_opt = optarg; break;
+        default: return cli_error("usage: %s", cmd_experiment_export.usage);
+        }
+    }
+    if (!type || !path)
+        return cli_error("the following arguments are required: %s%s%s", type ? "" : "--type/-t",
+                         !type && !path ? ", " : "", path ? "" : "--filename/-f");
+    if (strcmp(type, "json") != 0 && strcmp(type, "csv") != 0)
+        return cli_error("argument --type/-t: invalid choice: '%s' (choose from 'json', 'csv')", type);
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
+        return 1;
+    int rc = 1;
+    char *json = export_json(t.db, t.id, intermediate);
+    if (json && strcmp(type, "json") == 0) {
+        if (write_file_replace(path, json, strlen(json), 0644) < 0)
+            cli_error("cannot write %s", path);
+        else
+            rc = 0;
+    } else if (json) {
+        cJSON *records = cJSON_Parse(json);
+        rc = records ? write_csv(path, records, intermediate) : cli_error("export %s: bad records", t.id);
+        cJSON_Delete(records);
+    }
+    free(json);
+    cli_target_close(&t);
+    return rc;
+}
+
+/* ---------------- import ---------------- */
+
+/* NNI's validate_dispatcher: which tuners take imported data. 0 go on, else the exit code. */
+static int tuner_takes_imports(const struct experiment *x)
+{
+    struct exp_config *cfg = NULL;
+    struct errbuf e;
+    if (config_from_json(x->config, &cfg, &e) < 0)
+        return 0;
+    const char *name = cfg->tuner.name;
+    int rc = 0;
+    if (!name) {
+        rc = 0; /* a customized tuner decides itself */
+    } else if (strcmp(name, "Random") == 0 || strcmp(name, "Hyperband") == 0) {
+        printf("WARNING: There is no need to import data for %s\n", name);
+        rc = -1;
+    } else {
+        static const char *const ok[] = {"TPE", "Anneal", "GridSearch", "MetisTuner", "BOHB", "SMAC", "BatchTuner",
+                                         "Batch", NULL};
+        rc = 1;
+        for (int i = 0; ok[i]; i++)
+            if (strcmp(name, ok[i]) == 0)
+                rc = 0;
+        if (rc)
+            cli_error("%s does not support importing addtional data", name);
+    }
+    config_free(cfg);
+    return rc;
+}
+
+static int cmd_import_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"filename", required_argument, NULL, 'f'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL, *path = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:H:", opts, NULL)) != -1) {
+        if (c == 'f')
+            path = optarg;
+        else if (c == 'H')
+            home_opt = optarg;
+        else
+            return cli_error("usage: %s", cmd_experiment_import.usage);
+    }
+    if (!path)
+        return cli_error("the following arguments are required: --filename/-f");
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return cli_error("%s is not a valid file path", path);
+    size_t len;
+    char *text = read_file(path, &len);
+    cJSON *data = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    if (!cJSON_IsArray(data)) {
+        cJSON_Delete(data);
+        return cli_error("%s: must be a JSON array of {\"parameter\": {...}, \"value\": ...} records", path);
+    }
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0) {
+        cJSON_Delete(data);
+        return 1;
+    }
+    int rc = tuner_takes_imports(&t.x);
+    if (rc < 0) {
+        rc = 0;
+    } else if (rc == 0) {
+        cli_target_close(&t);
+        /* the api must run: it stores the records for its tuner */
+        if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 1) != 0) {
+            cJSON_Delete(data);
+            return 1;
+        }
+        char *req = cJSON_PrintUnformatted(data);
+        char *body = NULL;
+        int code = cli_http("POST", t.x.port, "/experiment/import-data", req, &body);
+        if (code == 200) {
+            printf("Imported %d record(s) into experiment %s.\n", cJSON_GetArraySize(data), t.id);
+        } else {
+            char *why = cli_error_of(code, body);
+            rc = cli_error("Import data failed! %s", why);
+            free(why);
+        }
+        free(req);
+        free(body);
+    }
+    cJSON_Delete(data);
+    cli_target_close(&t);
+    return rc;
+}
+
+const struct cli_cmd cmd_experiment_export = {
+    "experiment", "export", "nnictl experiment export [ID] --type json|csv --filename FILE [--intermediate]",
+    cmd_export_fn};
+const struct cli_cmd cmd_experiment_import = {"experiment", "import", "nnictl experiment import [ID] --filename FILE",
+                                              cmd_import_fn};

@@ -1,0 +1,144 @@
+/* log.c: nnictl log stdout | stderr (the api's output files of the experiment, whole
+ * or --head/--tail lines) and log trial (each trial's log directory). From the
+ * database and the files: they work whether or not the experiment runs. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Prints the first or last n lines of text (n <= 0: all). */
+static void print_lines(const char *s, size_t len, long head, long tail)
+{
+    const char *from = s, *to = s + len;
+    if (head > 0) {
+        const char *p = s;
+        for (long i = 0; i < head && p < to; i++) {
+            const char *nl = memchr(p, '\n', (size_t)(to - p));
+            p = nl ? nl + 1 : to;
+        }
+        to = p;
+    } else if (tail > 0) {
+        const char *p = to;
+        if (p > s && p[-1] == '\n')
+            p--; /* the final newline ends the last line, it does not start one */
+        long n = 0;
+        while (p > s) {
+            if (p[-1] == '\n' && ++n == tail)
+                break;
+            p--;
+        }
+        from = p;
+    }
+    fwrite(from, 1, (size_t)(to - from), stdout);
+    if (to > from && to[-1] != '\n')
+        putchar('\n');
+}
+
+static int log_file(int argc, char **argv, const char *file, const struct cli_cmd *cmd)
+{
+    static const struct option opts[] = {
+        {"tail", required_argument, NULL, 'T'}, {"head", required_argument, NULL, 'h'},
+        {"path", no_argument, NULL, 'p'},       {"home", required_argument, NULL, 'H'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL;
+    long head = 0, tail = 0;
+    int path_only = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "T:h:pH:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'T': tail = atol(optarg); break;
+        case 'h': head = atol(optarg); break;
+        case 'p': path_only = 1; break;
+        case 'H': home_opt = optarg; break;
+        default: return cli_error("usage: %s", cmd->usage);
+        }
+    }
+    if (head && tail)
+        return cli_error("argument --tail: not allowed with argument --head");
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
+        return 1;
+    char *path = xasprintf("%s/log/%s", t.x.exp_dir, file);
+    int rc = 0;
+    if (path_only) {
+        printf("%s\n", path);
+    } else {
+        size_t len;
+        char *s = read_file(path, &len);
+        if (!s)
+            rc = cli_error("experiment %s has no %s yet (%s)", t.id, file, path);
+        else
+            print_lines(s, len, head, tail);
+        free(s);
+    }
+    free(path);
+    cli_target_close(&t);
+    return rc;
+}
+
+static int cmd_stdout_fn(int argc, char **argv)
+{
+    return log_file(argc, argv, "nnictl_stdout.log", &cmd_log_stdout);
+}
+
+static int cmd_stderr_fn(int argc, char **argv)
+{
+    return log_file(argc, argv, "nnictl_stderr.log", &cmd_log_stderr);
+}
+
+static int cmd_trial_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    const char *home_opt = NULL, *trial_id = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "T:H:", opts, NULL)) != -1) {
+        if (c == 'T')
+            trial_id = optarg;
+        else if (c == 'H')
+            home_opt = optarg;
+        else
+            return cli_error("usage: %s", cmd_log_trial.usage);
+    }
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
+        return 1;
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(t.db, &e, "SELECT id, trial_dir FROM trial WHERE experiment_id = ?"
+                                          " AND (? IS NULL OR id = ?) ORDER BY sequence",
+                                "sss", t.id, trial_id, trial_id);
+    int n = 0, rc = 0;
+    if (!trial_id)
+        printf("All of trial log info:\n");
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        const char *dir = (const char *)sqlite3_column_text(st, 1);
+        if (dir)
+            printf("id:%s path:%s\n", id, dir);
+        else
+            printf("id:%s path:%s/trials/%s\n", id, t.x.exp_dir, id);
+        n++;
+    }
+    if (st)
+        sqlite3_reset(st);
+    else
+        rc = cli_error("%s", e.msg);
+    if (!rc && !n) {
+        if (trial_id)
+            rc = cli_error("Trial id %s not correct, please check your command!", trial_id);
+        else
+            printf("None\n");
+    }
+    cli_target_close(&t);
+    return rc;
+}
+
+const struct cli_cmd cmd_log_stdout = {"log", "stdout", "nnictl log stdout [ID] [--head N | --tail N] [--path]",
+                                       cmd_stdout_fn};
+const struct cli_cmd cmd_log_stderr = {"log", "stderr", "nnictl log stderr [ID] [--head N | --tail N] [--path]",
+                                       cmd_stderr_fn};
+const struct cli_cmd cmd_log_trial = {"log", "trial", "nnictl log trial [ID] [--trial_id TRIAL]", cmd_trial_fn};

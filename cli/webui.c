@@ -1,0 +1,37 @@
+/* webui.c: nnictl webui url [ID]: where the running experiment's web UI and REST API
+ * listen. (NNI v3 prints an empty list; the address is more useful.) */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int cmd_url_fn(int argc, char **argv)
+{
+    static const struct option opts[] = {{"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
+    const char *home_opt = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
+        if (c == 'H')
+            home_opt = optarg;
+        else
+            return cli_error("usage: %s", cmd_webui_url.usage);
+    }
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
+        return 1;
+    int rc = 0;
+    if (!cli_api_alive(&t.x)) {
+        rc = cli_error("Experiment %s is not running: it has no web UI now (nnictl view %s serves a stopped one)",
+                       t.id, t.id);
+    } else {
+        /* 0.0.0.0 is where it listens, not an address to open */
+        const char *host = strcmp(t.x.bind_address, "0.0.0.0") == 0 ? host_name() : t.x.bind_address;
+        printf("Web UI url: http://%s:%d\n", host, t.x.port);
+    }
+    cli_target_close(&t);
+    return rc;
+}
+
+const struct cli_cmd cmd_webui_url = {"webui", "url", "nnictl webui url [ID]", cmd_url_fn};

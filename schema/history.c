@@ -1,0 +1,368 @@
+/* history.c: paged reads of trials and metrics for the REST listings and exports. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/history.h"
+
+/* Rows per query: small enough that a query is short, large enough that the per-query
+ * cost is noise. */
+#define PAGE_ROWS 256
+
+void page_init(struct page *p, const char *exp_id)
+{
+    memset(p, 0, sizeof *p);
+    p->exp_id = exp_id;
+    p->seq_min = INT64_MIN;
+    p->seq_max = INT64_MAX;
+    p->limit = -1;
+    p->key1 = INT64_MIN;
+    p->key2 = INT64_MIN;
+}
+
+/* Rows the next query may return (0: the limit is reached). */
+static int64_t rows_wanted(struct page *p)
+{
+    int64_t want = PAGE_ROWS;
+    if (p->limit >= 0 && p->limit - p->produced < want)
+        want = p->limit - p->produced;
+    if (want <= 0)
+        p->done = 1;
+    return want > 0 ? want : 0;
+}
+
+/* The offset applies to the first query only: later ones continue after the key. */
+static int64_t take_offset(struct page *p)
+{
+    int64_t off = p->offset;
+    p->offset = 0;
+    return off;
+}
+
+static void separator(struct page *p, struct strbuf *sb)
+{
+    if (p->produced++ > 0)
+        sb_add(sb, ",", 1);
+}
+
+static int step_error(struct db *db, sqlite3_stmt *st, int rc, struct errbuf *e)
+{
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return 0;
+    return errf(e, "reading the history: %s", sqlite3_errmsg(db->h));
+}
+
+/* ---------------- cursors ---------------- */
+
+static int change_counter(struct db *db, int64_t *out, struct errbuf *e)
+{
+    *out = 0;
+    return db_int(db, e, out, "SELECT value FROM change_counter WHERE id = 1", "") < 0 ? -1 : 0;
+}
+
+int trial_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbuf *e)
+{
+    if (p->incremental && p->limit >= 0) {
+        int64_t nth = p->offset + p->limit - 1, v = 0;
+        int found = nth < 0 ? 0
+                  : p->status ? db_int(db, e, &v, "SELECT change_seq FROM trial WHERE experiment_id = ?"
+                                                  " AND change_seq > ? AND status = ? ORDER BY change_seq"
+                                                  " LIMIT 1 OFFSET ?", "sisi", p->exp_id, p->since, p->status, nth)
+                              : db_int(db, e, &v, "SELECT change_seq FROM trial WHERE experiment_id = ?"
+                                                  " AND change_seq > ? ORDER BY change_seq LIMIT 1 OFFSET ?",
+                                       "sii", p->exp_id, p->since, nth);
+        if (found < 0)
+            return -1;
+        if (nth < 0) { /* limit 0: nothing is read, the client stays where it was */
+            *out = p->since;
+            return 0;
+        }
+        if (found) {
+            *out = v;
+            return 0;
+        }
+    }
+    if (change_counter(db, out, e) < 0)
+        return -1;
+    if (p->incremental && *out < p->since)
+        *out = p->since;
+    return 0;
+}
+
+int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbuf *e)
+{
+    if (p->incremental && p->limit >= 0) {
+        int64_t nth = p->offset + p->limit - 1, v = 0;
+        if (nth < 0) {
+            *out = p->since;
+            return 0;
+        }
+        int found = db_int(db, e, &v,
+            "SELECT m.id FROM metric m CROSS JOIN trial t"
+            " WHERE m.id > ?1 AND t.id = m.trial_id AND t.experiment_id = ?2 AND m.attempt = t.attempt"
+            " AND (?3 IS NULL OR m.type = ?3) AND (?4 IS NULL OR m.trial_id = ?4)"
+            " AND t.sequence BETWEEN ?5 AND ?6 ORDER BY m.id LIMIT 1 OFFSET ?7",
+            "isssiii", p->since, p->exp_id, p->type, p->trial_id, p->seq_min, p->seq_max, nth);
+        if (found < 0)
+            return -1;
+        if (found) {
+            *out = v;
+            return 0;
+        }
+    }
+    *out = 0;
+    if (db_int(db, e, out, "SELECT coalesce(max(id), 0) FROM metric", "") < 0)
+        return -1;
+    if (p->incremental && *out < p->since)
+        *out = p->since;
+    return 0;
+}
+
+/* ---------------- trials ---------------- */
+
+static sqlite3_stmt *trial_query(struct db *db, struct page *p, int64_t want, struct errbuf *e)
+{
+    int64_t off = take_offset(p);
+    if (p->incremental) {
+        int64_t after = p->key1 == INT64_MIN ? p->since : p->key1;
+        if (p->status)
+            return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                                   " AND change_seq > ? AND change_seq <= ? AND status = ?"
+                                   " ORDER BY change_seq LIMIT ? OFFSET ?",
+                            "siisii", p->exp_id, after, p->upto, p->status, want, off);
+        return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                               " AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ? OFFSET ?",
+                        "siiii", p->exp_id, after, p->upto, want, off);
+    }
+    /* by status: the trial_queue index (experiment_id, status, sequence) */
+    if (p->status)
+        return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                               " AND status = ? AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?",
+                        "ssiii", p->exp_id, p->status, p->key1, want, off);
+    return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                           " AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?",
+                    "siii", p->exp_id, p->key1, want, off);
+}
+
+/* column of change_seq after TRIAL_COLUMNS */
+#define TRIAL_NCOLS 27
+
+int trial_page_next(struct db *db, const struct experiment *x, struct page *p, size_t max_bytes,
+                    struct strbuf *sb, struct errbuf *e)
+{
+    struct trial *rows = xcalloc(PAGE_ROWS, sizeof *rows);
+    int rc = 0;
+    while (!p->done && sb->len < max_bytes) {
+        int64_t want = rows_wanted(p);
+        if (!want)
+            break;
+        sqlite3_stmt *st = trial_query(db, p, want, e);
+        if (!st) {
+            rc = -1;
+            break;
+        }
+        /* all rows first: rendering a row runs a query of its own */
+        int n = 0, s = SQLITE_DONE;
+        while (n < want && (s = sqlite3_step(st)) == SQLITE_ROW) {
+            trial_from_row(st, &rows[n]);
+            p->key1 = p->incremental ? col_i64(st, TRIAL_NCOLS) : rows[n].sequence;
+            n++;
+        }
+        if (n < want && step_error(db, st, s, e) < 0) {
+            rc = -1;
+        } else {
+            sqlite3_reset(st);
+            if (n < want)
+                p->done = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            if (rc == 0) {
+                separator(p, sb);
+                if (nni_trial_job_write(db, x, &rows[i], sb, e) < 0)
+                    rc = -1;
+            }
+            trial_clear(&rows[i]);
+        }
+        if (rc < 0)
+            break;
+    }
+    free(rows);
+    return rc;
+}
+
+/* ---------------- metrics ---------------- */
+
+static sqlite3_stmt *metric_query(struct db *db, struct page *p, int64_t want, struct errbuf *e)
+{
+    int64_t off = take_offset(p);
+    if (p->incremental) {
+        /* metric first: the range of new ids is what is small */
+        int64_t after = p->key2 == INT64_MIN ? p->since : p->key2;
+        return db_query(db, e,
+            "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM metric m CROSS JOIN trial t"
+            " WHERE m.id > ?1 AND m.id <= ?2 AND t.id = m.trial_id AND t.experiment_id = ?3"
+            " AND m.attempt = t.attempt AND (?4 IS NULL OR m.type = ?4) AND (?5 IS NULL OR m.trial_id = ?5)"
+            " AND t.sequence BETWEEN ?6 AND ?7 ORDER BY m.id LIMIT ?8 OFFSET ?9",
+            "iisssiiii", after, p->upto, p->exp_id, p->type, p->trial_id, p->seq_min, p->seq_max, want, off);
+    }
+    /* NNI's order as trialq has always given it: by trial, then as reported */
+    int64_t lo = p->key1 > p->seq_min ? p->key1 : p->seq_min;
+    if (p->trial_id)
+        return db_query(db, e,
+            "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM trial t JOIN metric m"
+            " ON m.trial_id = t.id AND m.attempt = t.attempt"
+            " WHERE t.id = ?1 AND t.experiment_id = ?2 AND (?3 IS NULL OR m.type = ?3) AND m.id > ?4"
+            " ORDER BY m.id LIMIT ?5 OFFSET ?6",
+            "sssiii", p->trial_id, p->exp_id, p->type, p->key2, want, off);
+    return db_query(db, e,
+        "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM trial t JOIN metric m"
+        " ON m.trial_id = t.id AND m.attempt = t.attempt"
+        " WHERE t.experiment_id = ?1 AND t.sequence >= ?2 AND t.sequence <= ?3"
+        " AND (t.sequence > ?4 OR m.id > ?5) AND (?6 IS NULL OR m.type = ?6)"
+        " ORDER BY t.sequence, m.id LIMIT ?7 OFFSET ?8",
+        "siiiisii", p->exp_id, lo, p->seq_max, p->key1, p->key2, p->type, want, off);
+}
+
+/* Steps a metric query to its end, rendering each row. Returns rows or -1. */
+static int render_metrics(struct db *db, sqlite3_stmt *st, struct page *p, struct strbuf *sb, struct errbuf *e)
+{
+    int n = 0, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        struct nni_metric m;
+        nni_metric_from_row(st, 0, &m);
+        separator(p, sb);
+        nni_metric_text(sb, &m);
+        p->key1 = col_i64(st, 7);
+        p->key2 = m.id;
+        n++;
+    }
+    return step_error(db, st, s, e) < 0 ? -1 : n;
+}
+
+int metric_page_next(struct db *db, struct page *p, size_t max_bytes, struct strbuf *sb, struct errbuf *e)
+{
+    while (!p->done && sb->len < max_bytes) {
+        int64_t want = rows_wanted(p);
+        if (!want)
+            break;
+        sqlite3_stmt *st = metric_query(db, p, want, e);
+        if (!st)
+            return -1;
+        int n = render_metrics(db, st, p, sb, e);
+        if (n < 0)
+            return -1;
+        if (n < want)
+            p->done = 1;
+    }
+    return 0;
+}
+
+int metric_latest_next(struct db *db, struct page *p, size_t max_bytes, struct strbuf *sb, struct errbuf *e)
+{
+    while (!p->done && sb->len < max_bytes) {
+        sqlite3_stmt *st;
+        if (p->phase == 0) {
+            /* every FINAL (the metric_final index), in the order the trials came */
+            int64_t lo = p->key1;
+            st = db_query(db, e,
+                "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM trial t JOIN metric m"
+                " ON m.trial_id = t.id AND m.attempt = t.attempt AND m.type = 'FINAL'"
+                " WHERE t.experiment_id = ?1 AND t.sequence >= ?2 AND (t.sequence > ?2 OR m.id > ?3)"
+                " ORDER BY t.sequence, m.id LIMIT ?4",
+                "siii", p->exp_id, lo, p->key2, (int64_t)PAGE_ROWS);
+        } else {
+            /* the newest PERIODICAL of each trial: the highest sequence, the last one
+             * stored among equals, as NNI's replay keeps */
+            st = db_query(db, e,
+                "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM trial t JOIN metric m ON m.id ="
+                " (SELECT p.id FROM metric p WHERE p.trial_id = t.id AND p.attempt = t.attempt"
+                "  AND p.type = 'PERIODICAL' ORDER BY p.sequence DESC, p.id DESC LIMIT 1)"
+                " WHERE t.experiment_id = ?1 AND t.sequence > ?2 ORDER BY t.sequence LIMIT ?3",
+                "sii", p->exp_id, p->key1, (int64_t)PAGE_ROWS);
+        }
+        if (!st)
+            return -1;
+        int n = render_metrics(db, st, p, sb, e);
+        if (n < 0)
+            return -1;
+        if (n < PAGE_ROWS) {
+            if (p->phase == 0) {
+                p->phase = 1;
+                p->key1 = INT64_MIN;
+                p->key2 = INT64_MIN;
+            } else {
+                p->done = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------- export ---------------- */
+
+struct export_row {
+    char *id, *parameters, *final_json;
+    int attempt;
+};
+
+static int add_intermediate(struct db *db, const struct export_row *r, struct strbuf *sb, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT value FROM metric WHERE trial_id = ? AND attempt = ?"
+                                       " AND type = 'PERIODICAL' ORDER BY time, id", "sd", r->id, r->attempt);
+    if (!st)
+        return -1;
+    sb_puts(sb, ",\"intermediate\":[");
+    int n = 0, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n++)
+            sb_add(sb, ",", 1);
+        nj_str(sb, (const char *)sqlite3_column_text(st, 0));
+    }
+    sb_add(sb, "]", 1);
+    return step_error(db, st, s, e);
+}
+
+int export_page_next(struct db *db, struct page *p, int intermediate, size_t max_bytes, struct strbuf *sb,
+                     struct errbuf *e)
+{
+    struct export_row rows[PAGE_ROWS];
+    int rc = 0;
+    while (!p->done && sb->len < max_bytes && rc == 0) {
+        /* NNI exports the trials that have parameters and a final metric: SUCCEEDED ones */
+        sqlite3_stmt *st = db_query(db, e,
+            "SELECT id, parameters, final_metric_json, attempt, sequence FROM trial WHERE experiment_id = ?"
+            " AND status = 'SUCCEEDED' AND final_metric_json IS NOT NULL AND sequence > ?"
+            " ORDER BY sequence LIMIT ?", "sii", p->exp_id, p->key1, (int64_t)PAGE_ROWS);
+        if (!st)
+            return -1;
+        int n = 0, s = SQLITE_DONE;
+        while (n < PAGE_ROWS && (s = sqlite3_step(st)) == SQLITE_ROW) {
+            rows[n].id = col_str(st, 0);
+            rows[n].parameters = col_str(st, 1);
+            rows[n].final_json = col_str(st, 2);
+            rows[n].attempt = (int)col_i64(st, 3);
+            p->key1 = col_i64(st, 4);
+            n++;
+        }
+        if (n < PAGE_ROWS) {
+            if (step_error(db, st, s, e) < 0)
+                rc = -1;
+            p->done = 1;
+        } else {
+            sqlite3_reset(st);
+        }
+        for (int i = 0; i < n; i++) {
+            if (rc == 0) {
+                separator(p, sb);
+                nni_export_open(sb, rows[i].id, rows[i].parameters, rows[i].final_json);
+                if (intermediate && add_intermediate(db, &rows[i], sb, e) < 0)
+                    rc = -1;
+                sb_add(sb, "}", 1);
+            }
+            free(rows[i].id);
+            free(rows[i].parameters);
+            free(rows[i].final_json);
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,23 @@
+/* trial_new.h: trials added by hand (NNI's customized trials, `nnictl trial rerun`),
+ * beside the ones the scheduler asks its tuner for. */
+#ifndef TRIALQ_TRIAL_NEW_H
+#define TRIALQ_TRIAL_NEW_H
+
+#include "schema/schema.h"
+
+struct trial_new {
+    const char *exp_id;
+    const char *platform;
+    const char *parameters;  /* JSON object text */
+    const char *source;      /* parameter_source: "customized", "rerun" */
+    int64_t parameter_id;    /* -1 = null, as NNI's customized trials have */
+    int max_attempts;
+    const char *reason;      /* of the WAITING event */
+};
+
+/* Inserts one WAITING trial with the experiment's next sequence number, in one
+ * transaction that also checks maxTrialNumber (every trial counts, as in NNI).
+ * Returns 1 with id_out and *seq_out set, 0 when the budget is used up, -1 on error. */
+int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out, struct errbuf *e);
+
+#endif

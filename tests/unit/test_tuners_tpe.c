@@ -1,0 +1,862 @@
+/* test_tuners_tpe.c: the TPE tuner (tuners/tpe.c, tuners/parzen.c): classArgs,
+ * determinism from (seed, index, history) including a fresh state at any index, every
+ * search-space type, nested choice, the constant liar, imported results, finite-space
+ * deduplication, a search-quality smoke test, and the benchmark functions of
+ * bench/objectives.h against functions.json's check points. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/objectives.h"
+#include "tuners/internal.h"
+
+/* ---- helpers ---- */
+
+static struct ss_space *parse_space(const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    struct ss_space *s = NULL;
+    struct errbuf e = {{0}};
+    if (ss_parse(j, &s, NULL, 0, &e) != 0)
+        fail_msg("unexpected search-space error: %s", e.msg);
+    cJSON_Delete(j);
+    return s;
+}
+
+/* Creates a tuner; class_args is JSON text or NULL. */
+static void *create(const struct tuner_ops *ops, const char *class_args, const struct ss_space *s, uint64_t seed)
+{
+    cJSON *args = class_args ? cJSON_Parse(class_args) : NULL;
+    assert_true(!class_args || args);
+    void *st = NULL;
+    struct errbuf e = {{0}};
+    if (ops->create(args, s, seed, &st, &e) != 0)
+        fail_msg("unexpected create error: %s", e.msg);
+    cJSON_Delete(args);
+    return st;
+}
+
+/* A growing history, owned here, as the api hands it to a tuner. */
+struct hist {
+    struct tuner_result *items;
+    cJSON **params;
+    int n, cap;
+};
+
+static void hist_add(struct hist *h, int64_t parameter_id, cJSON *params, int has_value, double value,
+                     const char *status)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 32;
+        h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
+        h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
+    }
+    h->params[h->n] = params;
+    h->items[h->n] = (struct tuner_result){.parameter_id = parameter_id, .parameters = params,
+                                           .has_value = has_value, .value = value, .status = status};
+    h->n++;
+}
+
+static void hist_free(struct hist *h)
+{
+    for (int i = 0; i < h->n; i++)
+        cJSON_Delete(h->params[i]);
+    free(h->params);
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}
+
+static struct tuner_history view(const struct hist *h)
+{
+    return (struct tuner_history){.n = h->n, .items = h->items};
+}
+
+/* Suggestion `index` with history h; fails the test unless the tuner returns 1. */
+static cJSON *suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
+{
+    struct tuner_history th = {0};
+    if (h)
+        th = view(h);
+    cJSON *p = NULL;
+    struct errbuf e = {{0}};
+    int rc = ops->suggest(st, index, h ? &th : NULL, &p, &e);
+    if (rc != 1)
+        fail_msg("suggest(%lld) returned %d: %s", (long long)index, rc, rc < 0 ? e.msg : "no more");
+    assert_non_null(p);
+    return p;
+}
+
+static char *text(const cJSON *j)
+{
+    char *c = cJSON_PrintUnformatted(j);
+    char *s = xstrdup(c);
+    cJSON_free(c);
+    return s;
+}
+
+static double num(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v))
+        fail_msg("%s is not a number", key);
+    return v->valuedouble;
+}
+
+typedef double (*objective_fn)(const cJSON *params);
+
+/* Runs `n` sequential trials (each sees all earlier results); the history is left
+ * in h. Returns the best value. */
+static double run_sequential(const struct tuner_ops *ops, void *st, struct hist *h, int n, objective_fn f)
+{
+    double best = INFINITY;
+    for (int i = 0; i < n; i++) {
+        cJSON *p = suggest(ops, st, h->n, h);
+        double v = f(p);
+        best = v < best ? v : best;
+        hist_add(h, h->n, p, 1, v, "SUCCEEDED");
+    }
+    return best;
+}
+
+static const char branin_space[] =
+    "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 10]}, \"x2\": {\"_type\": \"uniform\", \"_value\": [0, 15]}}";
+
+static double branin_params(const cJSON *p)
+{
+    double x[2] = {num(p, "x1"), num(p, "x2")};
+    return obj_branin(x);
+}
+
+/* ---- registry and classArgs ---- */
+
+static void test_registry(void **state)
+{
+    (void)state;
+    assert_ptr_equal(tuner_find("TPE"), &tuner_tpe);
+    assert_ptr_equal(tuner_find("tpe"), &tuner_tpe);
+    assert_ptr_equal(tuner_find("TpeTuner"), &tuner_tpe);
+    assert_null(tuner_find("TPE_legacy"));
+    assert_non_null(strstr(tuner_names(), "TPE"));
+    assert_int_equal(tuner_tpe.needs_history, 1);
+    assert_int_equal(tuner_random.needs_history, 0);
+}
+
+static const struct bad_args {
+    const char *args;
+    const char *message;  /* expected prefix of the error */
+} bad_args[] = {
+    {"{\"algorithm_name\": \"tpe\"}", "tuner.classArgs.algorithm_name: unknown argument for TPE"},
+    {"{\"optimize_mode\": \"max\"}", "tuner.classArgs.optimize_mode: must be"},
+    {"{\"optimize_mode\": 1}", "tuner.classArgs.optimize_mode: must be"},
+    {"{\"seed\": -1}", "tuner.classArgs.seed: must be an integer"},
+    {"{\"seed\": 1.5}", "tuner.classArgs.seed: must be an integer"},
+    {"{\"tpe_args\": 3}", "tuner.classArgs.tpe_args: must be a mapping"},
+    {"{\"tpe_args\": [1]}", "tuner.classArgs.tpe_args: must be a mapping"},
+    {"{\"tpe_args\": {\"n_startup\": 5}}", "tuner.classArgs.tpe_args.n_startup: unknown argument"},
+    {"{\"tpe_args\": {\"gamma\": 0}}", "tuner.classArgs.tpe_args.gamma: must be in (0, 1)"},
+    {"{\"tpe_args\": {\"gamma\": 1}}", "tuner.classArgs.tpe_args.gamma: must be in (0, 1)"},
+    {"{\"tpe_args\": {\"gamma\": -0.5}}", "tuner.classArgs.tpe_args.gamma: must be in (0, 1)"},
+    {"{\"tpe_args\": {\"gamma\": \"0.25\"}}", "tuner.classArgs.tpe_args.gamma: must be in (0, 1)"},
+    {"{\"tpe_args\": {\"n_startup_jobs\": -1}}", "tuner.classArgs.tpe_args.n_startup_jobs: must be an integer between 0"},
+    {"{\"tpe_args\": {\"n_startup_jobs\": 2.5}}", "tuner.classArgs.tpe_args.n_startup_jobs: must be an integer"},
+    {"{\"tpe_args\": {\"n_startup_jobs\": \"20\"}}", "tuner.classArgs.tpe_args.n_startup_jobs: must be an integer"},
+    {"{\"tpe_args\": {\"n_ei_candidates\": 0}}", "tuner.classArgs.tpe_args.n_ei_candidates: must be an integer between 1"},
+    {"{\"tpe_args\": {\"n_ei_candidates\": true}}", "tuner.classArgs.tpe_args.n_ei_candidates: must be an integer"},
+    {"{\"tpe_args\": {\"linear_forgetting\": 0}}", "tuner.classArgs.tpe_args.linear_forgetting: must be an integer"},
+    {"{\"tpe_args\": {\"prior_weight\": -1}}", "tuner.classArgs.tpe_args.prior_weight: must be a number >= 0"},
+    {"{\"tpe_args\": {\"prior_weight\": \"1\"}}", "tuner.classArgs.tpe_args.prior_weight: must be a number >= 0"},
+    {"{\"tpe_args\": {\"constant_liar_type\": \"min\"}}", "tuner.classArgs.tpe_args.constant_liar_type: must be"},
+    {"{\"tpe_args\": {\"constant_liar_type\": 1}}", "tuner.classArgs.tpe_args.constant_liar_type: must be"},
+    {"[1, 2]", "tuner.classArgs: must be a mapping"},
+};
+
+static void test_class_args(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(branin_space);
+    for (size_t i = 0; i < sizeof bad_args / sizeof bad_args[0]; i++) {
+        cJSON *args = cJSON_Parse(bad_args[i].args);
+        assert_non_null(args);
+        void *st = (void *)1;
+        struct errbuf e = {{0}};
+        int rc = tuner_tpe.create(args, s, 0, &st, &e);
+        if (rc != -1 || strncmp(e.msg, bad_args[i].message, strlen(bad_args[i].message)) != 0)
+            fail_msg("%s: rc %d, message \"%s\", expected \"%s...\"", bad_args[i].args, rc, e.msg,
+                     bad_args[i].message);
+        assert_ptr_equal(st, (void *)1);  /* nothing created */
+        cJSON_Delete(args);
+    }
+    /* every accepted form, including NNI's explicit nulls and case-insensitive liars */
+    static const char *const good[] = {
+        NULL,
+        "null",
+        "{}",
+        "{\"optimize_mode\": \"maximize\", \"seed\": 12345, \"tpe_args\": {\"constant_liar_type\": \"mean\", "
+        "\"n_startup_jobs\": 10, \"n_ei_candidates\": 20, \"linear_forgetting\": 100, \"prior_weight\": 0, "
+        "\"gamma\": 0.5}}",
+        "{\"tpe_args\": {\"constant_liar_type\": null}}",
+        "{\"tpe_args\": {\"constant_liar_type\": \"Worst\", \"n_startup_jobs\": 0}}",
+        "{\"tpe_args\": null, \"seed\": null, \"optimize_mode\": null}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        void *st = create(&tuner_tpe, good[i], s, 0);
+        struct hist h = {0};
+        run_sequential(&tuner_tpe, st, &h, 25, branin_params);
+        hist_free(&h);
+        tuner_tpe.destroy(st);
+    }
+    tuner_tpe.destroy(NULL);
+    ss_free(s);
+}
+
+/* ---- determinism ---- */
+
+static const char mixed_space[] =
+    "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 5]},"
+    " \"lr\": {\"_type\": \"loguniform\", \"_value\": [1e-5, 1e-1]},"
+    " \"n\": {\"_type\": \"randint\", \"_value\": [1, 17]},"
+    " \"cat\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\", 3, null]},"
+    " \"layer\": {\"_type\": \"choice\", \"_value\": ["
+    "    {\"_name\": \"conv\", \"k\": {\"_type\": \"quniform\", \"_value\": [1, 7, 2]}},"
+    "    {\"_name\": \"pool\"},"
+    "    {\"_name\": \"dense\", \"w\": {\"_type\": \"normal\", \"_value\": [0, 2]}}]}}";
+
+static double mixed_objective(const cJSON *p)
+{
+    const cJSON *layer = cJSON_GetObjectItemCaseSensitive(p, "layer");
+    const char *name = cJSON_GetObjectItemCaseSensitive(layer, "_name")->valuestring;
+    double v = pow(num(p, "x1") - 1, 2) + pow(log10(num(p, "lr")) + 3, 2) + fabs(num(p, "n") - 9) / 4;
+    const cJSON *cat = cJSON_GetObjectItemCaseSensitive(p, "cat");
+    v += cJSON_IsString(cat) && strcmp(cat->valuestring, "b") == 0 ? 0 : 1;
+    if (strcmp(name, "conv") == 0)
+        v += fabs(num(layer, "k") - 3) / 2;
+    else if (strcmp(name, "dense") == 0)
+        v += pow(num(layer, "w") - 1, 2);
+    else
+        v += 2;
+    return v;
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(mixed_space);
+    enum { N = 45 };
+    void *a = create(&tuner_tpe, NULL, s, 7);
+    struct hist h = {0};
+    run_sequential(&tuner_tpe, a, &h, N, mixed_objective);
+
+    /* the same seed and history replay the same sequence, in a fresh state and in
+     * any order of indexes (an api restart) */
+    void *b = create(&tuner_tpe, NULL, s, 7);
+    for (int k = N - 1; k >= 0; k -= 3) {
+        struct hist prefix = h;
+        prefix.n = k;
+        void *fresh = create(&tuner_tpe, NULL, s, 7);
+        cJSON *p1 = suggest(&tuner_tpe, fresh, k, &prefix);
+        cJSON *p2 = suggest(&tuner_tpe, b, k, &prefix);
+        char *t0 = text(h.params[k]), *t1 = text(p1), *t2 = text(p2);
+        assert_string_equal(t0, t1);
+        assert_string_equal(t0, t2);
+        free(t0);
+        free(t1);
+        free(t2);
+        cJSON_Delete(p1);
+        cJSON_Delete(p2);
+        tuner_tpe.destroy(fresh);
+    }
+    /* the same index twice in one state */
+    cJSON *p1 = suggest(&tuner_tpe, a, N, &h), *p2 = suggest(&tuner_tpe, a, N, &h);
+    assert_true(cJSON_Compare(p1, p2, 1));
+    cJSON_Delete(p1);
+    cJSON_Delete(p2);
+
+    /* another seed gives another sequence; seed in classArgs overrides the experiment's */
+    void *c = create(&tuner_tpe, NULL, s, 8), *d = create(&tuner_tpe, "{\"seed\": 7}", s, 8);
+    struct hist prefix = h;
+    prefix.n = 30;
+    p1 = suggest(&tuner_tpe, c, 30, &prefix);
+    p2 = suggest(&tuner_tpe, d, 30, &prefix);
+    assert_false(cJSON_Compare(p1, h.params[30], 1));
+    assert_true(cJSON_Compare(p2, h.params[30], 1));
+    cJSON_Delete(p1);
+    cJSON_Delete(p2);
+
+    tuner_tpe.destroy(a);
+    tuner_tpe.destroy(b);
+    tuner_tpe.destroy(c);
+    tuner_tpe.destroy(d);
+    hist_free(&h);
+    ss_free(s);
+}
+
+/* Until n_startup_jobs trials exist TPE draws exactly as the Random tuner does. */
+static void test_startup_is_random(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(mixed_space);
+    void *t = create(&tuner_tpe, NULL, s, 3), *r = create(&tuner_random, NULL, s, 3);
+    struct hist h = {0};
+    for (int i = 0; i < 25; i++) {
+        cJSON *pt = suggest(&tuner_tpe, t, i, &h), *pr = suggest(&tuner_random, r, i, NULL);
+        assert_int_equal(cJSON_Compare(pt, pr, 1), i < 20);
+        cJSON_Delete(pr);
+        hist_add(&h, i, pt, 1, mixed_objective(pt), "SUCCEEDED");
+    }
+    hist_free(&h);
+    tuner_tpe.destroy(t);
+    tuner_random.destroy(r);
+    ss_free(s);
+}
+
+/* ---- search-space types ---- */
+
+static const char all_types_space[] =
+    "{\"c\": {\"_type\": \"choice\", \"_value\": [\"relu\", 0.5, true, {\"x\": 1}]},"
+    " \"ri\": {\"_type\": \"randint\", \"_value\": [-3, 4]},"
+    " \"u\": {\"_type\": \"uniform\", \"_value\": [-1, 2]},"
+    " \"qu\": {\"_type\": \"quniform\", \"_value\": [0, 10, 3]},"
+    " \"lu\": {\"_type\": \"loguniform\", \"_value\": [1e-4, 1]},"
+    " \"qlu\": {\"_type\": \"qloguniform\", \"_value\": [1, 1000, 10]},"
+    " \"no\": {\"_type\": \"normal\", \"_value\": [5, 2]},"
+    " \"qno\": {\"_type\": \"qnormal\", \"_value\": [0, 10, 4]},"
+    " \"ln\": {\"_type\": \"lognormal\", \"_value\": [0, 1]},"
+    " \"qln\": {\"_type\": \"qlognormal\", \"_value\": [2, 1, 5]},"
+    " \"nest\": {\"_type\": \"choice\", \"_value\": ["
+    "    {\"_name\": \"empty\"},"
+    "    {\"_name\": \"deep\", \"inner\": {\"_type\": \"choice\", \"_value\": ["
+    "        {\"_name\": \"a\", \"z\": {\"_type\": \"uniform\", \"_value\": [100, 200]}},"
+    "        {\"_name\": \"b\", \"y\": {\"_type\": \"randint\", \"_value\": [0, 2]}}]},"
+    "     \"r\": {\"_type\": \"qloguniform\", \"_value\": [0.01, 1, 0.01]}}]}}";
+
+static int is_multiple(double v, double q)
+{
+    double k = v / q;
+    return fabs(k - nearbyint(k)) < 1e-9;
+}
+
+static void check_all_types(const cJSON *p)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "c");
+    assert_true((cJSON_IsString(c) && strcmp(c->valuestring, "relu") == 0) ||
+                (cJSON_IsNumber(c) && c->valuedouble == 0.5) || cJSON_IsTrue(c) ||
+                (cJSON_IsObject(c) && num(c, "x") == 1));
+    double ri = num(p, "ri");
+    assert_true(ri == floor(ri) && ri >= -3 && ri < 4);
+    double u = num(p, "u");
+    assert_true(u >= -1 && u <= 2);
+    double qu = num(p, "qu");
+    assert_true(qu >= 0 && qu <= 10 && (is_multiple(qu, 3) || qu == 10));
+    double lu = num(p, "lu");
+    assert_true(lu >= 1e-4 * (1 - 1e-12) && lu <= 1 * (1 + 1e-12));
+    double qlu = num(p, "qlu");
+    assert_true(qlu >= 1 && qlu <= 1000 && (is_multiple(qlu, 10) || qlu == 1));
+    assert_true(isfinite(num(p, "no")));
+    assert_true(is_multiple(num(p, "qno"), 4));
+    assert_true(num(p, "ln") > 0);
+    double qln = num(p, "qln");
+    assert_true(qln >= 0 && is_multiple(qln, 5));
+    const cJSON *nest = cJSON_GetObjectItemCaseSensitive(p, "nest");
+    const char *name = cJSON_GetObjectItemCaseSensitive(nest, "_name")->valuestring;
+    if (strcmp(name, "empty") == 0) {
+        assert_int_equal(cJSON_GetArraySize(nest), 1);
+        return;
+    }
+    assert_string_equal(name, "deep");
+    assert_int_equal(cJSON_GetArraySize(nest), 3);
+    double r = num(nest, "r");
+    assert_true(r >= 0.01 && r <= 1);
+    const cJSON *inner = cJSON_GetObjectItemCaseSensitive(nest, "inner");
+    const char *iname = cJSON_GetObjectItemCaseSensitive(inner, "_name")->valuestring;
+    assert_int_equal(cJSON_GetArraySize(inner), 2);
+    if (strcmp(iname, "a") == 0) {
+        double z = num(inner, "z");
+        assert_true(z >= 100 && z <= 200);
+    } else {
+        assert_string_equal(iname, "b");
+        double y = num(inner, "y");
+        assert_true(y == 0 || y == 1);
+    }
+}
+
+/* Rewards one corner of every parameter, so that the model has something to find:
+ * the test checks the ranges of what it suggests, and that it learns. */
+static double all_types_objective(const cJSON *p)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "c");
+    double v = cJSON_IsTrue(c) ? 0 : 1;
+    v += fabs(num(p, "ri") - 2) + fabs(num(p, "u") - 1.5) + fabs(num(p, "qu") - 6) / 3;
+    v += fabs(log10(num(p, "lu")) + 2) + fabs(num(p, "no") - 6) / 2 + fabs(num(p, "ln") - 1);
+    const cJSON *nest = cJSON_GetObjectItemCaseSensitive(p, "nest");
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(nest, "_name")->valuestring, "deep") == 0) {
+        const cJSON *inner = cJSON_GetObjectItemCaseSensitive(nest, "inner");
+        if (cJSON_GetObjectItemCaseSensitive(inner, "z"))
+            v += fabs(num(inner, "z") - 180) / 50 - 2;
+        else
+            v += 3;
+    }
+    return v;
+}
+
+static void test_all_types(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(all_types_space);
+    void *t = create(&tuner_tpe, NULL, s, 11);
+    struct hist h = {0};
+    int deep_a_late = 0, true_late = 0;
+    for (int i = 0; i < 120; i++) {
+        cJSON *p = suggest(&tuner_tpe, t, i, &h);
+        check_all_types(p);
+        if (i >= 60) {
+            const cJSON *nest = cJSON_GetObjectItemCaseSensitive(p, "nest");
+            const cJSON *inner = cJSON_GetObjectItemCaseSensitive(nest, "inner");
+            deep_a_late += inner && cJSON_GetObjectItemCaseSensitive(inner, "z") != NULL;
+            true_late += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "c"));
+        }
+        hist_add(&h, i, p, 1, all_types_objective(p), "SUCCEEDED");
+    }
+    /* at random "deep"/"a" is 1 in 4 and true 1 in 4 (15 of 60); the model prefers both */
+    assert_true(deep_a_late > 25);
+    assert_true(true_late > 25);
+    hist_free(&h);
+    tuner_tpe.destroy(t);
+    ss_free(s);
+}
+
+/* A branch is modelled from the trials that chose it: values another branch's
+ * parameter happened to share a name with never leak in. */
+static void test_nested_branches(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(
+        "{\"m\": {\"_type\": \"choice\", \"_value\": ["
+        "  {\"_name\": \"a\", \"x\": {\"_type\": \"uniform\", \"_value\": [0, 1]}},"
+        "  {\"_name\": \"b\", \"x\": {\"_type\": \"uniform\", \"_value\": [10, 11]}}]}}");
+    void *t = create(&tuner_tpe, "{\"tpe_args\": {\"n_startup_jobs\": 5}}", s, 5);
+    struct hist h = {0};
+    /* history: branch b always better, and within b, x near 10.2 best */
+    for (int i = 0; i < 40; i++) {
+        int b = i % 2;
+        double x = b ? 10 + (i * 0.37 - floor(i * 0.37)) : (i * 0.61 - floor(i * 0.61));
+        cJSON *p = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(p, "m");
+        cJSON_AddStringToObject(m, "_name", b ? "b" : "a");
+        cJSON_AddNumberToObject(m, "x", x);
+        hist_add(&h, i, p, 1, b ? fabs(x - 10.2) : 5 + x, "SUCCEEDED");
+    }
+    int in_b = 0, near = 0;
+    for (int k = 40; k < 80; k++) {
+        cJSON *p = suggest(&tuner_tpe, t, k, &h);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "m");
+        const char *name = cJSON_GetObjectItemCaseSensitive(m, "_name")->valuestring;
+        double x = num(m, "x");
+        if (strcmp(name, "b") == 0) {
+            in_b++;
+            assert_true(x >= 10 && x <= 11);
+            near += fabs(x - 10.2) < 0.15;
+        } else {
+            assert_true(x >= 0 && x <= 1);
+        }
+        cJSON_Delete(p);
+    }
+    assert_true(in_b >= 30);
+    assert_true(near >= in_b / 2);
+    hist_free(&h);
+    tuner_tpe.destroy(t);
+    ss_free(s);
+}
+
+/* ---- the constant liar, imported and odd history items ---- */
+
+static cJSON *point(double x)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p, "x", x);
+    return p;
+}
+
+/* 30 results of f(x) = x in [0, 5) of [0, 10], then trials still pending at 8.6 to
+ * 8.9, where nothing has been tried. */
+static void liar_history(struct hist *h, const char *pending_status)
+{
+    for (int i = 0; i < 30; i++) {
+        double x = fmod(i * 1.7 + 0.2, 5);
+        hist_add(h, i, point(x), 1, x, "SUCCEEDED");
+    }
+    for (int i = 0; i < 4; i++)
+        hist_add(h, 30 + i, point(8.6 + 0.1 * i), 0, 0, pending_status);
+}
+
+/* How many of 30 suggestions land near the pending trials. */
+static int near_pending(const char *class_args, const struct hist *h)
+{
+    struct ss_space *s = parse_space("{\"x\": {\"_type\": \"uniform\", \"_value\": [0, 10]}}");
+    void *t = create(&tuner_tpe, class_args, s, 1);
+    int count = 0;
+    for (int k = 0; k < 30; k++) {
+        cJSON *p = suggest(&tuner_tpe, t, 34 + k, h);
+        count += num(p, "x") > 7.5;
+        cJSON_Delete(p);
+    }
+    tuner_tpe.destroy(t);
+    ss_free(s);
+    return count;
+}
+
+static void test_constant_liar(void **state)
+{
+    (void)state;
+    struct hist h = {0};
+    liar_history(&h, "RUNNING");
+    int best = near_pending(NULL, &h);  /* "best" is the default */
+    int worst = near_pending("{\"tpe_args\": {\"constant_liar_type\": \"worst\"}}", &h);
+    int mean = near_pending("{\"tpe_args\": {\"constant_liar_type\": \"mean\"}}", &h);
+    int none = near_pending("{\"tpe_args\": {\"constant_liar_type\": null}}", &h);
+    /* "best" pretends the running trials are as good as the best: TPE searches near
+     * them; "worst" and "mean" count them among the bad; null ignores them */
+    assert_true(best >= 8);
+    assert_true(worst <= 2 && mean <= 2 && none <= 2);
+    /* WAITING and UNKNOWN are pending as well; finished trials without a result
+     * (FAILED, a SUCCEEDED one without FINAL metric) are not */
+    static const char *const pending[] = {"WAITING", "UNKNOWN"};
+    for (size_t i = 0; i < 2; i++) {
+        struct hist w = {0};
+        liar_history(&w, pending[i]);
+        assert_int_equal(near_pending(NULL, &w), best);
+        hist_free(&w);
+    }
+    static const char *const finished[] = {"FAILED", "SUCCEEDED", "USER_CANCELED", "SYS_CANCELED", "EARLY_STOPPED"};
+    for (size_t i = 0; i < 5; i++) {
+        struct hist f = {0};
+        liar_history(&f, finished[i]);
+        assert_int_equal(near_pending(NULL, &f), none);
+        hist_free(&f);
+    }
+    hist_free(&h);
+}
+
+/* NNI counts the liar's trials toward n_startup_jobs: 15 results and 5 running
+ * trials are enough for the model, unless the liar is off. */
+static void test_liar_counts_for_startup(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(branin_space);
+    void *r = create(&tuner_random, NULL, s, 4);
+    struct hist h = {0};
+    for (int i = 0; i < 20; i++) {
+        cJSON *p = suggest(&tuner_random, r, i, NULL);
+        int done = i < 15;
+        hist_add(&h, i, p, done, done ? branin_params(p) : 0, done ? "SUCCEEDED" : "RUNNING");
+    }
+    cJSON *rnd = suggest(&tuner_random, r, 20, NULL);
+    void *liar = create(&tuner_tpe, NULL, s, 4);
+    void *no_liar = create(&tuner_tpe, "{\"tpe_args\": {\"constant_liar_type\": null}}", s, 4);
+    cJSON *p1 = suggest(&tuner_tpe, liar, 20, &h), *p2 = suggest(&tuner_tpe, no_liar, 20, &h);
+    assert_false(cJSON_Compare(p1, rnd, 1));
+    assert_true(cJSON_Compare(p2, rnd, 1));
+    cJSON_Delete(p1);
+    cJSON_Delete(p2);
+    cJSON_Delete(rnd);
+    tuner_tpe.destroy(liar);
+    tuner_tpe.destroy(no_liar);
+    tuner_random.destroy(r);
+    hist_free(&h);
+    ss_free(s);
+}
+
+/* Imported and customized trials (parameter_id -1) are history like any other;
+ * values that do not fit the space are skipped, never an error. */
+static void test_imported_and_odd_items(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(
+        "{\"x\": {\"_type\": \"uniform\", \"_value\": [0, 10]}, \"c\": {\"_type\": \"choice\", \"_value\": [\"p\", \"q\"]}}");
+    struct hist h = {0};
+    for (int i = 0; i < 25; i++) {
+        cJSON *p = point(0.2 + 0.39 * i);
+        cJSON_AddStringToObject(p, "c", i % 2 ? "q" : "p");
+        hist_add(&h, -1, p, 1, fabs(0.2 + 0.39 * i - 7), "SUCCEEDED");
+    }
+    void *t = create(&tuner_tpe, NULL, s, 9), *r = create(&tuner_random, NULL, s, 9);
+    cJSON *pt = suggest(&tuner_tpe, t, 0, &h), *pr = suggest(&tuner_random, r, 0, NULL);
+    assert_false(cJSON_Compare(pt, pr, 1));  /* the model, not the start-up draw */
+    assert_true(fabs(num(pt, "x") - 7) < 2);
+    cJSON_Delete(pt);
+    cJSON_Delete(pr);
+
+    /* odd items: a value outside the options, a string for a number, no parameters,
+     * NaN and infinite results, a parameter object that is not an object */
+    cJSON *odd = point(3);
+    cJSON_AddStringToObject(odd, "c", "zzz");
+    hist_add(&h, 25, odd, 1, 0.1, "SUCCEEDED");
+    cJSON *odd2 = cJSON_CreateObject();
+    cJSON_AddStringToObject(odd2, "x", "3");
+    cJSON_AddStringToObject(odd2, "c", "p");
+    hist_add(&h, 26, odd2, 1, 0.1, "SUCCEEDED");
+    hist_add(&h, 27, NULL, 1, 0.1, "SUCCEEDED");
+    hist_add(&h, 28, point(4), 1, NAN, "SUCCEEDED");
+    hist_add(&h, 29, point(5), 1, INFINITY, "SUCCEEDED");
+    hist_add(&h, 30, cJSON_CreateString("x"), 1, 1, "SUCCEEDED");
+    hist_add(&h, 31, point(6), 0, 0, NULL);
+    for (int k = 1; k < 10; k++) {
+        cJSON *p = suggest(&tuner_tpe, t, k, &h);
+        double x = num(p, "x");
+        assert_true(x >= 0 && x <= 10);
+        cJSON_Delete(p);
+    }
+    /* negative index */
+    cJSON *p = (cJSON *)1;
+    struct errbuf e = {{0}};
+    struct tuner_history th = view(&h);
+    assert_int_equal(tuner_tpe.suggest(t, -1, &th, &p, &e), -1);
+    assert_null(p);
+    assert_non_null(strstr(e.msg, "negative"));
+    /* no history at all (NULL) */
+    p = suggest(&tuner_tpe, t, 3, NULL);
+    pr = suggest(&tuner_random, r, 3, NULL);
+    assert_true(cJSON_Compare(p, pr, 1));
+    cJSON_Delete(p);
+    cJSON_Delete(pr);
+    tuner_tpe.destroy(t);
+    tuner_random.destroy(r);
+    hist_free(&h);
+    ss_free(s);
+}
+
+/* qlognormal rounds small values to 0, which has no logarithm: such trials still
+ * count (at the rounding boundary), so the model starts after n_startup_jobs. */
+static void test_qlognormal_zero(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(
+        "{\"x\": {\"_type\": \"uniform\", \"_value\": [0, 10]}, \"q\": {\"_type\": \"qlognormal\", \"_value\": [0, 1, 5]}}");
+    struct hist h = {0};
+    for (int i = 0; i < 20; i++) {
+        cJSON *p = point(fmod(i * 3.7 + 0.35, 10));
+        cJSON_AddNumberToObject(p, "q", 0);
+        hist_add(&h, i, p, 1, fmod(i * 3.7 + 0.35, 10), "SUCCEEDED");
+    }
+    void *t = create(&tuner_tpe, NULL, s, 6), *r = create(&tuner_random, NULL, s, 6);
+    cJSON *pt = suggest(&tuner_tpe, t, 20, &h), *pr = suggest(&tuner_random, r, 20, NULL);
+    assert_false(cJSON_Compare(pt, pr, 1));
+    cJSON_Delete(pt);
+    cJSON_Delete(pr);
+    tuner_tpe.destroy(t);
+    tuner_random.destroy(r);
+    hist_free(&h);
+    ss_free(s);
+}
+
+/* maximize flips the sign of every result */
+static void test_optimize_mode(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space("{\"x\": {\"_type\": \"uniform\", \"_value\": [0, 10]}}");
+    struct hist h = {0};
+    for (int i = 0; i < 30; i++) {
+        double x = fmod(i * 3.7 + 0.35, 10);
+        hist_add(&h, i, point(x), 1, x, "SUCCEEDED");
+    }
+    void *mn = create(&tuner_tpe, NULL, s, 2), *mx = create(&tuner_tpe, "{\"optimize_mode\": \"maximize\"}", s, 2);
+    double sum_min = 0, sum_max = 0;
+    for (int k = 30; k < 50; k++) {
+        cJSON *a = suggest(&tuner_tpe, mn, k, &h), *b = suggest(&tuner_tpe, mx, k, &h);
+        sum_min += num(a, "x");
+        sum_max += num(b, "x");
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    assert_true(sum_min / 20 < 2.5);
+    assert_true(sum_max / 20 > 7.5);
+    tuner_tpe.destroy(mn);
+    tuner_tpe.destroy(mx);
+    hist_free(&h);
+    ss_free(s);
+}
+
+/* A finite space: repeats are replaced by unused grid points, then no more. */
+static void test_finite_space_dedup(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(
+        "{\"c\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\"]}, \"n\": {\"_type\": \"randint\", \"_value\": [0, 3]},"
+        " \"q\": {\"_type\": \"quniform\", \"_value\": [0, 1, 0.5]}}");
+    void *t = create(&tuner_tpe, "{\"tpe_args\": {\"n_startup_jobs\": 4}}", s, 1);
+    struct hist h = {0};
+    for (int i = 0; i < 18; i++) {
+        cJSON *p = suggest(&tuner_tpe, t, i, &h);
+        for (int j = 0; j < h.n; j++)
+            assert_false(cJSON_Compare(p, h.params[j], 1));
+        hist_add(&h, i, p, 1, num(p, "n") + num(p, "q"), i % 3 ? "SUCCEEDED" : "FAILED");
+    }
+    cJSON *p = (cJSON *)1;
+    struct errbuf e = {{0}};
+    struct tuner_history th = view(&h);
+    assert_int_equal(tuner_tpe.suggest(t, 18, &th, &p, &e), 0);
+    assert_null(p);
+    tuner_tpe.destroy(t);
+    hist_free(&h);
+    ss_free(s);
+
+    /* the empty space has one point, {} */
+    s = parse_space("{}");
+    t = create(&tuner_tpe, NULL, s, 1);
+    struct hist h2 = {0};
+    p = suggest(&tuner_tpe, t, 0, &h2);
+    assert_int_equal(cJSON_GetArraySize(p), 0);
+    hist_add(&h2, 0, p, 1, 0, "SUCCEEDED");
+    th = view(&h2);
+    assert_int_equal(tuner_tpe.suggest(t, 1, &th, &p, &e), 0);
+    tuner_tpe.destroy(t);
+    hist_free(&h2);
+    ss_free(s);
+}
+
+/* ---- the estimator ---- */
+
+/* pz_sample draws from the density pz_logpdf describes: a histogram against the
+ * integral of the density, for a mixed numeric/categorical estimator. */
+static void test_parzen_consistent(void **state)
+{
+    (void)state;
+    struct pz_dim dims[2] = {{.lo = -5, .hi = 10, .prior_mu = 2.5, .prior_sigma = 15}, {.n_cat = 3}};
+    double x[] = {1.0, 0, 7.5, 2, 9.9, 2}, w[] = {1, 0.5, 1};
+    struct pz_mixture m;
+    pz_build(&m, dims, 2, x, w, 3, 3, 3, 1.0);
+    enum { BINS = 15, N = 300000 };
+    static int hist[BINS][3];
+    memset(hist, 0, sizeof hist);
+    struct rng r;
+    rng_init(&r, 1, 2);
+    for (int i = 0; i < N; i++) {
+        double v[2];
+        pz_sample(&m, &r, v);
+        assert_true(v[0] >= -5 && v[0] <= 10);
+        int b = (int)floor(v[0] + 5);
+        hist[b < BINS ? b : BINS - 1][(int)v[1]]++;
+    }
+    double total = 0;
+    for (int b = 0; b < BINS; b++)
+        for (int c = 0; c < 3; c++) {
+            double mass = 0;
+            for (int k = 0; k < 200; k++) {
+                double v[2] = {b - 5 + (k + 0.5) / 200.0, c};
+                mass += exp(pz_logpdf(&m, v)) / 200.0;
+            }
+            total += mass;
+            assert_true(fabs(mass - (double)hist[b][c] / N) < 0.004);
+        }
+    assert_true(fabs(total - 1) < 1e-3);
+    pz_free(&m);
+}
+
+/* ---- benchmark functions and a quality smoke test ---- */
+
+static void test_objectives_check_points(void **state)
+{
+    (void)state;
+    const char *shared = getenv("TRIALQ_SHARED");
+    if (!shared)
+        skip();
+    char *path = path_join(shared, "bench/functions.json");
+    size_t len;
+    char *file = read_file(path, &len);
+    assert_non_null(file);
+    cJSON *root = cJSON_Parse(file);
+    assert_non_null(root);
+    int checked = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(root, "benchmarks")) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(b, "name")->valuestring;
+        const struct objective *obj = objective_find(name);
+        if (!obj)
+            fail_msg("no C formula for %s", name);
+        assert_int_equal(obj->dim, cJSON_GetObjectItemCaseSensitive(b, "dim")->valueint);
+        const cJSON *cp;
+        cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(b, "check_points")) {
+            const cJSON *xj = cJSON_GetObjectItemCaseSensitive(cp, "x");
+            double x[16];
+            for (int i = 0; i < obj->dim; i++) {
+                char key[16];
+                snprintf(key, sizeof key, "x%d", i + 1);
+                x[i] = num(xj, key);
+            }
+            double want = cJSON_GetObjectItemCaseSensitive(cp, "f")->valuedouble, got = obj->f(x);
+            /* the file gives 10 decimals, or 6 significant digits for tiny values */
+            if (!(fabs(got - want) <= 1e-9 * fmax(1, fabs(want)) + 1e-9))
+                fail_msg("%s: f = %.12g, functions.json says %.12g", name, got, want);
+            checked++;
+        }
+        /* the optimum the file states */
+        const cJSON *arg = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(b, "argmin"), 0);
+        double x[16];
+        for (int i = 0; i < obj->dim; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "x%d", i + 1);
+            x[i] = num(arg, key);
+        }
+        assert_true(fabs(obj->f(x) - cJSON_GetObjectItemCaseSensitive(b, "optimum")->valuedouble) < 1e-5);
+    }
+    assert_int_equal(checked, 16);
+    cJSON_Delete(root);
+    free(file);
+    free(path);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* TPE beats Random's median on branin at budget 60 over 5 seeds. */
+static void test_quality_smoke(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space(branin_space);
+    double best[2][5];
+    const struct tuner_ops *ops[2] = {&tuner_random, &tuner_tpe};
+    for (int k = 0; k < 2; k++)
+        for (int seed = 0; seed < 5; seed++) {
+            void *t = create(ops[k], NULL, s, (uint64_t)seed);
+            struct hist h = {0};
+            best[k][seed] = run_sequential(ops[k], t, &h, 60, branin_params);
+            hist_free(&h);
+            ops[k]->destroy(t);
+        }
+    qsort(best[0], 5, sizeof best[0][0], cmp_double);
+    qsort(best[1], 5, sizeof best[1][0], cmp_double);
+    print_message("branin @60, median of 5: Random %.4f, TPE %.4f\n", best[0][2], best[1][2]);
+    assert_true(best[1][2] < best[0][2]);
+    assert_true(best[1][2] < 0.5);
+    ss_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_class_args),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_startup_is_random),
+        cmocka_unit_test(test_all_types),
+        cmocka_unit_test(test_nested_branches),
+        cmocka_unit_test(test_constant_liar),
+        cmocka_unit_test(test_liar_counts_for_startup),
+        cmocka_unit_test(test_imported_and_odd_items),
+        cmocka_unit_test(test_qlognormal_zero),
+        cmocka_unit_test(test_optimize_mode),
+        cmocka_unit_test(test_finite_space_dedup),
+        cmocka_unit_test(test_parzen_consistent),
+        cmocka_unit_test(test_objectives_check_points),
+        cmocka_unit_test(test_quality_smoke),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
