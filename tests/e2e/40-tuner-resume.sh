@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A TPE search continues the same after the api is killed and the experiment resumed:
+# the parameter sequence equals that of an uninterrupted run with the same seed.
+. "$(dirname "$0")/lib.sh"
+
+port=$(free_port)
+mkdir -p "$WORK/exp"
+cp "$TRIALQ_SRC/tests/e2e/trials/quadratic.py" "$WORK/exp/"
+cat > "$WORK/exp/config.yml" <<YML
+searchSpace:
+  x: {_type: uniform, _value: [-2, 2]}
+  y: {_type: quniform, _value: [-3, 3, 0.5]}
+  lr: {_type: loguniform, _value: [0.0001, 0.1]}
+  layer:
+    _type: choice
+    _value:
+      - {_name: a}
+      - {_name: b, k: {_type: randint, _value: [1, 5]}}
+trialCommand: /usr/bin/python3 quadratic.py
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 24
+tuner:
+  name: TPE
+  classArgs: {seed: 17, optimize_mode: minimize, tpe_args: {n_startup_jobs: 5}}
+trainingService: {platform: local}
+YML
+
+params() { sql "SELECT parameters FROM trial WHERE experiment_id='$1' ORDER BY sequence"; }
+
+# uninterrupted
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/a.out"
+a=$(exp_id_of "$WORK/a.out")
+wait_status "$a" DONE 180
+nnictl stop "$a" > /dev/null
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$a' AND status='SUCCEEDED'")" = 24 ] || fail "run A: not 24 SUCCEEDED"
+
+# interrupted: kill -9 the api twice (once mid-trial), resume each time
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/b.out"
+b=$(exp_id_of "$WORK/b.out")
+for at in 6 14; do
+    for _ in $(seq 600); do
+        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'")" -ge "$at" ] && break
+        sleep 0.05
+    done
+    p=$(sql "SELECT api_pid FROM experiment WHERE id='$b'")
+    kill -9 "$p"
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    nnictl resume "$b" --port "$port" > /dev/null
+done
+wait_status "$b" DONE 180
+nnictl stop "$b" > /dev/null
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'")" = 24 ] || fail "run B: not 24 SUCCEEDED"
+
+if [ "$(params "$a")" != "$(params "$b")" ]; then
+    diff <(params "$a") <(params "$b") | head -20
+    fail "the TPE parameter sequence changed across kill -9 and resume"
+fi
+pass "TPE: same 24 suggestions with and without two api kills"
+# and TPE learned something: its best beats the median of its first 5 (random) trials
+best=$(sql "SELECT min(final_metric) FROM trial WHERE experiment_id='$a'")
+rand=$(sql "SELECT final_metric FROM trial WHERE experiment_id='$a' AND sequence < 5 ORDER BY final_metric LIMIT 1 OFFSET 2")
+$PY -c "import sys; sys.exit(0 if $best < $rand else 1)" || fail "TPE best $best not below random median $rand"
+assert_no_leftovers
+echo "40-tuner-resume: passed"
