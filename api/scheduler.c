@@ -267,6 +267,25 @@ static void enforce_trial_duration(struct api *a)
     }
 }
 
+/* Ends the trials queued ahead that no worker took yet: with the time budget used up no
+ * trial may start any more (NNI starts none after maxExperimentDuration). */
+static void cancel_queued(struct api *a, const char *why)
+{
+    struct errbuf e;
+    sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
+                                           " AND lease_owner IS NULL", "s", a->exp_id);
+    char *ids[64];
+    int n = 0;
+    while (st && n < 64 && sqlite3_step(st) == SQLITE_ROW)
+        ids[n++] = col_str(st, 0);
+    if (st)
+        sqlite3_reset(st);
+    for (int i = 0; i < n; i++) {
+        trial_request_kill(a->db, ids[i], "SYS_CANCELED", why, &e);
+        free(ids[i]);
+    }
+}
+
 void sched_begin_stop(struct api *a, const char *why)
 {
     if (a->stopping)
@@ -369,6 +388,8 @@ void sched_tick(struct api *a)
      * queued ahead of the free slots: a worker then starts the next trial the moment
      * one ends, without waiting for us. The claim enforces trialConcurrency. A tuner
      * that learns from results is asked only when a slot is free, as in NNI. */
+    if (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000)
+        cancel_queued(a, "maxExperimentDuration reached before it started");
     int64_t target = a->exp.concurrency + (a->tuner->needs_history ? 0 : QUEUE_AHEAD);
     if (!budget && !a->exp.tuner_exhausted && active < target) {
         int added = 0;

@@ -65,6 +65,9 @@ restarted=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND attemp
 pass "every trial ended exactly once, SUCCEEDED, in its first attempt"
 
 assert_metrics_match "$id"
+# the api saw each worker death and recorded why
+deaths=$(sql "SELECT count(*) FROM event WHERE experiment_id='$id' AND entity='process' AND reason LIKE '%killed by signal 9%'")
+[ "$deaths" -ge "$worker_kills" ] || fail "only $deaths of $worker_kills worker kills were recorded"
 pass "no metric missing or duplicated"
 
 nnictl stop "$id" > /dev/null
