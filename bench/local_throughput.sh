@@ -10,7 +10,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$SRC/build}
 N=${N:-2000}
 C=${C:-8}
-WORK=$(mktemp -d /tmp/trialq-bench-XXXXXX)
+WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/trialq-bench-XXXXXX")
 trap 'NNI_HOME=$WORK/home "$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 export NNI_HOME=$WORK/home
 mkdir -p "$WORK/code"

@@ -78,10 +78,7 @@ int queue_claim(struct db *db, const char *exp_id, const char *platform, const c
         errf(e, "claim: %s", sqlite3_errmsg(db->h));
         TX_FAIL(db);
     }
-    if (got && db_event(db, e, exp_id, out->id, "trial", "WAITING", "WAITING", "claimed") < 0) {
-        trial_clear(out);
-        TX_FAIL(db);
-    }
+    /* no event: a claim changes no status; the RUNNING event names the worker */
     TX_END_OK(db, e, got);
 }
 

@@ -81,14 +81,22 @@ static void held_remove(struct worker *w, struct worker_trial *wt)
     *wt = w->trials[--w->ntrials];
 }
 
-/* Tells the api that a trial ended (so that it schedules the next one now). */
+/* Tells the api that a trial ended (so that it schedules the next one now). The api's
+ * pid is read again every status tick, not per trial. */
 static void notify_api(struct worker *w)
 {
+    if (w->api_pid > 0)
+        kill(w->api_pid, SIGUSR1);
+}
+
+static void refresh_api_pid(struct worker *w)
+{
     int64_t pid = 0, start = 0;
+    w->api_pid = 0;
     if (db_int(w->db, NULL, &pid, "SELECT api_pid FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
         db_int(w->db, NULL, &start, "SELECT api_start FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
         pid > 0 && proc_alive((pid_t)pid, (uint64_t)start))
-        kill((pid_t)pid, SIGUSR1);
+        w->api_pid = (pid_t)pid;
 }
 
 static const char *final_status(const struct job_state *js, const char *kill_request, char *msg, size_t msglen)
@@ -408,6 +416,7 @@ int worker_main(int argc, char **argv)
         }
         free(ids);
     }
+    refresh_api_pid(&w);
     adopt(&w);
     if (!drain)
         claim_all(&w);
@@ -487,6 +496,7 @@ int worker_main(int argc, char **argv)
                 w.stop = 1;
             }
             free(st);
+            refresh_api_pid(&w);
             next_status = now + STATUS_EVERY_MS;
         }
         if (drain) {

@@ -57,6 +57,7 @@ struct worker {
     int64_t lease_ms;
     struct worker_trial *trials; /* jobs this worker holds */
     int ntrials, cap;
+    pid_t api_pid;           /* to wake with SIGUSR1 (0: none alive) */
     int wake;                /* a wake-up arrived: look for work now */
     int stop;
 };
