@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "queue/queue.h"
+#include "tuners/assessor.h"
 #include "tuners/tuner.h"
 
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
@@ -35,6 +36,7 @@ struct api {
     const struct tuner_ops *tuner;
     void *tuner_state;
     struct history *history;   /* the tuner's view of the trials (scheduler.c) */
+    struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
     enum api_action action;
     int readonly;
     int spawn_workers;
@@ -58,6 +60,12 @@ int sched_load_tuner(struct api *a, struct errbuf *e);
 void sched_tick(struct api *a);
 void sched_begin_stop(struct api *a, const char *why);
 void history_free(struct history *h);
+
+/* assess.c */
+struct assess_state;
+int assess_init(struct api *a, struct errbuf *e);
+void assess_tick(struct api *a);
+void assess_free(struct api *a);
 
 /* children.c */
 void children_start(struct api *a);

@@ -379,6 +379,7 @@ void sched_tick(struct api *a)
     if (!active_status)
         return;
     enforce_trial_duration(a);
+    assess_tick(a);
 
     int64_t active = count_trials(a, "AND status IN ('WAITING','RUNNING')");
     int64_t submitted = count_trials(a, "");

@@ -140,7 +140,7 @@ int api_main(int argc, char **argv)
         log_error("stored config of %s: %s", a->exp_id, e.msg);
         return EXIT_CONFIG;
     }
-    if (!a->readonly && sched_load_tuner(a, &e) < 0) {
+    if (!a->readonly && (sched_load_tuner(a, &e) < 0 || assess_init(a, &e) < 0)) {
         log_error("%s", e.msg);
         return EXIT_CONFIG;
     }
@@ -209,6 +209,7 @@ int api_main(int argc, char **argv)
         a->tuner->destroy(a->tuner_state);
     ss_free(a->space);
     history_free(a->history);
+    assess_free(a);
     config_free(a->cfg);
     exp_clear(&a->exp);
     db_close(a->db);

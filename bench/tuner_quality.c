@@ -10,9 +10,12 @@
  * first k trials do not depend on the budget, so one run to the largest budget gives
  * every budget's score.
  *
- *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,GridSearch]
- *                        [--only NAME] [--tpe-args JSON]
- * --tpe-args gives TPE's classArgs (default none: NNI's defaults). */
+ *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,Anneal,Evolution,GridSearch]
+ *                        [--only NAME] [--tpe-args JSON] [--evolution-args JSON]
+ * --tpe-args gives TPE's classArgs (default none: NNI's defaults). --evolution-args
+ * gives Evolution's (default {"optimize_mode": "minimize"}: NNI requires the mode, and
+ * the functions are minimized; population_size stays NNI's 32). Anneal runs with
+ * NNI's defaults, whose mode is minimize. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,14 +132,17 @@ static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const s
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,GridSearch] "
-                    "[--only NAME] [--tpe-args JSON]\n");
+    fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] "
+                    "[--tuners Random,TPE,Anneal,Evolution,GridSearch] [--only NAME] [--tpe-args JSON] "
+                    "[--evolution-args JSON]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *tuners = "Random,TPE,GridSearch", *only = NULL, *tpe_args_text = NULL;
+    const char *path = NULL, *tuners = "Random,TPE,Anneal,Evolution,GridSearch", *only = NULL;
+    const char *tpe_args_text = NULL;
+    const char *evo_args_text = "{\"optimize_mode\": \"minimize\"}";
     int seeds = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
@@ -147,6 +153,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "--tpe-args") == 0 && i + 1 < argc)
             tpe_args_text = argv[++i];
+        else if (strcmp(argv[i], "--evolution-args") == 0 && i + 1 < argc)
+            evo_args_text = argv[++i];
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else
@@ -166,6 +174,11 @@ int main(int argc, char **argv)
     cJSON *tpe_args = tpe_args_text ? cJSON_Parse(tpe_args_text) : NULL;
     if (tpe_args_text && !tpe_args) {
         fprintf(stderr, "--tpe-args: not valid JSON\n");
+        return 2;
+    }
+    cJSON *evo_args = cJSON_Parse(evo_args_text);
+    if (!evo_args) {
+        fprintf(stderr, "--evolution-args: not valid JSON\n");
         return 2;
     }
 
@@ -207,7 +220,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             int is_tpe = strcmp(ops->name, "TPE") == 0;
-            const cJSON *args = is_tpe ? tpe_args : NULL;
+            const cJSON *args = is_tpe ? tpe_args : strcmp(ops->name, "Evolution") == 0 ? evo_args : NULL;
             int min_trials = budgets[n_budgets - 1];
             for (int s = 0; s < seeds; s++) {
                 double best[8];
@@ -235,6 +248,7 @@ int main(int argc, char **argv)
         ss_free(space);
     }
     cJSON_Delete(tpe_args);
+    cJSON_Delete(evo_args);
     cJSON_Delete(root);
     free(text);
     return failed;

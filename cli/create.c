@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "tuners/assessor.h"
 #include "tuners/tuner.h"
 
 /* Turns a search-space error path into file:line:col when the space is inline. */
@@ -81,8 +82,22 @@ static int validate(struct exp_config *cfg, int64_t *seed)
     }
     t->destroy(state);
     ss_free(space);
-    if (cfg->assessor.set)
-        fprintf(stderr, "WARNING: assessor is not supported yet and is ignored\n");
+    if (cfg->assessor.set) {
+        if (!cfg->assessor.name)
+            return algo_error(cfg, "assessor", "assessor.className: customized Python assessors are not supported yet;"
+                                               " use a built-in assessor name");
+        const struct assessor_ops *as = assessor_find(cfg->assessor.name);
+        if (!as) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "assessor.name: unknown assessor '%s' (known: %s)", cfg->assessor.name,
+                     assessor_names());
+            return algo_error(cfg, "assessor.name", msg);
+        }
+        void *astate = NULL;
+        if (as->create(cfg->assessor.class_args, &astate, &e) < 0)
+            return algo_error(cfg, "assessor.classArgs", e.msg);
+        as->destroy(astate);
+    }
     if (strcmp(cfg->platform, "local") != 0)
         return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: local)",
                          cfg->source_path, cfg->platform);

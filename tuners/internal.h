@@ -16,6 +16,21 @@ extern const struct tuner_ops tuner_random;
 extern const struct tuner_ops tuner_gridsearch;
 extern const struct tuner_ops tuner_batch;
 extern const struct tuner_ops tuner_tpe;
+extern const struct tuner_ops tuner_anneal;
+extern const struct tuner_ops tuner_evolution;
+
+/* ---- the built-in assessors (assessor.c lists them) ---- */
+struct assessor_ops;
+extern const struct assessor_ops assessor_medianstop;
+extern const struct assessor_ops assessor_curvefitting;
+
+/* ---- curvefit.c: the learning-curve model of the Curvefitting assessor ---- */
+/* Predicts the value at epoch `target` of the curve y[0 .. n) (epochs 1 .. n), as
+ * NNI's CurveModel.predict does, with a deterministic fit (curvefit.c says how it
+ * differs). Returns 1 with *pred set, or 0 when the fitted families disagree too much
+ * to predict ("wait for more results"). *n_effective (if not NULL) receives the
+ * number of curve families the prediction averages. */
+int curve_predict(const double *y, int n, int target, double *pred, int *n_effective);
 
 /* ---- canonical.c: parameter sets compared as NNI does (nni.dump(sort_keys=True)) ---- */
 /* Compact JSON text with object keys sorted at every level; caller frees. Two
@@ -58,6 +73,34 @@ int classargs_check_keys(const cJSON *args, const char *tuner, const char *const
 int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
 /* optimize_mode: "maximize" or "minimize" when present (some tuners ignore it). */
 int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
+
+/* ---- history.c ---- */
+/* SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED or EARLY_STOPPED (NULL: no). */
+int status_is_final(const char *status);
+/* 1 when the space is finite-valued (no unquantized numeric parameter anywhere), so
+ * that a suggestion can repeat an earlier one exactly. */
+int space_may_repeat(const struct ss_space *s);
+/* The option of choice parameter p that value v is (for a nested choice: whose
+ * "_name" v carries), or -1. */
+int choice_index(const struct ss_param *p, const cJSON *v);
+
+/* ---- classargs_typed.c: typed classArgs checks for either section ---- */
+/* section is "tuner" or "assessor"; errors read "<section>.classArgs.<key>: ...".
+ * Absent and JSON null leave *out alone and return 0; a valid value sets *out and
+ * returns 1; anything else returns -1. */
+int classargs_keys(const cJSON *args, const char *section, const char *algo, const char *const *allowed,
+                   struct errbuf *e);
+/* -1 unless key is present and not null; `what` tells the user what to put there. */
+int classargs_require(const cJSON *args, const char *section, const char *algo, const char *key, const char *what,
+                      struct errbuf *e);
+int classargs_int(const cJSON *args, const char *section, const char *key, int min, int max, int *out,
+                  struct errbuf *e);
+int classargs_number(const cJSON *args, const char *section, const char *key, double min, double max, double *out,
+                     struct errbuf *e);
+int classargs_bool(const cJSON *args, const char *section, const char *key, int *out, struct errbuf *e);
+/* choices is NULL-terminated; *out receives the index of the one given. */
+int classargs_choice(const cJSON *args, const char *section, const char *key, const char *const *choices, int *out,
+                     struct errbuf *e);
 
 /* ---- parzen.c: the Parzen estimators of TPE ---- */
 /* (value, index) pairs; ranked_sort orders them by value, equal values by index

@@ -9,6 +9,8 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_gridsearch,
     &tuner_batch,
     &tuner_tpe,
+    &tuner_anneal,
+    &tuner_evolution,
 };
 
 const struct tuner_ops *tuner_find(const char *name)
@@ -30,5 +32,5 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE";
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution";
 }

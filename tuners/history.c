@@ -1,0 +1,50 @@
+/* history.c: small questions about a tuner history and a search space that several
+ * tuners ask (Anneal, Evolution). */
+#include "tuners/internal.h"
+
+#include <string.h>
+
+int status_is_final(const char *s)
+{
+    static const char *const final[] = {"SUCCEEDED", "FAILED", "USER_CANCELED", "SYS_CANCELED", "EARLY_STOPPED"};
+    for (size_t i = 0; s && i < sizeof final / sizeof final[0]; i++)
+        if (strcmp(s, final[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* NNI's _spec_never_dup, negated: one unquantized numeric parameter anywhere (even in
+ * a nested choice) makes an exact repeat practically impossible. */
+int space_may_repeat(const struct ss_space *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const struct ss_param *p = &s->params[i];
+        if (p->type != SS_CHOICE && p->type != SS_RANDINT && p->q == 0)
+            return 0;
+        for (int k = 0; p->sub && k < p->n_choices; k++)
+            if (!space_may_repeat(p->sub[k]))
+                return 0;
+    }
+    return 1;
+}
+
+int choice_index(const struct ss_param *p, const cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (p->sub) {
+        const cJSON *name = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "_name") : NULL;
+        if (!cJSON_IsString(name))
+            return -1;
+        for (int k = 0; k < p->n_choices; k++) {
+            const cJSON *opt = cJSON_GetObjectItemCaseSensitive(p->choices[k], "_name");
+            if (strcmp(opt->valuestring, name->valuestring) == 0)
+                return k;
+        }
+        return -1;
+    }
+    for (int k = 0; k < p->n_choices; k++)
+        if (cJSON_Compare(p->choices[k], v, 1))
+            return k;
+    return -1;
+}
