@@ -121,27 +121,32 @@ static int update_search_space(struct req *q, const cJSON *params)
     if (!cJSON_IsObject(ss)) {
         reply_error(q->r, 400, "params.searchSpace: %s", ss || parsed ? "must be a JSON object" : "missing or not JSON");
     } else if (ss_parse(ss, &space, path, sizeof path, &e) < 0) {
-        reply_error(q->r, 400, "params.searchSpace%s%s: %s", path[0] ? "." : "", path, e.msg);
+        reply_error(q->r, 400, "params.searchSpace: %s", e.msg); /* the message names the parameter */
     } else if (!a->tuner) {
         reply_error(q->r, 400, "params.searchSpace: this api runs no tuner");
     } else {
-        char *s = cJSON_PrintUnformatted(ss);
-        if (db_run(a->db, &e, "UPDATE experiment SET search_space = ?, tuner_exhausted = 0, updated_at = ?"
-                              " WHERE id = ?", "sis", s, now_ms(), a->exp_id) < 0) {
-            reply_error(q->r, 500, "%s", e.msg);
+        /* the tuner must accept the space (GridSearch refuses {}) before anything is
+         * stored or swapped: a refused space changes nothing */
+        void *state = NULL;
+        if (a->tuner->create(a->cfg->tuner.class_args, space, (uint64_t)a->exp.seed, &state, &e) < 0) {
+            reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
         } else {
-            if (a->tuner_state)
-                a->tuner->destroy(a->tuner_state);
-            a->tuner_state = NULL;
-            ss_free(a->space);
-            a->space = space;
-            space = NULL;
-            if (a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, &e) < 0)
-                reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
-            else
+            char *s = cJSON_PrintUnformatted(ss);
+            if (db_run(a->db, &e, "UPDATE experiment SET search_space = ?, tuner_exhausted = 0, updated_at = ?"
+                                  " WHERE id = ?", "sis", s, now_ms(), a->exp_id) < 0) {
+                reply_error(q->r, 500, "%s", e.msg);
+                a->tuner->destroy(state);
+            } else {
+                if (a->tuner_state)
+                    a->tuner->destroy(a->tuner_state);
+                a->tuner_state = state;
+                ss_free(a->space);
+                a->space = space;
+                space = NULL;
                 rc = 0;
+            }
+            free(s);
         }
-        free(s);
     }
     ss_free(space);
     cJSON_Delete(parsed);

@@ -120,74 +120,108 @@ int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbu
 
 /* ---------------- trials ---------------- */
 
+/* A page of trials with the FINAL metric NNI shows for SUCCEEDED ones joined in (the
+ * first FINAL of the current attempt, through the metric_final index): one query per
+ * page, not one per trial. The inner query picks the page, the outer one adds it. */
+#define TRIAL_PAGE(inner, order)                                                                     \
+    "SELECT t.*, m.trial_id, m.parameter_id, m.type, m.sequence, m.value, m.time, m.id FROM ("      \
+    inner ") t LEFT JOIN metric m ON t.status = 'SUCCEEDED' AND t.final_metric_json IS NOT NULL"       \
+    " AND m.id = (SELECT f.id FROM metric f WHERE f.trial_id = t.id AND f.attempt = t.attempt"        \
+    " AND f.type = 'FINAL' ORDER BY f.id LIMIT 1) ORDER BY " order
+/* columns of the outer select: TRIAL_COLUMNS, change_seq, then NNI_METRIC_COLUMNS */
+#define TRIAL_NCOLS 27
+#define FINAL_COL (TRIAL_NCOLS + 1)
+
+/* An offset is skipped in the index alone (these queries are covered by it), and
+ * the page then starts after the key found there: skipping 90,000 trials reads no
+ * trial row. 1 skipped (p->key1 set), 0 nothing to skip there (past the end: the page
+ * is empty), -1 error. */
+static int skip_offset(struct db *db, struct page *p, int64_t off, struct errbuf *e)
+{
+    int64_t key = 0;
+    int found;
+    if (p->incremental)
+        found = db_int(db, e, &key, "SELECT change_seq FROM trial WHERE experiment_id = ? AND change_seq > ?"
+                                    " AND change_seq <= ? ORDER BY change_seq LIMIT 1 OFFSET ?",
+                       "siii", p->exp_id, p->key1 == INT64_MIN ? p->since : p->key1, p->upto, off - 1);
+    else if (p->status)
+        found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND status = ?"
+                                    " AND sequence > ? ORDER BY sequence LIMIT 1 OFFSET ?",
+                       "ssii", p->exp_id, p->status, p->key1, off - 1);
+    else
+        found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND sequence > ?"
+                                    " ORDER BY sequence LIMIT 1 OFFSET ?", "sii", p->exp_id, p->key1, off - 1);
+    if (found == 1)
+        p->key1 = key;
+    return found;
+}
+
 static sqlite3_stmt *trial_query(struct db *db, struct page *p, int64_t want, struct errbuf *e)
 {
     int64_t off = take_offset(p);
     if (p->incremental) {
         int64_t after = p->key1 == INT64_MIN ? p->since : p->key1;
         if (p->status)
-            return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
-                                   " AND change_seq > ? AND change_seq <= ? AND status = ?"
-                                   " ORDER BY change_seq LIMIT ? OFFSET ?",
+            return db_query(db, e, TRIAL_PAGE("SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                                              " AND change_seq > ? AND change_seq <= ? AND status = ?"
+                                              " ORDER BY change_seq LIMIT ? OFFSET ?", "t.change_seq"),
                             "siisii", p->exp_id, after, p->upto, p->status, want, off);
-        return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
-                               " AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ? OFFSET ?",
+        return db_query(db, e, TRIAL_PAGE("SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                                          " AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ? OFFSET ?",
+                                          "t.change_seq"),
                         "siiii", p->exp_id, after, p->upto, want, off);
     }
     /* by status: the trial_queue index (experiment_id, status, sequence) */
     if (p->status)
-        return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
-                               " AND status = ? AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?",
+        return db_query(db, e, TRIAL_PAGE("SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                                          " AND status = ? AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?",
+                                          "t.sequence"),
                         "ssiii", p->exp_id, p->status, p->key1, want, off);
-    return db_query(db, e, "SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
-                           " AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?",
+    return db_query(db, e, TRIAL_PAGE("SELECT " TRIAL_COLUMNS ", change_seq FROM trial WHERE experiment_id = ?"
+                                      " AND sequence > ? ORDER BY sequence LIMIT ? OFFSET ?", "t.sequence"),
                     "siii", p->exp_id, p->key1, want, off);
 }
-
-/* column of change_seq after TRIAL_COLUMNS */
-#define TRIAL_NCOLS 27
 
 int trial_page_next(struct db *db, const struct experiment *x, struct page *p, size_t max_bytes,
                     struct strbuf *sb, struct errbuf *e)
 {
-    struct trial *rows = xcalloc(PAGE_ROWS, sizeof *rows);
-    int rc = 0;
     while (!p->done && sb->len < max_bytes) {
         int64_t want = rows_wanted(p);
         if (!want)
             break;
-        sqlite3_stmt *st = trial_query(db, p, want, e);
-        if (!st) {
-            rc = -1;
-            break;
+        if (p->offset > 0 && !(p->incremental && p->status)) {
+            int found = skip_offset(db, p, p->offset, e);
+            if (found < 0)
+                return -1;
+            p->offset = 0;
+            if (!found) { /* past the end */
+                p->done = 1;
+                break;
+            }
         }
-        /* all rows first: rendering a row runs a query of its own */
-        int n = 0, s = SQLITE_DONE;
-        while (n < want && (s = sqlite3_step(st)) == SQLITE_ROW) {
-            trial_from_row(st, &rows[n]);
-            p->key1 = p->incremental ? col_i64(st, TRIAL_NCOLS) : rows[n].sequence;
+        sqlite3_stmt *st = trial_query(db, p, want, e);
+        if (!st)
+            return -1;
+        int n = 0, s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+            struct trial t;
+            trial_from_row(st, &t);
+            p->key1 = p->incremental ? col_i64(st, TRIAL_NCOLS) : t.sequence;
+            struct nni_metric final;
+            int has_final = sqlite3_column_type(st, FINAL_COL) != SQLITE_NULL;
+            if (has_final)
+                nni_metric_from_row(st, FINAL_COL, &final);
+            separator(p, sb);
+            nni_trial_job_text(sb, x, &t, has_final ? &final : NULL);
+            trial_clear(&t);
             n++;
         }
-        if (n < want && step_error(db, st, s, e) < 0) {
-            rc = -1;
-        } else {
-            sqlite3_reset(st);
-            if (n < want)
-                p->done = 1;
-        }
-        for (int i = 0; i < n; i++) {
-            if (rc == 0) {
-                separator(p, sb);
-                if (nni_trial_job_write(db, x, &rows[i], sb, e) < 0)
-                    rc = -1;
-            }
-            trial_clear(&rows[i]);
-        }
-        if (rc < 0)
-            break;
+        if (step_error(db, st, s, e) < 0)
+            return -1;
+        if (n < want)
+            p->done = 1;
     }
-    free(rows);
-    return rc;
+    return 0;
 }
 
 /* ---------------- metrics ---------------- */
@@ -271,12 +305,14 @@ int metric_latest_next(struct db *db, struct page *p, size_t max_bytes, struct s
                 " ORDER BY t.sequence, m.id LIMIT ?4",
                 "siii", p->exp_id, lo, p->key2, (int64_t)PAGE_ROWS);
         } else {
-            /* the newest PERIODICAL of each trial: the highest sequence, the last one
-             * stored among equals, as NNI's replay keeps */
+            /* the newest PERIODICAL of each trial: the highest sequence. max() with a
+             * bare column takes the id from the row holding the maximum, in one pass
+             * over the trial's index entries without sorting them (sequences are
+             * unique per parameter id, so only a multi-phase trial could tie) */
             st = db_query(db, e,
                 "SELECT " NNI_METRIC_COLUMNS ", t.sequence FROM trial t JOIN metric m ON m.id ="
-                " (SELECT p.id FROM metric p WHERE p.trial_id = t.id AND p.attempt = t.attempt"
-                "  AND p.type = 'PERIODICAL' ORDER BY p.sequence DESC, p.id DESC LIMIT 1)"
+                " (SELECT x.id FROM (SELECT p.id AS id, max(p.sequence) FROM metric p WHERE p.trial_id = t.id"
+                "  AND p.attempt = t.attempt AND p.type = 'PERIODICAL') x)"
                 " WHERE t.experiment_id = ?1 AND t.sequence > ?2 ORDER BY t.sequence LIMIT ?3",
                 "sii", p->exp_id, p->key1, (int64_t)PAGE_ROWS);
         }

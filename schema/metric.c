@@ -72,10 +72,16 @@ int metric_parse(const char *json, size_t len, struct metric_in *m, void **owned
         goto fail;
     }
     m->type = type->valuestring;
+    /* a trial may send anything: only an integer in range is a sequence number */
+    if (cJSON_IsNumber(seq) && !(seq->valuedouble >= 0 && seq->valuedouble < 9.0e15 &&
+                                 seq->valuedouble == (double)(int64_t)seq->valuedouble)) {
+        errf(e, "metric sequence is not an integer >= 0: %.80s", json);
+        goto fail;
+    }
     m->sequence = cJSON_IsNumber(seq) ? (int64_t)seq->valuedouble : 0;
     if (cJSON_IsString(pid))
         m->parameter_id = pid->valuestring;
-    else if (cJSON_IsNumber(pid)) {
+    else if (cJSON_IsNumber(pid) && fabs(pid->valuedouble) < 9.0e15) {
         o->parameter_id = xasprintf("%lld", (long long)pid->valuedouble);
         m->parameter_id = o->parameter_id;
     }

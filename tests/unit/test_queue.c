@@ -238,6 +238,12 @@ static void test_metrics_idempotent(void **s)
     assert_int_equal(metric_parse("{\"type\":\"X\",\"value\":\"1\"}", 25, &m, &owned, &e), -1);
     assert_non_null(strstr(e.msg, "type"));
     assert_int_equal(metric_parse("not json", 8, &m, &owned, &e), -1);
+    /* a sequence that is no integer in range is refused, never cast */
+    const char *huge = "{\"type\":\"PERIODICAL\",\"sequence\":1e300,\"value\":\"1\"}";
+    assert_int_equal(metric_parse(huge, strlen(huge), &m, &owned, &e), -1);
+    assert_non_null(strstr(e.msg, "sequence"));
+    const char *frac = "{\"type\":\"PERIODICAL\",\"sequence\":1.5,\"value\":\"1\",\"parameter_id\":1e300}";
+    assert_int_equal(metric_parse(frac, strlen(frac), &m, &owned, &e), -1);
     db_close(db);
 }
 

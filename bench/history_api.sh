@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# bench/history_api: the REST API over a large history. Builds an experiment of
+# N trials x M intermediate metrics (plus a final one for each SUCCEEDED trial)
+# directly with SQL in one transaction, on the real schema (an experiment made by
+# `nnictl create`, stopped), serves it with `nnictl view`, and measures over keep-alive
+# HTTP: p50/p99 of GET /trial-jobs?limit=100 (first page and deep pages), an
+# incremental read (?since=), the full GET /trial-jobs, /metric-data-latest, the full
+# /metric-data, and the api's RSS afterwards (and its peak).
+# Targets: p99 of /trial-jobs?limit=100 <= 20 ms; RSS after <= 30 MB.
+#   usage: bench/history_api.sh [BUILD_DIR] (default build)   env: N=100000 M=20 REQS=1000
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRC/build}
+N=${N:-100000}
+M=${M:-20}
+REQS=${REQS:-1000}
+PY=/usr/bin/python3
+WORK=$(mktemp -d /tmp/trialq-bench-history-XXXXXX)
+export NNI_HOME=$WORK/home
+trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
+DB=$NNI_HOME/trialq.db
+port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+mkdir -p "$WORK/code"
+cat > "$WORK/code/exp.yml" <<YML
+searchSpace:
+  lr: {_type: loguniform, _value: [0.0001, 0.1]}
+  batch: {_type: choice, _value: [16, 32, 64, 128]}
+trialCommand: "true"
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 1
+tuner: {name: Random, classArgs: {seed: 1}}
+trainingService: {platform: local}
+YML
+id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+while [ "$(sqlite3 "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+"$BUILD/nnictl" stop "$id" > /dev/null
+
+t0=$(date +%s.%N)
+sqlite3 "$DB" <<SQL
+PRAGMA foreign_keys = ON;
+BEGIN;
+-- ids: a letter and four digits (5 characters, NNI's shape); statuses like a real run
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
+INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, status, platform, attempt, max_attempts,
+                  submit_time, start_time, end_time, exit_code, message, final_metric, final_metric_json, updated_at)
+SELECT printf('%s%04d', char(65 + i / 10000 + (CASE WHEN i / 10000 >= 26 THEN 6 ELSE 0 END)), i % 10000), '$id', i, i,
+       printf('{"lr":%.6g,"batch":%d}', 0.0001 + (i % 997) / 10000.0, 16 << (i % 4)),
+       CASE WHEN i % 20 = 0 THEN 'FAILED' WHEN i % 50 = 1 THEN 'EARLY_STOPPED' ELSE 'SUCCEEDED' END,
+       'local', 1, 2, 1700000000000 + i * 1000, 1700000000100 + i * 1000, 1700000030000 + i * 1000,
+       CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 20 = 0 THEN 'exit code 1' END,
+       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE (i % 1000) / 1000.0 END,
+       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE printf('%.3f', (i % 1000) / 1000.0) END,
+       1700000030000 + i * 1000
+FROM n;
+WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < $M - 1)
+INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+SELECT t.id, 1, t.parameter_id, 'PERIODICAL', k.j, printf('%.4f', (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M),
+       (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M, t.start_time + 1000 * (k.j + 1)
+FROM trial t CROSS JOIN k WHERE t.experiment_id = '$id' AND t.sequence >= 1 ORDER BY t.sequence, k.j;
+INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+SELECT id, 1, parameter_id, 'FINAL', 0, final_metric_json, final_metric, end_time FROM trial
+WHERE experiment_id = '$id' AND final_metric_json IS NOT NULL AND sequence >= 1 ORDER BY sequence;
+UPDATE experiment SET next_sequence = $N + 1, max_trial_number = $N + 1 WHERE id = '$id';
+COMMIT;
+SQL
+t1=$(date +%s.%N)
+ntrials=$(sqlite3 "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+nmetrics=$(sqlite3 "$DB" "SELECT count(*) FROM metric")
+dbsize=$(du -m "$DB" | cut -f1)
+awk -v n="$ntrials" -v m="$nmetrics" -v s="$dbsize" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { printf "history_api: built %d trials, %d metrics in %.1f s (database %d MB)\n", n, m, t1 - t0, s }'
+
+"$BUILD/nnictl" view "$id" --port "$port" > /dev/null
+api=$(sqlite3 "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
+
+$PY - "$port" "$REQS" "$N" "$api" <<'PY'
+import http.client, json, random, sys, time
+port, reqs, n, api = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+def get(path):
+    t = time.perf_counter()
+    c.request("GET", "/api/v1/nni" + path)
+    r = c.getresponse()
+    body = r.read()
+    assert r.status == 200, (path, r.status, body[:200])
+    return time.perf_counter() - t, body, r
+def rss():
+    f = {l.split(":")[0]: l.split()[1:2] for l in open("/proc/%s/status" % api)}
+    f = {k: v[0] for k, v in f.items() if v}
+    return int(f["VmRSS"]) / 1024, int(f["VmHWM"]) / 1024
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))] * 1000
+for _ in range(20):
+    get("/trial-jobs?limit=100")  # warm the page cache and the statement cache
+first = [get("/trial-jobs?limit=100")[0] for _ in range(reqs)]
+rnd = random.Random(1)
+deep = [get("/trial-jobs?limit=100&offset=%d" % rnd.randrange(0, n))[0] for _ in range(reqs // 5)]
+dt, body, r = get("/trial-jobs?limit=100")
+assert len(json.loads(body)) == 100
+seq = int(r.getheader("X-Trialq-Seq"))
+inc = [get("/trial-jobs?since=%d" % (seq - 100))[0] for _ in range(reqs // 5)]
+print("GET /trial-jobs?limit=100            p50 %6.2f ms  p99 %6.2f ms  (%d requests; target p99 <= 20 ms)"
+      % (pct(first, .5), pct(first, .99), len(first)))
+print("GET /trial-jobs?limit=100&offset=rnd p50 %6.2f ms  p99 %6.2f ms  (%d requests)"
+      % (pct(deep, .5), pct(deep, .99), len(deep)))
+print("GET /trial-jobs?since=<last 100>     p50 %6.2f ms  p99 %6.2f ms  (%d requests)"
+      % (pct(inc, .5), pct(inc, .99), len(inc)))
+dt, body, r = get("/trial-jobs")
+jobs = json.loads(body)
+assert len(jobs) == n + 1, len(jobs)
+print("GET /trial-jobs (all %d trials)     %7.0f ms  %5.1f MB  %s" % (len(jobs), dt * 1000, len(body) / 2**20,
+      "chunked" if r.getheader("Transfer-Encoding") == "chunked" else "one piece"))
+del jobs, body
+dt, body, _ = get("/metric-data-latest")
+print("GET /metric-data-latest (%d records) %7.0f ms  %5.1f MB" % (len(json.loads(body)), dt * 1000, len(body) / 2**20))
+del body
+dt, body, _ = get("/metric-data")
+print("GET /metric-data (%d records)      %7.0f ms  %5.1f MB" % (body.count(b'"trialJobId"'), dt * 1000, len(body) / 2**20))
+del body
+now, peak = rss()
+print("api RSS after: %.1f MB (peak %.1f MB; target <= 30 MB)" % (now, peak))
+PY

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The nnictl commands beyond create/stop: update (the scheduler follows), top, log,
+# webui url, config show, platform clean, trial rerun, experiment export/import with an
+# export -> delete -> import round trip; and clear messages (never a hang) when the
+# experiment is not running, its port does not answer, or the id is unknown.
+. "$(dirname "$0")/lib.sh"
+
+port=$(free_port)
+# n <command...>: nnictl with a deadline; stdout+stderr to $WORK/out, status in $rc
+n() { rc=0; timeout 30 nnictl "$@" > "$WORK/out" 2>&1 || rc=$?; [ "$rc" != 124 ] || fail "nnictl $* hung"; }
+has() { grep -q -- "$1" "$WORK/out" || { cat "$WORK/out" >&2; fail "expected '$1' from: nnictl ${*:2}"; }; }
+
+mkdir -p "$WORK/exp"
+cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
+# x = 2 fails (exit 3) so that there is something to rerun
+cat > "$WORK/exp/trial.sh" <<'SH'
+grep -q '"x":2[,}]' "$NNI_SYS_DIR/parameter.cfg" && { echo "x=2 fails" >&2; exit 3; }
+exec sh metrics.sh
+SH
+cat > "$WORK/exp/grid.yml" <<YML
+experimentName: e2e-nnictl
+searchSpace:
+  x: {_type: choice, _value: [1, 2, 3, 4, 5, 6]}
+trialCommand: sh trial.sh
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 6
+tuner: {name: GridSearch}
+trainingService: {platform: local}
+YML
+export TRIAL_STEPS=3 TRIAL_SLEEP=0.3
+nnictl create --config "$WORK/exp/grid.yml" --port "$port" > "$WORK/create.out"
+id=$(exp_id_of "$WORK/create.out")
+running() { sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'"; }
+
+# update concurrency 1 -> 3: three trials run at once
+n update concurrency "$id" --value 3; has "Update concurrency success!"
+for _ in $(seq 50); do [ "$(running "$id")" = 3 ] && break; sleep 0.1; done
+[ "$(running "$id")" = 3 ] || fail "after update concurrency 3: $(running "$id") running"
+n update duration "$id" --value 2h; has "Update duration success!"
+[ "$(sql "SELECT max_exec_seconds FROM experiment WHERE id='$id'")" = 7200 ] || fail "duration not stored"
+n update trialnum --value 6; has "Update trialnum success!"   # the only running experiment
+n update concurrency "$id" --value 0; [ "$rc" != 0 ] || fail "concurrency 0 accepted"; has "must be a digit from 1 to 1000"
+n update duration "$id" --value 10x; [ "$rc" != 0 ]; has "unit of time"
+n update trialnum "$id"; [ "$rc" != 0 ]; has "required"
+n update searchspace "$id" --filename "$WORK/none.json"; [ "$rc" != 0 ]; has "is not a valid file path"
+n update concurrency nosuchid --value 2; [ "$rc" != 0 ]; has "Id not correct"
+pass "update concurrency (3 trials run), duration, trialnum; bad values refused"
+
+# top: one screen per interval; --once for scripts
+n top --once; has "Id: $id"; has "trialId         startTime"
+n top --time 0; [ "$rc" != 0 ]; has "positive integer"
+rc=0; timeout 2.5 nnictl top --time 1 > "$WORK/top.out" 2>&1 || rc=$?
+[ "$rc" = 124 ] || fail "top exited by itself ($rc)"
+[ "$(grep -c "^Id: $id" "$WORK/top.out")" -ge 2 ] || fail "top did not redraw"
+pass "top"
+
+n log stderr "$id" --tail 3; has "listening on"
+[ "$(wc -l < "$WORK/out")" -le 3 ] || fail "log stderr --tail 3 printed $(wc -l < "$WORK/out") lines"
+n log stdout "$id" --head 2; has "-----"
+n log stderr "$id" --path; has "$NNI_HOME/$id/log/nnictl_stderr.log"
+n log trial "$id"; has "All of trial log info:"; has "id:.* path:$NNI_HOME/$id/trials/"
+t0=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")
+n log trial "$id" --trial_id "$t0"; has "id:$t0 path:$NNI_HOME/$id/trials/$t0"
+n log trial "$id" --trial_id NoSuch; [ "$rc" != 0 ]; has "Trial id NoSuch not correct"
+n webui url "$id"; has "Web UI url: http://127.0.0.1:$port"
+n config show "$id"; has '    "trialConcurrency": 3'; has '"maxExperimentDuration": "7200s"'
+n platform clean --config "$WORK/exp/grid.yml"; has "does not need to clean local platform"
+n platform clean --config "$WORK/nothing.yml"; [ "$rc" != 0 ]; has "correct config path"
+pass "log stdout/stderr/trial, webui url, config show, platform clean"
+
+wait_status "$id" DONE 60
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='FAILED'")" = 1 ] || fail "x=2 did not fail"
+
+# rerun: trials like any other, within maxTrialNumber
+failed=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='FAILED'")
+ok=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' ORDER BY sequence LIMIT 1")
+n trial rerun "$id" --failed; [ "$rc" != 0 ] || fail "rerun beyond maxTrialNumber accepted"; has "reach maxTrialNum"
+n update trialnum "$id" --value 8; has "Update trialnum success!"
+n trial rerun "$id" --failed; has "Trial $failed rerun as trial"
+n trial rerun "$ok"; has "Trial $ok rerun as trial"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND parameter_source='rerun'")" = 2 ] || fail "not 2 reruns"
+[ "$(sql "SELECT count(*) FROM trial r JOIN trial o ON o.parameters = r.parameters AND o.id IN ('$failed','$ok')
+          WHERE r.experiment_id='$id' AND r.parameter_source='rerun'")" = 2 ] || fail "reruns have other parameters"
+n trial rerun "$id" --trial_id "$ok"; [ "$rc" != 0 ]; has "reach maxTrialNum"
+wait_status "$id" DONE 60
+[ "$(sql "SELECT status FROM trial WHERE experiment_id='$id' AND parameter_source='rerun' AND parameters LIKE '%\"x\":2}%'")" = FAILED ] ||
+    fail "the rerun of x=2 should fail again"
+pass "trial rerun --failed / TRIAL: same parameters, counted against maxTrialNumber"
+
+# export: json and csv, with intermediate results
+n experiment export "$id" --type json --filename "$WORK/a.json"
+n experiment export "$id" -t json -f "$WORK/ai.json" -i
+n experiment export "$id" -t csv -f "$WORK/a.csv" -i
+$PY - "$WORK/a.json" "$WORK/ai.json" "$WORK/a.csv" <<'PY' || fail "export content"
+import csv, json, sys
+a, ai = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert len(a) == 6 and all(set(r) == {"parameter", "value", "trialJobId"} for r in a), a
+assert all(isinstance(r["value"], str) and json.loads(r["value"]) == r["parameter"]["x"] for r in a)
+assert len(ai) == 6 and all(len(r["intermediate"]) == 3 and all(isinstance(v, str) for v in r["intermediate"]) for r in ai)
+rows = list(csv.DictReader(open(sys.argv[3], newline="")))
+assert len(rows) == 6 and {"intermediate", "x", "reward", "trialJobId"} <= set(rows[0]), rows[0]
+assert all(float(r["reward"]) == float(r["x"]) and r["intermediate"].startswith("[") for r in rows)
+PY
+pass "experiment export json, json -i, csv -i"
+
+# not running: clear messages, no hang
+nnictl stop "$id" > /dev/null
+n update concurrency "$id" --value 2; [ "$rc" != 0 ]; has "Experiment $id is not running"
+n trial rerun "$id" --failed; [ "$rc" != 0 ]; has "not running"
+n webui url "$id"; [ "$rc" != 0 ]; has "not running"
+n experiment import "$id" --filename "$WORK/a.json"; [ "$rc" != 0 ]; has "not running"
+n experiment export "$id" -t json -f "$WORK/again.json"   # export reads the database
+cmp -s "$WORK/a.json" "$WORK/again.json" || fail "export of a stopped experiment differs"
+
+# export -> delete -> import into a new experiment
+nnictl experiment delete "$id" > /dev/null
+[ "$(sql "SELECT count(*) FROM experiment WHERE id='$id'")" = 0 ] || fail "not deleted"
+sed -e 's/maxTrialNumber: 6/maxTrialNumber: 30/' -e 's/trialConcurrency: 1/trialConcurrency: 1/' "$WORK/exp/grid.yml" > "$WORK/exp/grid2.yml"
+export TRIAL_SLEEP=2
+nnictl create --config "$WORK/exp/grid2.yml" --port "$port" > "$WORK/create2.out"
+id2=$(exp_id_of "$WORK/create2.out")
+n experiment import "$id2" --filename "$WORK/a.json"; has "Imported 6 record(s)"
+curl -sf "http://127.0.0.1:$port/api/v1/nni/experiment/imported-data" > "$WORK/imported.json"
+$PY -c "import json,sys; got=json.load(open('$WORK/imported.json')); want=json.load(open('$WORK/a.json')); sys.exit(not (len(got)==1 and json.loads(got[0])==want))" ||
+    fail "imported-data differs from the export"
+n experiment import "$id2" --filename "$WORK/none.json"; [ "$rc" != 0 ]; has "is not a valid file path"
+echo '{"not": "a list"}' > "$WORK/bad.json"
+n experiment import "$id2" --filename "$WORK/bad.json"; [ "$rc" != 0 ]; has "JSON array"
+pass "export -> delete -> import round trip"
+
+# the port does not answer: say so, quickly
+real=$(sql "SELECT port FROM experiment WHERE id='$id2'")
+sql "UPDATE experiment SET port = $(free_port) WHERE id='$id2'"
+n update concurrency "$id2" --value 2; [ "$rc" != 0 ]; has "Restful server is not running"
+n experiment import "$id2" --filename "$WORK/a.json"; [ "$rc" != 0 ]; has "Restful server is not running"
+sql "UPDATE experiment SET port = $real WHERE id='$id2'"
+n update searchspace "$id2" --filename <(echo '{"x": {"_type": "choice", "_value": [7, 8]}}'); has "Update searchSpace success!"
+[ "$(sql "SELECT search_space FROM experiment WHERE id='$id2'")" = '{"x":{"_type":"choice","_value":[7,8]}}' ] || fail "search space not stored"
+# a space the tuner refuses (GridSearch needs a parameter) changes nothing
+code=$(curl -s -o "$WORK/body" -w '%{http_code}' -X PUT -d '{"params":{"searchSpace":{}}}' \
+    "http://127.0.0.1:$port/api/v1/nni/experiment?update_type=SEARCH_SPACE")
+[ "$code" = 400 ] || fail "an empty grid search space gave $code: $(cat "$WORK/body")"
+[ "$(sql "SELECT search_space FROM experiment WHERE id='$id2'")" = '{"x":{"_type":"choice","_value":[7,8]}}' ] || fail "a refused space was stored"
+n update concurrency "$id2" --value 2; has "Update concurrency success!"
+pass "clear messages for a stopped experiment and a port that does not answer; update searchspace"
+
+# a Random tuner needs no imported data (NNI's check)
+sed -e 's/tuner: {name: GridSearch}/tuner: {name: Random}/' "$WORK/exp/grid2.yml" > "$WORK/exp/random.yml"
+nnictl stop "$id2" > /dev/null
+nnictl create --config "$WORK/exp/random.yml" --port "$port" > "$WORK/create3.out"
+id3=$(exp_id_of "$WORK/create3.out")
+n experiment import "$id3" --filename "$WORK/a.json"; [ "$rc" = 0 ]; has "no need to import data for Random"
+[ "$(sql "SELECT count(*) FROM event WHERE experiment_id='$id3' AND entity='import'")" = 0 ] || fail "imported into Random"
+nnictl stop "$id3" > /dev/null
+assert_no_leftovers
+echo "31-nnictl-commands: passed"
