@@ -43,6 +43,7 @@ struct history {
     int nslots;                   /* a power of two, at least 2 * cap */
     int64_t seen_until_ms;        /* updated_at of the newest row read */
     int64_t max_sequence;         /* of the items: a new row below it forces a full reload */
+    int64_t import_event;         /* newest import event loaded (imports come first) */
     int64_t next_full_ms;         /* monotonic time of the next full reload */
 };
 
@@ -112,6 +113,76 @@ static void history_index(struct history *h, int i)
     h->slots[k] = i + 1;
 }
 
+static int history_append(struct history *h, const char *id, cJSON *params)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 64;
+        h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
+        h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
+        h->ids = xrealloc(h->ids, sizeof *h->ids * (size_t)h->cap);
+    }
+    int i = h->n++;
+    h->ids[i] = xstrdup(id);
+    h->params[i] = params;
+    memset(&h->items[i], 0, sizeof h->items[i]);
+    h->items[i].parameters = params;
+    history_index(h, i);
+    return i;
+}
+
+/* NNI's import value: a number, {"default": number, ...}, or a JSON string of either. */
+static int import_value(const cJSON *v, double *out)
+{
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return 1;
+    }
+    if (cJSON_IsObject(v)) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "default");
+        return cJSON_IsNumber(d) ? (*out = d->valuedouble, 1) : 0;
+    }
+    if (cJSON_IsString(v)) {
+        cJSON *in = cJSON_Parse(v->valuestring);
+        int ok = in && !cJSON_IsString(in) && import_value(in, out);
+        cJSON_Delete(in);
+        return ok;
+    }
+    return 0;
+}
+
+/* Imported results (experiment/import-data) are history too, as NNI's FD command
+ * feeds them to the tuner; they come first, in import order. */
+static int history_load_imports(struct api *a, struct history *h, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(a->db, e, "SELECT id, reason FROM event WHERE experiment_id = ? AND entity = 'import'"
+                                          " ORDER BY id", "s", a->exp_id);
+    if (!st)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t eid = col_i64(st, 0);
+        cJSON *arr = cJSON_Parse((const char *)sqlite3_column_text(st, 1));
+        const cJSON *rec;
+        int k = 0;
+        cJSON_ArrayForEach(rec, arr) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(rec, "parameter");
+            double v;
+            if (!cJSON_IsObject(p) || !import_value(cJSON_GetObjectItemCaseSensitive(rec, "value"), &v))
+                continue;
+            char id[64];
+            snprintf(id, sizeof id, "import:%lld:%d", (long long)eid, k++);
+            int i = history_append(h, id, cJSON_Duplicate(p, 1));
+            h->items[i].parameter_id = -1;
+            h->items[i].status = "SUCCEEDED";
+            h->items[i].has_value = 1;
+            h->items[i].value = v;
+        }
+        cJSON_Delete(arr);
+        h->import_event = eid;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
 static int history_refresh(struct api *a, struct errbuf *e)
 {
     struct history *h = a->history;
@@ -121,6 +192,16 @@ static int history_refresh(struct api *a, struct errbuf *e)
         h->next_full_ms = mono_ms() + HISTORY_FULL_EVERY_MS;
         h->seen_until_ms = INT64_MIN / 2;
         h->max_sequence = -1;
+        if (history_load_imports(a, h, e) < 0)
+            return -1;
+    } else {
+        int64_t newest_import = 0;
+        db_int(a->db, e, &newest_import, "SELECT coalesce(max(id), 0) FROM event WHERE experiment_id = ?"
+                                         " AND entity = 'import'", "s", a->exp_id);
+        if (newest_import > h->import_event) {
+            h->next_full_ms = 0; /* imports go first: rebuild in order */
+            return history_refresh(a, e);
+        }
     }
     sqlite3_stmt *st = db_query(a->db, e,
         "SELECT id, parameter_id, parameters, final_metric, status, updated_at, sequence FROM trial"
@@ -140,16 +221,7 @@ static int history_refresh(struct api *a, struct errbuf *e)
                 out_of_order = 1;
             else
                 h->max_sequence = col_i64(st, 6);
-            if (h->n == h->cap) {
-                h->cap = h->cap ? h->cap * 2 : 64;
-                h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
-                h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
-                h->ids = xrealloc(h->ids, sizeof *h->ids * (size_t)h->cap);
-            }
-            i = h->n++;
-            h->ids[i] = xstrdup(id);
-            h->params[i] = cJSON_Parse((const char *)sqlite3_column_text(st, 2));
-            history_index(h, i);
+            i = history_append(h, id, cJSON_Parse((const char *)sqlite3_column_text(st, 2)));
         }
         struct tuner_result *r = &h->items[i];
         r->parameter_id = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : col_i64(st, 1);
