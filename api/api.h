@@ -36,6 +36,7 @@ struct api {
     const struct tuner_ops *tuner;
     void *tuner_state;
     struct history *history;   /* the tuner's view of the trials (scheduler.c) */
+    int64_t next_index;        /* the tuner index of the next suggestion (-1: not read yet) */
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
     enum api_action action;
     int readonly;

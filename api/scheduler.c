@@ -247,11 +247,15 @@ static int history_refresh(struct api *a, struct errbuf *e)
  * exhausted, -1 on error. */
 static int submit_one(struct api *a, struct errbuf *e)
 {
-    int64_t index = 0;
-    if (db_int(a->db, e, &index, "SELECT coalesce(max(parameter_id) + 1, 0) FROM trial"
-                                 " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
+    /* the next tuner index: read from the rows once per process, then counted here
+     * (only this api inserts algorithm trials); a scan per suggestion would make every
+     * suggestion O(trials) */
+    if (a->next_index < 0 &&
+        db_int(a->db, e, &a->next_index, "SELECT coalesce(max(parameter_id) + 1, 0) FROM trial"
+                                         " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
                "s", a->exp_id) < 0)
         return -1;
+    int64_t index = a->next_index;
     struct tuner_history th = {0};
     if (a->tuner->needs_history) {
         if (history_refresh(a, e) < 0)
@@ -301,6 +305,7 @@ static int submit_one(struct api *a, struct errbuf *e)
         db_commit(a->db, e) < 0)
         goto fail;
     free(pjson);
+    a->next_index = index + 1;
     return 1;
 fail:
     db_rollback(a->db);
@@ -454,7 +459,7 @@ void sched_tick(struct api *a)
     assess_tick(a);
 
     int64_t active = count_trials(a, "AND status IN ('WAITING','RUNNING')");
-    int64_t submitted = count_trials(a, "");
+    int64_t submitted = a->exp.next_sequence; /* every trial takes the next sequence number */
     int budget = (a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                  (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000);
     /* A tuner that ignores the results (Random, GridSearch, Batch) gets a few trials

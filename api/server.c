@@ -81,6 +81,7 @@ int api_main(int argc, char **argv)
     struct api *a = &A;
     memset(a, 0, sizeof *a);
     a->spawn_workers = 1;
+    a->next_index = -1;
     a->log_level = "info";
     const char *home_opt = NULL, *action = "create";
     int port = 0;
