@@ -1,4 +1,4 @@
-/* tuner_latency: time per TPE suggestion against the number of finished trials, in
+/* tuner_latency: time per TPE (and GP) suggestion against the number of finished trials, in
  * the 5-parameter mixed space of /work/shared/bench/optuna-figures.md (x1
  * uniform[-5,5], x2 uniform[0,10], lr loguniform[1e-5,1e-1], n randint[1,17), cat
  * choice of 4), next to Optuna 3.1's figures.
@@ -8,6 +8,10 @@
  * rebuilds TPE's model from that history. The api's own cost of loading the history
  * from SQLite is not included (Optuna's in-memory figures do not include storage
  * either).
+ *
+ * GP is timed at 10, 100 and 1,000 trials only (its cost is O(n^3) in the results it
+ * models, which gp.c caps at GP_MAX_OBS = 300); its default cold_start_num 10 means
+ * the 10-trial point already fits the model.
  *
  *   usage: tuner_latency [--reps N] */
 #include <math.h>
@@ -89,9 +93,11 @@ int main(int argc, char **argv)
     int max_n = points[sizeof points / sizeof points[0] - 1].trials;
     struct tuner_result *items = xcalloc((size_t)max_n, sizeof *items);
     cJSON **params = xcalloc((size_t)max_n, sizeof *params);
-    const struct tuner_ops *random = tuner_find("Random"), *tpe_ops = tuner_find("TPE");
-    void *rnd, *tpe;
-    if (random->create(NULL, space, 1, &rnd, &e) < 0 || tpe_ops->create(NULL, space, 1, &tpe, &e) < 0) {
+    const struct tuner_ops *random = tuner_find("Random"), *tpe_ops = tuner_find("TPE"), *gp_ops = tuner_find("GP");
+    void *rnd, *tpe, *gp;
+    cJSON *gp_args = cJSON_Parse("{\"optimize_mode\": \"minimize\"}");
+    if (random->create(NULL, space, 1, &rnd, &e) < 0 || tpe_ops->create(NULL, space, 1, &tpe, &e) < 0 ||
+        gp_ops->create(gp_args, space, 1, &gp, &e) < 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -100,7 +106,7 @@ int main(int argc, char **argv)
         items[i] = (struct tuner_result){.parameter_id = i, .parameters = params[i], .has_value = 1,
                                          .value = objective(params[i]), .status = "SUCCEEDED"};
     }
-    printf("%-16s %12s %12s %16s\n", "finished trials", "TPE ms", "Random ms", "Optuna TPE ms");
+    printf("%-16s %12s %12s %16s %12s\n", "finished trials", "TPE ms", "Random ms", "Optuna TPE ms", "GP ms");
     for (size_t k = 0; k < sizeof points / sizeof points[0]; k++) {
         struct tuner_history h = {.n = points[k].trials, .items = items};
         double t = time_suggest(tpe_ops, tpe, &h, reps);
@@ -108,10 +114,16 @@ int main(int argc, char **argv)
         char ref[32] = "-";
         if (points[k].optuna_ms > 0)
             snprintf(ref, sizeof ref, "%.1f", points[k].optuna_ms);
-        printf("%-16d %12.3f %12.3f %16s\n", points[k].trials, t, r, ref);
+        char gp_ms[32] = "-";
+        int n = points[k].trials;
+        if (n == 10 || n == 100 || n == 1000)
+            snprintf(gp_ms, sizeof gp_ms, "%.3f", time_suggest(gp_ops, gp, &h, reps < 10 ? reps : 10));
+        printf("%-16d %12.3f %12.3f %16s %12s\n", n, t, r, ref, gp_ms);
     }
     printf("(below n_startup_jobs = 20 finished trials TPE draws at random, as NNI's does)\n");
     tpe_ops->destroy(tpe);
+    gp_ops->destroy(gp);
+    cJSON_Delete(gp_args);
     random->destroy(rnd);
     for (int i = 0; i < max_n; i++)
         cJSON_Delete(params[i]);

@@ -18,6 +18,7 @@ extern const struct tuner_ops tuner_batch;
 extern const struct tuner_ops tuner_tpe;
 extern const struct tuner_ops tuner_anneal;
 extern const struct tuner_ops tuner_evolution;
+extern const struct tuner_ops tuner_gp;
 
 /* ---- the built-in assessors (assessor.c lists them) ---- */
 struct assessor_ops;
@@ -101,6 +102,14 @@ int classargs_bool(const cJSON *args, const char *section, const char *key, int 
 /* choices is NULL-terminated; *out receives the index of the one given. */
 int classargs_choice(const cJSON *args, const char *section, const char *key, const char *const *choices, int *out,
                      struct errbuf *e);
+
+/* ---- gp.c: the dense linear algebra of the GP tuner ---- */
+/* In-place Cholesky factorisation of the n x n row-major symmetric matrix a: on
+ * success (0) its lower triangle holds L (a = L L^T) and the upper triangle zeros;
+ * -1 when a is not positive definite. */
+int gp_cholesky(double *a, int n);
+/* Solves (L L^T) x = b in place, l from gp_cholesky. */
+void gp_cholesky_solve(const double *l, int n, double *b);
 
 /* ---- parzen.c: the Parzen estimators of TPE ---- */
 /* (value, index) pairs; ranked_sort orders them by value, equal values by index

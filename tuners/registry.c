@@ -11,6 +11,7 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_tpe,
     &tuner_anneal,
     &tuner_evolution,
+    &tuner_gp,
 };
 
 const struct tuner_ops *tuner_find(const char *name)
@@ -32,5 +33,5 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE, Anneal, Evolution";
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP";
 }
