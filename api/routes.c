@@ -17,6 +17,7 @@
 #include <event2/keyvalq_struct.h>
 #include <sys/queue.h>
 
+#include "api/channel.h"
 #include "api/routes.h"
 
 #define MAX_HEADERS (64 << 10)
@@ -312,6 +313,12 @@ static void dispatch(struct evhttp_request *r, void *arg)
     int sp = split_path(raw, &segs);
     if (sp < 0) {
         reply_error(r, 400, "path %.200s: a segment holds a NUL byte", raw);
+        segments_free(&segs);
+        return;
+    }
+    /* the trial command channel lives outside the REST API (api/channel.c) */
+    if (sp == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
+        channel_handle(a, r, segs.seg[1], segs.seg[2]);
         segments_free(&segs);
         return;
     }

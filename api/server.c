@@ -11,6 +11,7 @@
 #include <event2/http.h>
 
 #include "api/api.h"
+#include "api/channel.h"
 
 #define TICK_MS 500
 
@@ -190,6 +191,7 @@ int api_main(int argc, char **argv)
     sched_tick(a);
 
     event_base_dispatch(a->base);
+    channel_shutdown(a); /* pending metrics stored, pending polls answered 410 */
 
     /* stopping: workers first (their trials have ended or are left to supervisors) */
     children_stop(a);

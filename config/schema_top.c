@@ -301,6 +301,8 @@ static const struct field experiment_fields[] = {
     {.name = "maxTrialDuration", .type = FT_DURATION},
     /* trialq: how often a trial whose job vanished (host lost, worker killed) is rerun */
     {.name = "maxTrialRetries", .type = FT_INT, .def = "1", .min = 0, .max = 1000},
+    /* trialq: how local trials get parameters and report metrics (docs/config.md) */
+    {.name = "trialCommandChannel", .type = FT_ENUM, .choices = "file|http"}, /* unset = file */
     {.name = "nniManagerIp", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "useAnnotation", .type = FT_CUSTOM, .custom = custom_use_annotation},
     {.name = "debug", .type = FT_BOOL, .def = "false"},

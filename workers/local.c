@@ -20,6 +20,7 @@
 
 #include "schema/nnijson.h"
 #include "workers/worker.h"
+#include "common/chantoken.h"
 
 extern char **environ;
 
@@ -146,8 +147,8 @@ static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_pat
     const char *pythonpath = NULL;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        /* NNI's trial variables are this trial's own (and NNI_TRIAL_COMMAND_CHANNEL is
-         * left unset: the file channel survives an api restart) */
+        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set
+         * only with trialCommandChannel: http; the file channel survives an api restart) */
         static const char *const drop[] = {
             "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
             "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
@@ -260,6 +261,19 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
     snprintf(attempt, sizeof attempt, "%d", t->attempt);
     const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
+    /* trialCommandChannel: http -> NNI v3's HTTP channel of the api, with this trial's
+     * own token in the URL (common/chantoken.h); the file channel keeps working */
+    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
+    char chan_url[256], chan_tok[CHAN_TOKEN_LEN + 1];
+    const char *chan_env = NULL;
+    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
+        chan_token(w->exp.token, t->id, chan_tok);
+        const char *host = w->exp.bind_address;
+        if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strchr(host, ':'))
+            host = "127.0.0.1";
+        snprintf(chan_url, sizeof chan_url, "http://%s:%d/env/%s/%s", host, w->exp.port, chan_tok, t->id);
+        chan_env = chan_url;
+    }
     const char *nni_vars[][2] = {
         {"NNI_PLATFORM", platform_name(w)},
         {"NNI_EXP_ID", t->experiment_id},
@@ -270,6 +284,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         {"NNI_CODE_DIR", cJSON_IsString(code) ? code->valuestring : "."},
         {"MULTI_PHASE", "false"},
         {"CUDA_VISIBLE_DEVICES", gpu},
+        {"NNI_TRIAL_COMMAND_CHANNEL", chan_env},
     };
     char **envp = trial_env(nni_vars, sizeof nni_vars / sizeof nni_vars[0], ls->real_nni ? NULL : ls->sdk_path);
     char *const args[] = {"trialq-supervise", dir, attempt, ls->shell,
