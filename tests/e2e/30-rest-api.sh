@@ -229,11 +229,12 @@ def get(path):
     with urllib.request.urlopen(api + path, timeout=10) as r:
         return json.loads(r.read()), int(r.headers["X-Trialq-Seq"])
 trials, metrics = {}, {}
-_, tseq = get("/trial-jobs?limit=0")
-_, mseq = get("/metric-data?limit=0")
-for t in get("/trial-jobs?since=0")[0]:
+# the cursor to continue from is the one of the reply that delivered the rows
+page, tseq = get("/trial-jobs?since=0")
+for t in page:
     trials[t["trialJobId"]] = t
-for m in get("/metric-data?since=0")[0]:
+page, mseq = get("/metric-data?since=0")
+for m in page:
     metrics[(m["trialJobId"], m["type"], m["sequence"])] = m
 reads = 0
 while True:
