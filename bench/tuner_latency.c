@@ -1,5 +1,5 @@
 /* tuner_latency: time per TPE (and GP) suggestion against the number of finished trials, in
- * the 5-parameter mixed space of /work/shared/bench/optuna-figures.md (x1
+ * the 5-parameter mixed space of ../shared/bench/optuna-figures.md (x1
  * uniform[-5,5], x2 uniform[0,10], lr loguniform[1e-5,1e-1], n randint[1,17), cat
  * choice of 4), next to Optuna 3.1's figures.
  *

@@ -1,6 +1,6 @@
 /* tuner_quality: search quality of the built-in tuners on the shared benchmark
- * functions (/work/shared/bench/functions.json), next to Optuna 3.1's figures
- * (/work/shared/bench/optuna-figures.md).
+ * functions (../shared/bench/functions.json), next to Optuna 3.1's figures
+ * (../shared/bench/optuna-figures.md).
  *
  * Each run is sequential, exactly as the api drives a tuner with trialConcurrency 1:
  * suggest(index = 0, 1, 2, ...) with the history of every earlier trial, each
