@@ -99,7 +99,8 @@ static int cmd_list_fn(int argc, char **argv)
     return 0;
 }
 
-static int cmd_show_fn(int argc, char **argv)
+/* Resolves the experiment of the command line, loads it, runs fn, cleans up. */
+static int with_experiment(int argc, char **argv, int (*fn)(struct db *db, const char *id, struct experiment *x))
 {
     char *id = NULL, *home = NULL;
     struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
@@ -107,79 +108,65 @@ static int cmd_show_fn(int argc, char **argv)
         return 1;
     struct experiment x;
     struct errbuf e;
-    exp_load(db, id, &x, &e);
-    cJSON *cfg = cJSON_Parse(x.config);
-    cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
-    cJSON_Delete(cfg);
-    cJSON *j = nni_profile_json(&x, red);
-    char *s = cJSON_Print(j);
-    printf("%s\n", s);
-    free(s);
-    cJSON_Delete(j);
-    exp_clear(&x);
-    free(id);
-    free(home);
-    db_close(db);
-    return 0;
-}
-
-static int cmd_status_fn(int argc, char **argv)
-{
-    char *id = NULL, *home = NULL;
-    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
-    if (!db)
-        return 1;
-    struct experiment x;
-    struct errbuf e;
-    exp_load(db, id, &x, &e);
-    cJSON *j = cJSON_CreateObject();
-    const char *status = x.status;
-    if (!cli_api_alive(&x) && strcmp(status, "DONE") != 0 && strcmp(status, "ERROR") != 0)
-        status = "STOPPED";
-    cJSON_AddStringToObject(j, "status", status);
-    cJSON *errs = cJSON_Parse(x.errors);
-    cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
-    char *s = cJSON_PrintUnformatted(j);
-    printf("%s\n", s);
-    free(s);
-    cJSON_Delete(j);
-    exp_clear(&x);
-    free(id);
-    free(home);
-    db_close(db);
-    return 0;
-}
-
-static int cmd_delete_fn(int argc, char **argv)
-{
-    char *id = NULL, *home = NULL;
-    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
-    if (!db)
-        return 1;
-    struct experiment x;
-    struct errbuf e;
-    int rc = 0;
-    exp_load(db, id, &x, &e);
-    if (cli_api_alive(&x)) {
-        rc = cli_error("experiment %s is running; stop it first: nnictl stop %s", id, id);
-    } else {
-        if (db_begin(db, &e) < 0 ||
-            db_run(db, &e, "DELETE FROM experiment WHERE id = ?", "s", id) < 0 ||
-            db_event(db, &e, id, NULL, "experiment", x.status, "DELETED", "nnictl experiment delete") < 0 ||
-            db_commit(db, &e) < 0) {
-            db_rollback(db);
-            rc = cli_error("%s", e.msg);
-        } else {
-            rm_rf(x.exp_dir);
-            printf("Experiment %s deleted.\n", id);
-        }
-    }
+    int rc = exp_load(db, id, &x, &e) == 1 ? fn(db, id, &x) : cli_error("experiment %s: %s", id, e.msg);
     exp_clear(&x);
     free(id);
     free(home);
     db_close(db);
     return rc;
 }
+
+static void print_json(cJSON *j, int pretty)
+{
+    char *s = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+static int show(struct db *db, const char *id, struct experiment *x)
+{
+    (void)db; (void)id;
+    cJSON *cfg = cJSON_Parse(x->config);
+    cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
+    cJSON_Delete(cfg);
+    print_json(nni_profile_json(x, red), 1);
+    return 0;
+}
+
+static int status(struct db *db, const char *id, struct experiment *x)
+{
+    (void)db; (void)id;
+    cJSON *j = cJSON_CreateObject();
+    const char *st = x->status;
+    if (!cli_api_alive(x) && strcmp(st, "DONE") != 0 && strcmp(st, "ERROR") != 0)
+        st = "STOPPED";
+    cJSON_AddStringToObject(j, "status", st);
+    cJSON *errs = cJSON_Parse(x->errors);
+    cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
+    print_json(j, 0);
+    return 0;
+}
+
+static int delete(struct db *db, const char *id, struct experiment *x)
+{
+    struct errbuf e;
+    if (cli_api_alive(x))
+        return cli_error("experiment %s is running; stop it first: nnictl stop %s", id, id);
+    if (db_begin(db, &e) < 0 || db_run(db, &e, "DELETE FROM experiment WHERE id = ?", "s", id) < 0 ||
+        db_event(db, &e, id, NULL, "experiment", x->status, "DELETED", "nnictl experiment delete") < 0 ||
+        db_commit(db, &e) < 0) {
+        db_rollback(db);
+        return cli_error("%s", e.msg);
+    }
+    rm_rf(x->exp_dir);
+    printf("Experiment %s deleted.\n", id);
+    return 0;
+}
+
+static int cmd_show_fn(int argc, char **argv) { return with_experiment(argc, argv, show); }
+static int cmd_status_fn(int argc, char **argv) { return with_experiment(argc, argv, status); }
+static int cmd_delete_fn(int argc, char **argv) { return with_experiment(argc, argv, delete); }
 
 const struct cli_cmd cmd_experiment_list = {"experiment", "list", "nnictl experiment list [--all]", cmd_list_fn};
 const struct cli_cmd cmd_experiment_show = {"experiment", "show", "nnictl experiment show [ID]", cmd_show_fn};
