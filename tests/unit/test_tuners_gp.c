@@ -15,32 +15,9 @@
 
 #include "bench/objectives.h"
 #include "tuners/internal.h"
+#include "tests/unit/tuner_fixtures.h"
 
 /* ---- helpers ---- */
-
-static struct ss_space *parse_space(const char *text)
-{
-    cJSON *j = cJSON_Parse(text);
-    assert_non_null(j);
-    struct ss_space *s = NULL;
-    struct errbuf e = {{0}};
-    if (ss_parse(j, &s, NULL, 0, &e) != 0)
-        fail_msg("unexpected search-space error: %s", e.msg);
-    cJSON_Delete(j);
-    return s;
-}
-
-static void *create(const struct tuner_ops *ops, const char *class_args, const struct ss_space *s, uint64_t seed)
-{
-    cJSON *args = class_args ? cJSON_Parse(class_args) : NULL;
-    assert_true(!class_args || args);
-    void *st = NULL;
-    struct errbuf e = {{0}};
-    if (ops->create(args, s, seed, &st, &e) != 0)
-        fail_msg("unexpected create error: %s", e.msg);
-    cJSON_Delete(args);
-    return st;
-}
 
 /* create must fail with a message containing `want` */
 static void create_fails(const char *class_args, const char *space_text, const char *want)
@@ -59,34 +36,6 @@ static void create_fails(const char *class_args, const char *space_text, const c
         fail_msg("error \"%s\" does not contain \"%s\"", e.msg, want);
     cJSON_Delete(args);
     ss_free(s);
-}
-
-struct hist {
-    struct tuner_result *items;
-    cJSON **params;
-    int n, cap;
-};
-
-static void hist_add(struct hist *h, cJSON *params, int has_value, double value, const char *status)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 32;
-        h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
-        h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
-    }
-    h->params[h->n] = params;
-    h->items[h->n] = (struct tuner_result){.parameter_id = h->n, .parameters = params, .has_value = has_value,
-                                           .value = value, .status = status};
-    h->n++;
-}
-
-static void hist_free(struct hist *h)
-{
-    for (int i = 0; i < h->n; i++)
-        cJSON_Delete(h->params[i]);
-    free(h->params);
-    free(h->items);
-    memset(h, 0, sizeof *h);
 }
 
 static cJSON *suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
@@ -111,23 +60,9 @@ static void assert_same_json(const cJSON *a, const cJSON *b)
     cJSON_free(tb);
 }
 
-static double num(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(v))
-        fail_msg("%s is not a number", key);
-    return v->valuedouble;
-}
-
 static const char branin_space[] =
     "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 10]}, \"x2\": {\"_type\": \"uniform\", \"_value\": [0, 15]}}";
 static const char minimize[] = "{\"optimize_mode\": \"minimize\"}";
-
-static double branin_params(const cJSON *p)
-{
-    double x[2] = {num(p, "x1"), num(p, "x2")};
-    return obj_branin(x);
-}
 
 /* n sequential trials on branin; returns the best value */
 static double run_branin(const struct tuner_ops *ops, void *st, struct hist *h, int n)
@@ -137,7 +72,7 @@ static double run_branin(const struct tuner_ops *ops, void *st, struct hist *h, 
         cJSON *p = suggest(ops, st, h->n, h);
         double v = branin_params(p);
         best = v < best ? v : best;
-        hist_add(h, p, 1, v, "SUCCEEDED");
+        hist_add(h, h->n, p, 1, v, "SUCCEEDED");
     }
     return best;
 }
@@ -230,7 +165,7 @@ static void test_cold_start_is_random(void **state)
         cJSON *g = suggest(&tuner_gp, gp, i, &h), *r = suggest(&tuner_random, rnd, i, NULL);
         assert_same_json(g, r);
         cJSON_Delete(r);
-        hist_add(&h, g, 1, branin_params(g), "SUCCEEDED");
+        hist_add(&h, h.n, g, 1, branin_params(g), "SUCCEEDED");
     }
     /* the 11th is the model's: not Random's */
     cJSON *g = suggest(&tuner_gp, gp, 10, &h), *r = suggest(&tuner_random, rnd, 10, NULL);
@@ -266,9 +201,9 @@ static void test_determinism(void **state)
     cJSON *p4 = suggest(&tuner_gp, c, 12, &h), *p5 = suggest(&tuner_gp, c, 12, &h);
     assert_same_json(p4, p5);
     /* running (and failed) trials are ignored */
-    hist_add(&h, cJSON_Parse("{\"x1\": 0, \"x2\": 0}"), 0, 0, "RUNNING");
-    hist_add(&h, cJSON_Parse("{\"x1\": 1, \"x2\": 1}"), 0, 0, "FAILED");
-    hist_add(&h, cJSON_Parse("{\"x1\": \"bad\"}"), 1, 5, "SUCCEEDED");
+    hist_add(&h, h.n, cJSON_Parse("{\"x1\": 0, \"x2\": 0}"), 0, 0, "RUNNING");
+    hist_add(&h, h.n, cJSON_Parse("{\"x1\": 1, \"x2\": 1}"), 0, 0, "FAILED");
+    hist_add(&h, h.n, cJSON_Parse("{\"x1\": \"bad\"}"), 1, 5, "SUCCEEDED");
     cJSON *p6 = suggest(&tuner_gp, b, 12, &h);
     assert_same_json(p1, p6);
     cJSON_Delete(p1);
@@ -323,7 +258,7 @@ static void test_values_in_range(void **state)
             const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "cs");
             assert_true(cJSON_IsString(cs));
             assert_true(strlen(cs->valuestring) == 1 && cs->valuestring[0] >= 'a' && cs->valuestring[0] <= 'c');
-            hist_add(&h, p, 1, mixed_objective(p), "SUCCEEDED");
+            hist_add(&h, h.n, p, 1, mixed_objective(p), "SUCCEEDED");
         }
         hist_free(&h);
         tuner_gp.destroy(st);
@@ -341,17 +276,11 @@ static void test_flat_results(void **state)
     for (int i = 0; i < 6; i++) {
         cJSON *p = suggest(&tuner_gp, st, i, &h);
         assert_true(num(p, "x1") >= -5 && num(p, "x1") <= 10);
-        hist_add(&h, p, 1, 1.0, "SUCCEEDED");
+        hist_add(&h, h.n, p, 1, 1.0, "SUCCEEDED");
     }
     hist_free(&h);
     tuner_gp.destroy(st);
     ss_free(s);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* GP beats Random's median on branin at budget 40 over 5 seeds */

@@ -15,64 +15,11 @@
 
 #include "bench/objectives.h"
 #include "tuners/internal.h"
+#include "tests/unit/tuner_fixtures.h"
 
 /* ---- helpers ---- */
 
-static struct ss_space *parse_space(const char *text)
-{
-    cJSON *j = cJSON_Parse(text);
-    assert_non_null(j);
-    struct ss_space *s = NULL;
-    struct errbuf e = {{0}};
-    if (ss_parse(j, &s, NULL, 0, &e) != 0)
-        fail_msg("unexpected search-space error: %s", e.msg);
-    cJSON_Delete(j);
-    return s;
-}
-
-/* Creates a tuner; class_args is JSON text or NULL. */
-static void *create(const struct tuner_ops *ops, const char *class_args, const struct ss_space *s, uint64_t seed)
-{
-    cJSON *args = class_args ? cJSON_Parse(class_args) : NULL;
-    assert_true(!class_args || args);
-    void *st = NULL;
-    struct errbuf e = {{0}};
-    if (ops->create(args, s, seed, &st, &e) != 0)
-        fail_msg("unexpected create error: %s", e.msg);
-    cJSON_Delete(args);
-    return st;
-}
-
 /* A growing history, owned here, as the api hands it to a tuner. */
-struct hist {
-    struct tuner_result *items;
-    cJSON **params;
-    int n, cap;
-};
-
-static void hist_add(struct hist *h, int64_t parameter_id, cJSON *params, int has_value, double value,
-                     const char *status)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 32;
-        h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
-        h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
-    }
-    h->params[h->n] = params;
-    h->items[h->n] = (struct tuner_result){.parameter_id = parameter_id, .parameters = params,
-                                           .has_value = has_value, .value = value, .status = status};
-    h->n++;
-}
-
-static void hist_free(struct hist *h)
-{
-    for (int i = 0; i < h->n; i++)
-        cJSON_Delete(h->params[i]);
-    free(h->params);
-    free(h->items);
-    memset(h, 0, sizeof *h);
-}
-
 static struct tuner_history view(const struct hist *h)
 {
     return (struct tuner_history){.n = h->n, .items = h->items};
@@ -101,14 +48,6 @@ static char *text(const cJSON *j)
     return s;
 }
 
-static double num(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(v))
-        fail_msg("%s is not a number", key);
-    return v->valuedouble;
-}
-
 typedef double (*objective_fn)(const cJSON *params);
 
 /* Runs `n` sequential trials (each sees all earlier results); the history is left
@@ -127,12 +66,6 @@ static double run_sequential(const struct tuner_ops *ops, void *st, struct hist 
 
 static const char branin_space[] =
     "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 10]}, \"x2\": {\"_type\": \"uniform\", \"_value\": [0, 15]}}";
-
-static double branin_params(const cJSON *p)
-{
-    double x[2] = {num(p, "x1"), num(p, "x2")};
-    return obj_branin(x);
-}
 
 /* ---- registry and classArgs ---- */
 
@@ -808,12 +741,6 @@ static void test_objectives_check_points(void **state)
     cJSON_Delete(root);
     free(file);
     free(path);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* TPE beats Random's median on branin at budget 60 over 5 seeds. */
