@@ -9,39 +9,28 @@
 #include "config/config.h"
 #include "schema/nnijson.h"
 
-/* Parses [id] [--home H] [--all]; opens the db and resolves the id (when need_id). */
-static struct db *open_and_resolve(int argc, char **argv, int need_id, char **id, char **home, int *all)
+/* Parses [--home H] [--all]; leaves optind at the id argument. Returns 0 (message
+ * printed) on an unknown option. */
+static int parse_home(int argc, char **argv, const char **home_opt, int *all)
 {
     static const struct option opts[] = {
         {"home", required_argument, NULL, 'H'}, {"all", no_argument, NULL, 'a'}, {NULL, 0, NULL, 0},
     };
-    const char *home_opt = NULL;
     int c;
     optind = 1;
     if (all)
         *all = 0;
     while ((c = getopt_long(argc, argv, "H:a", opts, NULL)) != -1) {
         if (c == 'H')
-            home_opt = optarg;
+            *home_opt = optarg;
         else if (c == 'a' && all)
             *all = 1;
         else {
             cli_error("unknown option");
-            return NULL;
+            return 0;
         }
     }
-    struct db *db = cli_open_db(home_opt, home);
-    if (!db || !need_id)
-        return db;
-    struct errbuf e;
-    *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
-    if (!*id) {
-        cli_error("%s", e.msg);
-        db_close(db);
-        free(*home);
-        return NULL;
-    }
-    return db;
+    return 1;
 }
 
 static void fmt_time(int64_t ms, char *out, size_t n)
@@ -54,9 +43,12 @@ static void fmt_time(int64_t ms, char *out, size_t n)
 
 static int cmd_list_fn(int argc, char **argv)
 {
+    const char *home_opt = NULL;
     char *home = NULL;
     int all;
-    struct db *db = open_and_resolve(argc, argv, 0, NULL, &home, &all);
+    if (!parse_home(argc, argv, &home_opt, &all))
+        return 1;
+    struct db *db = cli_open_db(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;
@@ -99,20 +91,17 @@ static int cmd_list_fn(int argc, char **argv)
     return 0;
 }
 
-/* Resolves the experiment of the command line, loads it, runs fn, cleans up. */
+/* Resolves the experiment of the command line (cli_target_open), runs fn, cleans up. */
 static int with_experiment(int argc, char **argv, int (*fn)(struct db *db, const char *id, struct experiment *x))
 {
-    char *id = NULL, *home = NULL;
-    struct db *db = open_and_resolve(argc, argv, 1, &id, &home, NULL);
-    if (!db)
+    const char *home_opt = NULL;
+    if (!parse_home(argc, argv, &home_opt, NULL))
         return 1;
-    struct experiment x;
-    struct errbuf e;
-    int rc = exp_load(db, id, &x, &e) == 1 ? fn(db, id, &x) : cli_error("experiment %s: %s", id, e.msg);
-    exp_clear(&x);
-    free(id);
-    free(home);
-    db_close(db);
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
+        return 1;
+    int rc = fn(t.db, t.id, &t.x);
+    cli_target_close(&t);
     return rc;
 }
 
