@@ -34,11 +34,11 @@ tuner: {name: Random, classArgs: {seed: 1}}
 trainingService: {platform: local}
 YML
 id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
-while [ "$(sqlite3 "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+while [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
 "$BUILD/nnictl" stop "$id" > /dev/null
 
 t0=$(date +%s.%N)
-sqlite3 "$DB" <<SQL
+sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
 PRAGMA foreign_keys = ON;
 BEGIN;
 -- ids: a letter and four digits (5 characters, NNI's shape); statuses like a real run
@@ -66,14 +66,14 @@ UPDATE experiment SET next_sequence = $N + 1, max_trial_number = $N + 1 WHERE id
 COMMIT;
 SQL
 t1=$(date +%s.%N)
-ntrials=$(sqlite3 "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-nmetrics=$(sqlite3 "$DB" "SELECT count(*) FROM metric")
+ntrials=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+nmetrics=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric")
 dbsize=$(du -m "$DB" | cut -f1)
 awk -v n="$ntrials" -v m="$nmetrics" -v s="$dbsize" -v t0="$t0" -v t1="$t1" \
     'BEGIN { printf "history_api: built %d trials, %d metrics in %.1f s (database %d MB)\n", n, m, t1 - t0, s }'
 
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
-api=$(sqlite3 "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
+api=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
 
 $PY - "$port" "$REQS" "$N" "$api" <<'PY'
 import http.client, json, random, sys, time

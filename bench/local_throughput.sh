@@ -39,15 +39,15 @@ YML
     local t0 t1 id
     t0=$(date +%s.%N)
     id=$("$BUILD/nnictl" create --config "$WORK/code/$name.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
-    while [ "$(sqlite3 "$NNI_HOME/trialq.db" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+    while [ "$(sqlite3 -cmd ".timeout 10000" "$NNI_HOME/trialq.db" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
     t1=$(date +%s.%N)
     local rss=0 pss=0 pid
-    for pid in $(sqlite3 "$NNI_HOME/trialq.db" "SELECT DISTINCT pid FROM process WHERE experiment_id='$id' AND ended_at IS NULL"); do
+    for pid in $(sqlite3 -cmd ".timeout 10000" "$NNI_HOME/trialq.db" "SELECT DISTINCT pid FROM process WHERE experiment_id='$id' AND ended_at IS NULL"); do
         rss=$((rss + $(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
         pss=$((pss + $(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)))
     done
     "$BUILD/nnictl" stop "$id" > /dev/null
-    sqlite3 "$NNI_HOME/trialq.db" > "$WORK/$name.stats" <<SQL
+    sqlite3 -cmd ".timeout 10000" "$NNI_HOME/trialq.db" > "$WORK/$name.stats" <<SQL
 .mode list
 WITH x AS (SELECT (SELECT min(start_time) FROM trial s WHERE s.experiment_id='$id' AND s.start_time >= e.end_time)
               - e.end_time AS delay FROM trial e WHERE e.experiment_id='$id'),

@@ -32,11 +32,11 @@ id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -
 [ -n "$id" ] || { echo "nnictl create failed" >&2; exit 1; }
 DB=$NNI_HOME/trialq.db
 for _ in $(seq 1 300); do
-    [ "$(sqlite3 "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = "$C" ] && break
+    [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = "$C" ] && break
     sleep 0.1
 done
-token=$(sqlite3 "$DB" "SELECT token FROM experiment WHERE id='$id'")
-sqlite3 "$DB" "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'" > "$WORK/trials"
+token=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT token FROM experiment WHERE id='$id'")
+sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'" > "$WORK/trials"
 [ "$(wc -l < "$WORK/trials")" = "$C" ] || { echo "only $(wc -l < "$WORK/trials") of $C trials running" >&2; exit 1; }
 
 /usr/bin/python3 - "$port" "$token" "$DUR" "$WORK/trials" "$DB" "$SRC/tests/e2e" <<'PY'

@@ -42,7 +42,8 @@ free_port() {
     $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-sql() { sqlite3 -batch -noheader "$DB" "$@"; }
+# the test reads the live database beside the api and workers: wait for locks as they do
+sql() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$DB" "$@"; }
 
 # exp_id_of <nnictl create output file>
 exp_id_of() { sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p' "$1" | head -n1; }
