@@ -244,7 +244,7 @@ static int history_refresh(struct api *a, struct errbuf *e)
 }
 
 /* Inserts one WAITING trial in one transaction. Returns 1 inserted, 0 the tuner is
- * exhausted, -1 on error. */
+ * exhausted, 2 the tuner has nothing now (ask again next tick), -1 on error. */
 static int submit_one(struct api *a, struct errbuf *e)
 {
     /* the next tuner index: read from the rows once per process, then counted here
@@ -265,7 +265,7 @@ static int submit_one(struct api *a, struct errbuf *e)
     }
     cJSON *params = NULL;
     int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
-    if (rc <= 0)
+    if (rc <= 0 || rc == 2)
         return rc;
     char *pjson = cJSON_PrintUnformatted(params);
     cJSON_Delete(params);
@@ -477,6 +477,8 @@ void sched_tick(struct api *a)
                 set_error(a, e.msg);
                 return;
             }
+            if (rc == 2)
+                break; /* nothing now: asked again on the next tick */
             if (rc == 0) {
                 db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 1 WHERE id = ?", "s", a->exp_id);
                 a->exp.tuner_exhausted = 1;

@@ -32,7 +32,9 @@ struct tuner_ops {
                   void **state, struct errbuf *e);
     /* Suggests the parameters for tuner index `index` (0, 1, 2, ...). Must be a pure
      * function of (seed, index, history). Returns 1 with *params set (a new object),
-     * 0 when the tuner has no more suggestions, -1 on error. */
+     * 0 when the tuner has no more suggestions, 2 when it has none *now* (an advisor
+     * waiting for a round to finish, an answer still to come from a tuner process):
+     * the api asks again on a later tick, with the same index; -1 on error. */
     int (*suggest)(void *state, int64_t index, const struct tuner_history *hist,
                    cJSON **params, struct errbuf *e);
     void (*destroy)(void *state);
