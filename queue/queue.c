@@ -53,9 +53,10 @@ int queue_claim(struct db *db, const char *exp_id, const char *platform, const c
     TX_BEGIN(db, e);
     int64_t now = now_ms();
     sqlite3_stmt *st = db_query(db, e,
-        "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?"
+        "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?, platform = ?5"
+        /* a hybrid experiment's trials say 'hybrid' until a platform's worker takes one */
         " WHERE id = (SELECT id FROM trial WHERE experiment_id = ?4 AND status = 'WAITING'"
-        "             AND lease_owner IS NULL AND platform = ? AND kill_request IS NULL"
+        "             AND lease_owner IS NULL AND platform IN (?5, 'hybrid') AND kill_request IS NULL"
         "             ORDER BY sequence LIMIT 1)"
         /* trialConcurrency holds across every worker of the experiment: the api may
          * queue trials ahead, the claim is what starts them */
