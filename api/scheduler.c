@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "common/json.h"
 
 #define STOP_GRACE_MS 20000
 #define QUEUE_AHEAD 2   /* trials queued beyond trialConcurrency for history-free tuners */
@@ -267,7 +268,7 @@ static int submit_one(struct api *a, struct errbuf *e)
     int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
     if (rc <= 0 || rc == 2)
         return rc;
-    char *pjson = cJSON_PrintUnformatted(params);
+    char *pjson = json_print_exact(params); /* what the tuner chose, to the last bit */
     cJSON_Delete(params);
     const cJSON *retries = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "maxTrialRetries");
     int max_attempts = 1 + (cJSON_IsNumber(retries) ? retries->valueint : 1);

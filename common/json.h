@@ -1,0 +1,18 @@
+/* json.h: JSON printing that keeps every double exact. cJSON prints numbers with 15
+ * significant digits whenever they read back *approximately* equal, which changes about
+ * one value in nine by an ulp: a tuner's suggestion would not be what the trial runs, nor
+ * what the tuner sees in its history. */
+#ifndef TRIALQ_JSON_H
+#define TRIALQ_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* Like cJSON_PrintUnformatted, with each number printed in the fewest significant digits
+ * (15, 16 or 17) that read back as the same double, as Python's repr does; NaN and
+ * infinities print as null (cJSON's choice). Caller frees. */
+char *json_print_exact(const cJSON *j);
+/* One number into buf (at least 32 bytes), as json_print_exact prints it. */
+void json_format_double(double d, char *buf, size_t size);
+
+#endif
