@@ -12,6 +12,12 @@
  *
  *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,Anneal,Evolution,GP,GridSearch]
  *                        [--only NAME] [--tpe-args JSON] [--evolution-args JSON]
+ *          tuner_quality --trace TUNER --space SPACE_JSON_FILE --objective NAME --seed S --budget N
+ *                        [--args CLASSARGS_JSON]
+ * --trace prints one sequential run trial by trial ("index<TAB>value<TAB>parameters"),
+ * so that tests/e2e/41-bench-equals-experiment.sh can check that a real experiment
+ * with trialConcurrency 1 and the same seed runs exactly these trials. NAME is a
+ * function of functions.json or "mixed5" (a mixed-type function, see eval_mixed5).
  * --tpe-args gives TPE's classArgs (default none: NNI's defaults). --evolution-args
  * gives Evolution's (default {"optimize_mode": "minimize"}: NNI requires the mode, and
  * the functions are minimized; population_size stays NNI's 32). Anneal runs with
@@ -23,6 +29,7 @@
 #include <string.h>
 
 #include "bench/objectives.h"
+#include "common/json.h"
 #include "tuners/tuner.h"
 
 /* optuna-figures.md, "Search quality" */
@@ -73,6 +80,108 @@ static double eval_params(const struct objective *obj, const cJSON *params)
     return obj->f(x);
 }
 
+/* The api stores a suggestion as JSON text and the history holds what it reads back;
+ * the same path here (json_print_exact makes it the identity). */
+static void roundtrip(cJSON **params)
+{
+    char *text = json_print_exact(*params);
+    cJSON_Delete(*params);
+    *params = cJSON_Parse(text);
+    free(text);
+}
+
+/* A function over a mixed space (the trace test's second case; the trial script
+ * tests/e2e/trials/mixed5.py computes the same, operation by operation):
+ *   x1 uniform[-5, 10], x2 uniform[0, 15]: branin;  lr loguniform[1e-4, 0.1]: (log10(lr) + 2.5)^2;
+ *   k randint[1, 8]: 0.3 (k - 5)^2;  act choice[relu, tanh, sigmoid, gelu]: 0, 0.5, 1, 0.2 */
+static double eval_mixed5(const cJSON *p)
+{
+    double x[2] = {cJSON_GetObjectItemCaseSensitive(p, "x1")->valuedouble,
+                   cJSON_GetObjectItemCaseSensitive(p, "x2")->valuedouble};
+    double lr = cJSON_GetObjectItemCaseSensitive(p, "lr")->valuedouble;
+    double k = cJSON_GetObjectItemCaseSensitive(p, "k")->valuedouble;
+    const char *act = cJSON_GetObjectItemCaseSensitive(p, "act")->valuestring;
+    double pen = strcmp(act, "tanh") == 0 ? 0.5 : strcmp(act, "sigmoid") == 0 ? 1.0 : strcmp(act, "gelu") == 0 ? 0.2 : 0.0;
+    double l = log10(lr) + 2.5;
+    return obj_branin(x) + l * l + 0.3 * (k - 5) * (k - 5) + pen;
+}
+
+static int trace(int argc, char **argv)
+{
+    const char *tuner = NULL, *space_path = NULL, *objective = NULL, *args_text = NULL;
+    long long seed = -1;
+    int budget = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--trace") == 0)
+            tuner = argv[i + 1];
+        else if (strcmp(argv[i], "--space") == 0)
+            space_path = argv[i + 1];
+        else if (strcmp(argv[i], "--objective") == 0)
+            objective = argv[i + 1];
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = atoll(argv[i + 1]);
+        else if (strcmp(argv[i], "--budget") == 0)
+            budget = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--args") == 0)
+            args_text = argv[i + 1];
+        else
+            return fprintf(stderr, "--trace: unknown option %s\n", argv[i]), 2;
+    }
+    const struct tuner_ops *ops = tuner ? tuner_find(tuner) : NULL;
+    const struct objective *obj = objective ? objective_find(objective) : NULL;
+    int mixed = objective && strcmp(objective, "mixed5") == 0;
+    if (!ops || !space_path || (!obj && !mixed) || seed < 0 || budget <= 0) {
+        fprintf(stderr, "--trace needs a known TUNER, --space FILE, --objective NAME|mixed5, --seed S, --budget N\n");
+        return 2;
+    }
+    char *text = read_file(space_path, NULL);
+    cJSON *sj = text ? cJSON_Parse(text) : NULL;
+    cJSON *args = args_text ? cJSON_Parse(args_text) : NULL;
+    struct ss_space *space;
+    struct errbuf e;
+    if (!sj || (args_text && !args) || ss_parse(sj, &space, NULL, 0, &e) < 0) {
+        fprintf(stderr, "%s or --args: cannot read, or not a valid search space\n", space_path);
+        return 1;
+    }
+    struct tuner_result *items = xcalloc((size_t)budget, sizeof *items);
+    cJSON **params = xcalloc((size_t)budget, sizeof *params);
+    void *state = NULL;
+    if (ops->create(args, space, (uint64_t)seed, &state, &e) < 0) {
+        fprintf(stderr, "%s: %s\n", ops->name, e.msg);
+        return 1;
+    }
+    int n = 0;
+    for (; n < budget; n++) {
+        struct tuner_history hist = {.n = n, .items = items};
+        int rc = ops->suggest(state, n, &hist, &params[n], &e);
+        if (rc < 0) {
+            fprintf(stderr, "%s: %s\n", ops->name, e.msg);
+            return 1;
+        }
+        if (rc != 1)
+            break;
+        roundtrip(&params[n]);
+        double v = mixed ? eval_mixed5(params[n]) : eval_params(obj, params[n]);
+        items[n] = (struct tuner_result){.parameter_id = n, .parameters = params[n], .has_value = 1, .value = v,
+                                         .status = "SUCCEEDED"};
+        char vbuf[40];
+        json_format_double(v, vbuf, sizeof vbuf);
+        char *ptext = json_print_exact(params[n]);
+        printf("%d\t%s\t%s\n", n, vbuf, ptext);
+        free(ptext);
+    }
+    ops->destroy(state);
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(params[i]);
+    free(params);
+    free(items);
+    ss_free(space);
+    cJSON_Delete(sj);
+    cJSON_Delete(args);
+    free(text);
+    return 0;
+}
+
 /* Checks the C formula against the file's exact check points. */
 static int check_points(const struct objective *obj, const cJSON *bench)
 {
@@ -114,6 +223,7 @@ static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const s
         }
         if (rc == 0)
             break;
+        roundtrip(&params[n]);
         double v = eval_params(obj, params[n]);
         items[n] = (struct tuner_result){.parameter_id = n, .parameters = params[n], .has_value = 1, .value = v,
                                          .status = "SUCCEEDED"};
@@ -145,6 +255,8 @@ int main(int argc, char **argv)
     const char *tpe_args_text = NULL;
     const char *evo_args_text = "{\"optimize_mode\": \"minimize\"}";
     int seeds = -1;
+    if (argc > 1 && strcmp(argv[1], "--trace") == 0)
+        return trace(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
             seeds = atoi(argv[++i]);

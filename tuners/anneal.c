@@ -77,7 +77,7 @@ struct an_ctx {
 
 /* ---- classArgs (NNI's HyperoptClassArgsValidator) ---- */
 
-static const char *const anneal_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type", NULL};
+static const char *const anneal_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type", "seed", NULL};
 static const char *const liar_names[] = {"min", "max", "mean", NULL};
 static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
@@ -128,7 +128,8 @@ static int anneal_create(const cJSON *args, const struct ss_space *space, uint64
     if (classargs_keys(args, "tuner", "Anneal", anneal_keys, e) < 0 ||
         classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
         classargs_bool(args, "tuner", "parallel_optimize", &parallel, e) < 0 ||
-        classargs_choice(args, "tuner", "constant_liar_type", liar_names, &liar, e) < 0)
+        classargs_choice(args, "tuner", "constant_liar_type", liar_names, &liar, e) < 0 ||
+        classargs_seed(args, &seed, e) < 0)
         return -1;
     struct anneal_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {

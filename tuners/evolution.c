@@ -44,7 +44,7 @@ struct evo_state {
     int n_params;            /* parameters in the whole tree: the most a parent has active */
 };
 
-static const char *const evo_keys[] = {"optimize_mode", "population_size", NULL};
+static const char *const evo_keys[] = {"optimize_mode", "population_size", "seed", NULL};
 static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
 static int count_params(const struct ss_space *s)
@@ -67,7 +67,8 @@ static int evo_create(const cJSON *args, const struct ss_space *space, uint64_t 
     if (classargs_keys(args, "tuner", "Evolution", evo_keys, e) < 0 ||
         classargs_require(args, "tuner", "Evolution", "optimize_mode", "\"maximize\" or \"minimize\"", e) < 0 ||
         classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0)
+        classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0 ||
+        classargs_seed(args, &seed, e) < 0)
         return -1;
     struct evo_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {

@@ -129,7 +129,7 @@ static double dist(const double *a, const double *b, int d)
 /* ---- classArgs ---- */
 
 static const char *const gp_keys[] = {"optimize_mode", "utility", "kappa", "xi", "nu", "alpha", "cold_start_num",
-                                      "selection_num_warm_up", "selection_num_starting_points", NULL};
+                                      "selection_num_warm_up", "selection_num_starting_points", "seed", NULL};
 static const char *const mode_names[] = {"maximize", "minimize", NULL};
 static const char *const utility_names[] = {"ei", "ucb", "poi", NULL};
 
@@ -147,7 +147,7 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
 {
     int mode = 0, utility = UT_EI, cold = 10, warm = 100000, starts = 250;
     double kappa = 5, xi = 0, nu = 2.5, alpha = 1e-6;
-    if (classargs_keys(args, "tuner", "GP", gp_keys, e) < 0 ||
+    if (classargs_keys(args, "tuner", "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
         classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
         classargs_choice(args, "tuner", "utility", utility_names, &utility, e) < 0 ||
         classargs_number(args, "tuner", "kappa", 0, 1e9, &kappa, e) < 0 ||

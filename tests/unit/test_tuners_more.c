@@ -116,8 +116,8 @@ struct bad_args {
 
 static const struct bad_args anneal_bad[] = {
     {"{\"algorithm_name\": \"anneal\"}", "tuner.classArgs.algorithm_name: unknown argument for Anneal (accepted: "
-                                         "optimize_mode, parallel_optimize, constant_liar_type)"},
-    {"{\"seed\": 1}", "tuner.classArgs.seed: unknown argument for Anneal"},
+                                         "optimize_mode, parallel_optimize, constant_liar_type, seed)"},
+    {"{\"seed\": -1}", "tuner.classArgs.seed: must be an integer between 0 and 2^53"},
     {"{\"optimize_mode\": \"max\"}", "tuner.classArgs.optimize_mode: must be \"maximize\" or \"minimize\""},
     {"{\"optimize_mode\": 1}", "tuner.classArgs.optimize_mode: must be"},
     {"{\"parallel_optimize\": \"true\"}", "tuner.classArgs.parallel_optimize: must be true or false"},
@@ -139,7 +139,7 @@ static const struct bad_args evolution_bad[] = {
     {"{\"optimize_mode\": \"maximize\", \"population_size\": 100000}", "tuner.classArgs.population_size: must be"},
     {"{\"optimize_mode\": \"maximize\", \"population_size\": 2.5}", "tuner.classArgs.population_size: must be"},
     {"{\"optimize_mode\": \"maximize\", \"population_size\": \"32\"}", "tuner.classArgs.population_size: must be"},
-    {"{\"optimize_mode\": \"maximize\", \"seed\": 3}", "tuner.classArgs.seed: unknown argument for Evolution"},
+    {"{\"optimize_mode\": \"maximize\", \"seed\": 2.5}", "tuner.classArgs.seed: must be an integer between 0 and 2^53"},
     {"\"maximize\"", "tuner.classArgs: must be a mapping"},
 };
 
