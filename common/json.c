@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/common.h"
 
@@ -24,28 +25,63 @@ void json_format_double(double d, char *buf, size_t size)
     }
 }
 
-static void put_string(struct strbuf *sb, const char *s)
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static int utf8_len(const unsigned char *s)
 {
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+void json_put_string(struct strbuf *sb, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
     sb_add(sb, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *run = s;
+    while (*s) {
+        unsigned char c = *s;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            s++;
+            continue;
+        }
+        int n = c >= 0x80 ? utf8_len(s) : 1;
+        if (c >= 0x80 && n > 0) {
+            s += n; /* a valid multi-byte character goes out as it is */
+            continue;
+        }
+        sb_add(sb, (const char *)run, (size_t)(s - run));
         char esc[8];
-        switch (*p) {
+        switch (c) {
         case '"': sb_add(sb, "\\\"", 2); break;
         case '\\': sb_add(sb, "\\\\", 2); break;
-        case '\b': sb_add(sb, "\\b", 2); break;
-        case '\f': sb_add(sb, "\\f", 2); break;
         case '\n': sb_add(sb, "\\n", 2); break;
         case '\r': sb_add(sb, "\\r", 2); break;
         case '\t': sb_add(sb, "\\t", 2); break;
+        case '\b': sb_add(sb, "\\b", 2); break;
+        case '\f': sb_add(sb, "\\f", 2); break;
         default:
-            if (*p < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", *p);
-                sb_puts(sb, esc);
+            if (c < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                sb_add(sb, esc, 6);
             } else {
-                sb_add(sb, (const char *)p, 1);
+                sb_add(sb, "\xEF\xBF\xBD", 3); /* U+FFFD for a byte that is not UTF-8 */
             }
         }
+        s++;
+        run = s;
     }
+    sb_add(sb, (const char *)run, (size_t)(s - run));
     sb_add(sb, "\"", 1);
 }
 
@@ -62,7 +98,7 @@ static void put_value(struct strbuf *sb, const cJSON *j)
         json_format_double(j->valuedouble, num, sizeof num);
         sb_puts(sb, num);
         break;
-    case cJSON_String: put_string(sb, j->valuestring ? j->valuestring : ""); break;
+    case cJSON_String: json_put_string(sb, j->valuestring ? j->valuestring : ""); break;
     case cJSON_Raw: sb_puts(sb, j->valuestring ? j->valuestring : "null"); break;
     case cJSON_Array:
         sb_add(sb, "[", 1);
@@ -78,7 +114,7 @@ static void put_value(struct strbuf *sb, const cJSON *j)
         for (c = j->child; c; c = c->next, first = 0) {
             if (!first)
                 sb_add(sb, ",", 1);
-            put_string(sb, c->string ? c->string : "");
+            json_put_string(sb, c->string ? c->string : "");
             sb_add(sb, ":", 1);
             put_value(sb, c);
         }

@@ -99,6 +99,12 @@ static void test_same_text_as_cjson_otherwise(void **st)
     free(mine);
     free(theirs);
     cJSON_Delete(j);
+    /* a byte that is not UTF-8 becomes U+FFFD: the text stays valid JSON */
+    cJSON *bad = cJSON_CreateString("a\xff\xc3(b");
+    char *fixed = json_print_exact(bad);
+    assert_string_equal(fixed, "\"a\xEF\xBF\xBD\xEF\xBF\xBD(b\"");
+    free(fixed);
+    cJSON_Delete(bad);
     char *null_text = json_print_exact(NULL);
     assert_string_equal(null_text, "null");
     free(null_text);
