@@ -47,40 +47,130 @@ int queue_owner_dead(const char *owner)
         return -1;                                         \
     } while (0)
 
-int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
-                int64_t lease_ms, struct trial *out, struct errbuf *e)
+/* The next trial a worker of this platform may take, when trialConcurrency allows one
+ * more: 1 with *id, 0 none, -1 error. */
+static int next_claimable(struct db *db, const char *exp_id, const char *platform, char **id, struct errbuf *e)
 {
-    TX_BEGIN(db, e);
-    int64_t now = now_ms();
-    sqlite3_stmt *st = db_query(db, e,
-        "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?, platform = ?5"
+    *id = NULL;
+    return db_text(db, e, id,
+        "SELECT id FROM trial WHERE experiment_id = ?1 AND status = 'WAITING'"
         /* a hybrid experiment's trials say 'hybrid' until a platform's worker takes one */
-        " WHERE id = (SELECT id FROM trial WHERE experiment_id = ?4 AND status = 'WAITING'"
-        "             AND lease_owner IS NULL AND platform IN (?5, 'hybrid') AND kill_request IS NULL"
-        "             ORDER BY sequence LIMIT 1)"
+        " AND lease_owner IS NULL AND platform IN (?2, 'hybrid') AND kill_request IS NULL"
         /* trialConcurrency holds across every worker of the experiment: the api may
          * queue trials ahead, the claim is what starts them */
-        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?4 AND status IN ('WAITING','RUNNING')"
-        "      AND lease_owner IS NOT NULL) < (SELECT concurrency FROM experiment WHERE id = ?4)"
-        " RETURNING " TRIAL_COLUMNS,
-        "siiss", owner, now + lease_ms, now, exp_id, platform);
-    if (!st)
+        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status IN ('WAITING','RUNNING')"
+        "      AND lease_owner IS NOT NULL) < (SELECT concurrency FROM experiment WHERE id = ?1)"
+        /* no trial starts once a stop is asked for or under way: it would only be killed
+         * again (and, started after the api's kill pass, outlive its grace period) */
+        " AND (SELECT desired_status IS NULL AND status NOT IN ('STOPPING','STOPPED')"
+        "      FROM experiment WHERE id = ?1)"
+        " ORDER BY sequence LIMIT 1",
+        "ss", exp_id, platform);
+}
+
+int queue_claim_on(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                   int64_t lease_ms, int64_t machine_id, const struct gpu_need *need, struct trial *out,
+                   char *reason, size_t reason_size, struct errbuf *e)
+{
+    if (reason && reason_size)
+        reason[0] = '\0';
+    if (need && need->count <= 0)
+        need = NULL;
+    TX_BEGIN(db, e);
+    char *id = NULL;
+    char gpus[256] = "";
+    int rc = next_claimable(db, exp_id, platform, &id, e);
+    if (rc < 0)
         TX_FAIL(db);
-    int rc = sqlite3_step(st), got = 0;
+    if (rc == 0)
+        TX_END_OK(db, e, 0);
+    if (need) {
+        /* claims of trials that ended or went back to the queue hold nothing */
+        if (gpu_release_stale(db, machine_id, e) < 0 ||
+            (rc = gpu_pick(db, machine_id, need, gpus, sizeof gpus, reason, reason ? reason_size : 0, e)) < 0) {
+            free(id);
+            TX_FAIL(db);
+        }
+        if (rc == 0) {
+            free(id);
+            TX_END_OK(db, e, 0);
+        }
+    }
+    int64_t now = now_ms();
+    sqlite3_stmt *st = db_query(db, e,
+        "UPDATE trial SET lease_owner = ?, lease_expires = ?, updated_at = ?, platform = ?, gpu_indices = ?"
+        " WHERE id = ? AND status = 'WAITING' AND lease_owner IS NULL"
+        " RETURNING " TRIAL_COLUMNS,
+        "siisss", owner, now + lease_ms, now, platform, need ? gpus : NULL, id);
+    if (!st) {
+        free(id);
+        TX_FAIL(db);
+    }
+    int got = 0;
+    rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         trial_from_row(st, out);
         got = 1;
         rc = sqlite3_step(st);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE || (got && need && gpu_claim_write(db, machine_id, need, gpus, id, e) < 0)) {
+        if (rc != SQLITE_DONE)
+            errf(e, "claim: %s", sqlite3_errmsg(db->h));
         if (got)
             trial_clear(out);
-        errf(e, "claim: %s", sqlite3_errmsg(db->h));
+        free(id);
         TX_FAIL(db);
     }
+    free(id);
     /* no event: a claim changes no status; the RUNNING event names the worker */
     TX_END_OK(db, e, got);
+}
+
+int queue_set_waiting_reason(struct db *db, const char *exp_id, const char *platform, const char *reason,
+                             struct errbuf *e)
+{
+    return db_run(db, e,
+                  "UPDATE trial SET waiting_reason = ?1, updated_at = ?2 WHERE experiment_id = ?3"
+                  " AND status = 'WAITING' AND lease_owner IS NULL AND platform IN (?4, 'hybrid')"
+                  " AND waiting_reason IS NOT ?1",
+                  "siss", reason, now_ms(), exp_id, platform);
+}
+
+int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial *out, struct errbuf *e)
+{
+    TX_BEGIN(db, e);
+    struct gpu_need need;
+    memset(&need, 0, sizeof need);
+    int64_t machine_id = 0;
+    /* GPU scheduling of local trials; the other platforms claim per machine
+     * (queue_claim_on) or hand the GPU count to their cluster */
+    if (strcmp(platform, "local") == 0) {
+        char *config = NULL, *id = NULL;
+        int any = next_claimable(db, exp_id, platform, &id, e);
+        free(id);
+        if (any < 0)
+            TX_FAIL(db);
+        if (any == 0)
+            TX_END_OK(db, e, 0); /* the common idle case: no config to read */
+        /* only the keys GPU scheduling reads, not the whole config (search space) */
+        if (db_text(db, e, &config,
+                    "SELECT json_object('trainingService', json(json_extract(config, '$.trainingService')),"
+                    " 'trialGpuNumber', json_extract(config, '$.trialGpuNumber'))"
+                    " FROM experiment WHERE id = ?", "s", exp_id) < 0)
+            TX_FAIL(db);
+        gpu_need_from_config(config, platform, &need);
+        free(config);
+        if (need.count > 0 && machine_ensure(db, platform, host_name(), 0, NULL, &machine_id, e) < 0)
+            TX_FAIL(db);
+    }
+    char reason[512];
+    int rc = queue_claim_on(db, exp_id, platform, owner, lease_ms, machine_id, &need, out, reason,
+                            sizeof reason, e);
+    if (rc < 0 || (rc == 0 && reason[0] && queue_set_waiting_reason(db, exp_id, platform, reason, e) < 0))
+        TX_FAIL(db);
+    TX_END_OK(db, e, rc);
 }
 
 int queue_renew(struct db *db, const char *owner, int64_t lease_ms, struct errbuf *e)
@@ -148,9 +238,14 @@ fail:
 
 int queue_release(struct db *db, const char *trial_id, const char *owner, struct errbuf *e)
 {
-    return db_run(db, e, "UPDATE trial SET lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-                         " WHERE id = ? AND lease_owner = ?",
-                  "iss", now_ms(), trial_id, owner) < 0 ? -1 : 0;
+    TX_BEGIN(db, e);
+    int rc = db_run(db, e, "UPDATE trial SET lease_owner = NULL, lease_expires = NULL, updated_at = ?"
+                           " WHERE id = ? AND lease_owner = ?",
+                    "iss", now_ms(), trial_id, owner);
+    /* a trial back in the queue holds no GPU: the next claim picks its GPUs again */
+    if (rc < 0 || (rc == 1 && gpu_release_trial(db, trial_id, e) < 0))
+        TX_FAIL(db);
+    TX_END_OK(db, e, 0);
 }
 
 /* Looks up the current status and experiment of a trial (inside the transaction). */
@@ -249,6 +344,9 @@ int trial_requeue(struct db *db, const char *trial_id, const char *owner, const 
             char *why = xasprintf("%s; retry as attempt %d", reason, t.attempt + 1);
             changed = db_run(db, e,
                 "UPDATE trial SET status = 'WAITING', attempt = attempt + 1, job_id = NULL,"
+                /* hybrid: the retry may run on any listed platform again */
+                " platform = CASE WHEN (SELECT platform FROM experiment WHERE id = trial.experiment_id)"
+                "            = 'hybrid' THEN 'hybrid' ELSE platform END,"
                 " lease_owner = NULL, lease_expires = NULL, start_time = NULL,"
                 " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?"
                 " WHERE id = ? AND lease_owner = ?",
@@ -259,7 +357,11 @@ int trial_requeue(struct db *db, const char *trial_id, const char *owner, const 
                 TX_FAIL(db);
             }
             free(why);
-            db_run(db, e, "DELETE FROM gpu_claim WHERE trial_id = ?", "s", trial_id);
+            /* the next attempt gets its GPUs when it is claimed again */
+            if (gpu_release_trial(db, trial_id, e) < 0) {
+                trial_clear(&t);
+                TX_FAIL(db);
+            }
         } else {
             const char *to = t.kill_request ? t.kill_request : "FAILED";
             changed = trial_finish(db, trial_id, owner, to, 0, 0, now_ms(), reason, e);

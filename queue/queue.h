@@ -4,6 +4,7 @@
 #ifndef TRIALQ_QUEUE_H
 #define TRIALQ_QUEUE_H
 
+#include "queue/gpu.h"
 #include "schema/schema.h"
 
 /* This process as a lease owner: "<host>:<pid>:<proc start time>". Caller frees. */
@@ -15,13 +16,31 @@ int queue_owner_dead(const char *owner);
  * Returns 1 with *out filled, 0 when there is none, -1 on error. */
 int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
                 int64_t lease_ms, struct trial *out, struct errbuf *e);
+/* For trials that need GPUs on the local platform (trialGpuNumber > 0 in the config of
+ * the experiment's local trainingService), queue_claim is queue_claim_on the local
+ * machine; a trial that cannot get its GPUs stays WAITING with waiting_reason saying why. */
+
+/* Takes the next WAITING trial for one machine: with need->count > 0 only when the
+ * machine has the GPUs, which are claimed in the same transaction (gpu_claim rows,
+ * out->gpu_indices "0,2"); with need NULL or count 0 like queue_claim without GPUs.
+ * Returns 1 claimed, 0 none (reason, when given, says why a waiting trial cannot get
+ * GPUs - "needs 2 GPUs; host h has 1 free, 0 idle" - and is "" when there is no trial
+ * or trialConcurrency is reached), -1 error. Writes no waiting_reason itself. */
+int queue_claim_on(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                   int64_t lease_ms, int64_t machine_id, const struct gpu_need *need, struct trial *out,
+                   char *reason, size_t reason_size, struct errbuf *e);
+/* Sets waiting_reason of the experiment's unclaimed WAITING trials of this platform
+ * (or 'hybrid') where it differs. Returns how many changed. */
+int queue_set_waiting_reason(struct db *db, const char *exp_id, const char *platform, const char *reason,
+                             struct errbuf *e);
 /* Extends the lease of every trial this owner holds. Returns how many. */
 int queue_renew(struct db *db, const char *owner, int64_t lease_ms, struct errbuf *e);
 /* Takes over non-final trials of the experiment/platform whose lease expired or whose
  * owner died on this host. *out is a new array of *n trials (caller clears each). */
 int queue_adopt(struct db *db, const char *exp_id, const char *platform, const char *owner,
                 int64_t lease_ms, struct trial **out, int *n, struct errbuf *e);
-/* Gives a claimed trial back (lease cleared) without changing its status. */
+/* Gives a claimed trial back (lease cleared, GPU claims released) without changing its
+ * status. */
 int queue_release(struct db *db, const char *trial_id, const char *owner, struct errbuf *e);
 
 /* WAITING -> RUNNING, by the lease owner, recording the platform job handle. */
