@@ -129,7 +129,7 @@ int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbu
     " AND m.id = (SELECT f.id FROM metric f WHERE f.trial_id = t.id AND f.attempt = t.attempt"        \
     " AND f.type = 'FINAL' ORDER BY f.id LIMIT 1) ORDER BY " order
 /* columns of the outer select: TRIAL_COLUMNS, change_seq, then NNI_METRIC_COLUMNS */
-#define TRIAL_NCOLS 27
+#define TRIAL_NCOLS TRIAL_NCOLUMNS
 #define FINAL_COL (TRIAL_NCOLS + 1)
 
 /* An offset is skipped in the index alone (these queries are covered by it), and

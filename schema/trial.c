@@ -48,6 +48,7 @@ void trial_from_row(sqlite3_stmt *st, struct trial *t)
     t->final_metric = sqlite3_column_double(st, i++);
     t->metrics_offset = col_i64(st, i++);
     t->stdout_offset = col_i64(st, i++);
+    t->parameter_label = col_str(st, i++);
 }
 
 int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
@@ -70,6 +71,6 @@ void trial_clear(struct trial *t)
     free(t->id); free(t->experiment_id); free(t->parameters); free(t->parameter_source);
     free(t->status); free(t->platform); free(t->machine); free(t->job_id); free(t->lease_owner);
     free(t->kill_request); free(t->waiting_reason); free(t->trial_dir); free(t->message);
-    free(t->final_metric_json); free(t->gpu_indices);
+    free(t->final_metric_json); free(t->gpu_indices); free(t->parameter_label);
     memset(t, 0, sizeof *t);
 }

@@ -19,6 +19,8 @@ extern const struct tuner_ops tuner_tpe;
 extern const struct tuner_ops tuner_anneal;
 extern const struct tuner_ops tuner_evolution;
 extern const struct tuner_ops tuner_gp;
+extern const struct tuner_ops tuner_hyperband;
+extern const struct tuner_ops tuner_bohb;
 
 /* ---- the built-in assessors (assessor.c lists them) ---- */
 struct assessor_ops;

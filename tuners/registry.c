@@ -12,6 +12,8 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_anneal,
     &tuner_evolution,
     &tuner_gp,
+    &tuner_hyperband,
+    &tuner_bohb,
 };
 
 const struct tuner_ops *tuner_find(const char *name)
@@ -33,5 +35,5 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP";
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Hyperband, BOHB";
 }

@@ -16,6 +16,14 @@ struct tuner_result {
     int has_value;             /* a FINAL metric was reported (and the trial succeeded) */
     double value;              /* its default value */
     const char *status;        /* trial status: SUCCEEDED, FAILED, RUNNING, ... */
+    const char *label;         /* the wire parameter id the suggestion was given (the
+                                * tuner_ops.label answer, trial.parameter_label), or NULL */
+    /* Only for a tuner with needs_latest: the value NNI's Hyperband ranks a trial by,
+     * its latest result: the FINAL metric's default value when one was reported
+     * (whatever the status), else the default value of the PERIODICAL metric with the
+     * highest sequence (of the trial's current attempt). has_latest 0: no result. */
+    int has_latest;
+    double latest;
 };
 
 struct tuner_history {
@@ -41,6 +49,17 @@ struct tuner_ops {
     /* 1: suggest() reads the history (TPE), so the api must pass it; 0: it is
      * ignored and the api may pass NULL without loading it. */
     int needs_history;
+    /* Optional (NULL: the wire parameter id is the index). Called right after suggest()
+     * returned 1 for `index`: the parameter id the trial sees (parameter.cfg, the REST
+     * hyperParameters) and reports its metrics with, as a new string, or NULL for the
+     * index itself. Hyperband answers "0-3_0_12". The api stores it with the trial
+     * (trial.parameter_label) and hands it back in tuner_result.label. */
+    char *(*label)(void *state, int64_t index);
+    /* 1: the api fills tuner_result.has_latest/latest (a metric query per changed trial). */
+    int needs_latest;
+    /* 1: an advisor (Hyperband, BOHB): it decides when configurations stop, so the api
+     * runs no assessor beside it (NNI ignores the assessor of an advisor). */
+    int advisor;
 };
 
 /* Case-insensitive lookup by name or alias; NULL if unknown. */
