@@ -1,0 +1,1576 @@
+/* kube_platforms.c: kubeflow (TFJob / PyTorchJob), frameworkcontroller (Framework) and
+ * adl (AdaptDLJob): one custom resource per trial, named as NNI names it, labelled
+ * app=nni-kubernetes-trial, expId, trialId.
+ *
+ * The trial files live on the shared storage (an NFS export or Azure file share that is
+ * mounted on this host at <L>; pods see it at /tmp/mount, adl at nfs.containerMountPath):
+ *   <L>/nni/<exp>/nni-code/                 the code directory, copied once
+ *   <L>/nni/<exp>/<trial>/parameter.cfg     written before the job is created
+ *   <L>/nni/<exp>/<trial>/run_<role>.sh     the launch script of each role
+ *   <L>/nni/<exp>/<trial>/output/<role>_output/trial.stdout   NNISDK_MEb lines: metrics
+ *   <L>/nni/<exp>/<trial>/.nni/created      the custom resource exists (or existed)
+ * Metrics are pulled from there, so pods never need to reach the manager.
+ *
+ * Submission is idempotent by name: a 409 with our trialId label is adoption. A
+ * transient failure (no answer, 5xx) does not fail the trial: poll creates the job
+ * later, with back-off; ".nni/created" tells "never created" from "vanished". */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "schema/nnijson.h"
+#include "common/chantoken.h"
+#include "workers/kube.h"
+#include "workers/nniignore.h"
+
+#define POD_MOUNT "/tmp/mount"
+#define POLL_EVERY_MS 1000
+#define APP_LABEL "nni-kubernetes-trial"
+
+enum kube_kind { KK_KUBEFLOW, KK_FC, KK_ADL };
+
+struct kube_role {
+    char *name;         /* worker, ps, master, or the task role's name */
+    char *spec_name;    /* Worker, Ps, Master (kubeflow) */
+    const cJSON *cfg;
+    char *pull_secret;  /* Secret for privateRegistryAuthPath, or NULL */
+};
+
+struct kube_held {
+    char *id;
+    int64_t next_poll_ms;
+    int kill_pending;
+    int64_t warned_ms;
+};
+
+struct kube_state {
+    enum kube_kind kind;
+    const char *platform;
+    struct kube_conn conn;
+    char *group, *version, *plural, *kindname, *container;
+    char *ns;
+    char *local_mount, *pod_mount;  /* the storage here and in pods */
+    char *local_root, *pod_root;    /* .../nni/<exp> */
+    int we_mounted;
+    cJSON *volume;                  /* the storage volume of the pods, named nni-vol */
+    struct kube_role roles[16];
+    int nroles;
+    int chief;                      /* the role whose stdout carries the metrics */
+    struct kube_held *held;
+    int nheld;
+    char *exp_lower;
+    int64_t poll_every_ms;
+};
+
+/* ---------------- small helpers ---------------- */
+
+static char *lower(const char *s)
+{
+    char *r = xstrdup(s);
+    for (char *p = r; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return r;
+}
+
+static void sq_append(struct strbuf *sb, const char *s)
+{
+    sb_puts(sb, "'");
+    for (; *s; s++) {
+        if (*s == '\'')
+            sb_puts(sb, "'\\''");
+        else
+            sb_add(sb, s, 1);
+    }
+    sb_puts(sb, "'");
+}
+
+static const char *jstr(const cJSON *o, const char *k, const char *def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+static int jint(const cJSON *o, const char *k, int def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valueint : def;
+}
+
+/* NNI's memorySize: a number of MB or "512mb", "8gb", ... (units of 1024) -> MB. */
+static long long memory_mb(const cJSON *v, long long def)
+{
+    if (cJSON_IsNumber(v))
+        return (long long)v->valuedouble;
+    if (!cJSON_IsString(v))
+        return def;
+    char *end;
+    double x = strtod(v->valuestring, &end);
+    while (*end == ' ')
+        end++;
+    double mult = 1.0 / (1024 * 1024);
+    if (!strncasecmp(end, "k", 1)) mult = 1.0 / 1024;
+    else if (!strncasecmp(end, "m", 1)) mult = 1;
+    else if (!strncasecmp(end, "g", 1)) mult = 1024;
+    else if (!strncasecmp(end, "t", 1)) mult = 1024 * 1024;
+    long long mb = (long long)(x * mult + 0.5);
+    return mb > 0 ? mb : 1;
+}
+
+static char *trial_local_dir(struct kube_state *ks, const char *id)
+{
+    return xasprintf("%s/%s", ks->local_root, id);
+}
+
+static struct kube_held *held_of(struct kube_state *ks, const char *id)
+{
+    for (int i = 0; i < ks->nheld; i++)
+        if (strcmp(ks->held[i].id, id) == 0)
+            return &ks->held[i];
+    ks->held = xrealloc(ks->held, sizeof *ks->held * (size_t)(ks->nheld + 1));
+    struct kube_held *h = &ks->held[ks->nheld++];
+    memset(h, 0, sizeof *h);
+    h->id = xstrdup(id);
+    return h;
+}
+
+static void held_drop(struct kube_state *ks, const char *id)
+{
+    for (int i = 0; i < ks->nheld; i++)
+        if (strcmp(ks->held[i].id, id) == 0) {
+            free(ks->held[i].id);
+            ks->held[i] = ks->held[--ks->nheld];
+            return;
+        }
+}
+
+/* Runs argv, capturing stdout (and stderr into *err). Returns the exit status or -1. */
+static int run_capture(char *const argv[], char **out, char **err)
+{
+    int po[2], pe[2];
+    if (pipe(po) < 0)
+        return -1;
+    if (pipe(pe) < 0) {
+        close(po[0]); close(po[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        close_fds_from(3);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    struct strbuf so, se;
+    sb_init(&so);
+    sb_init(&se);
+    char buf[4096];
+    ssize_t r;
+    while ((r = read(po[0], buf, sizeof buf)) > 0)
+        sb_add(&so, buf, (size_t)r);
+    while ((r = read(pe[0], buf, sizeof buf)) > 0)
+        sb_add(&se, buf, (size_t)r);
+    close(po[0]);
+    close(pe[0]);
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        st = -1;
+    *out = sb_detach(&so);
+    *err = sb_detach(&se);
+    return st < 0 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* ---------------- API checks at start ---------------- */
+
+static const char *user_desc(const struct kube_conn *k)
+{
+    if (k->token) return "its bearer token";
+    if (k->cert_file || k->cert_pem) return "its client certificate";
+    return "no credentials";
+}
+
+/* A first answer that is not what we need becomes a message naming what to fix. */
+static int explain(struct kube_state *ks, const char *what, long status, const cJSON *resp, struct errbuf *e)
+{
+    struct kube_conn *k = &ks->conn;
+    if (status == 401)
+        return errf(e, "the Kubernetes API server %s answered 401 Unauthorized to %s: user \"%s\" of context \"%s\" "
+                       "in %s (%s) is not accepted; renew the token or client certificate in the kubeconfig",
+                    k->server, what, k->user ? k->user : "", k->context, k->source, user_desc(k));
+    if (status == 403)
+        return errf(e, "the Kubernetes API server %s answered 403 Forbidden to %s: user \"%s\" of context \"%s\" "
+                       "lacks RBAC rights (%s); grant get, list, create, delete on %s.%s in namespace %s (see "
+                       "docs/platforms/%s.md)",
+                    k->server, what, k->user ? k->user : "", k->context, kube_status_message(resp, status),
+                    ks->plural, ks->group, ks->ns, ks->platform);
+    return errf(e, "the Kubernetes API server %s answered %ld to %s: %s", k->server, status, what,
+                kube_status_message(resp, status));
+}
+
+static const char *operator_hint(struct kube_state *ks)
+{
+    switch (ks->kind) {
+    case KK_KUBEFLOW:
+        return strcmp(ks->kindname, "TFJob") == 0 ? "install Kubeflow's tf-operator (training-operator)"
+                                                  : "install Kubeflow's pytorch-operator (training-operator)";
+    case KK_FC: return "install FrameworkController (its Framework CRD)";
+    default: return "install AdaptDL's scheduler (its AdaptDLJob CRD, e.g. with the adaptdl-sched Helm chart)";
+    }
+}
+
+static int check_api(struct kube_state *ks, struct errbuf *e)
+{
+    struct kube_conn *k = &ks->conn;
+    long st;
+    cJSON *r = NULL;
+    struct errbuf ee;
+    char *path = xasprintf("/apis/%s", ks->group);
+    int rc = -1;
+    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
+        errf(e, "cannot reach the Kubernetes API server %s (cluster \"%s\" of context \"%s\" in %s): %s; check "
+                "clusters[].cluster.server and that the cluster is up",
+             k->server, k->cluster, k->context, k->source, ee.msg);
+        goto out;
+    }
+    if (st == 404) {
+        errf(e, "the Kubernetes API server %s does not serve the API group %s (no %s custom resource definition): "
+                "%s",
+             k->server, ks->group, ks->kindname, operator_hint(ks));
+        goto out;
+    }
+    if (st != 200) {
+        explain(ks, path, st, r, e);
+        goto out;
+    }
+    /* the version must be served */
+    const cJSON *versions = cJSON_GetObjectItemCaseSensitive(r, "versions"), *v;
+    int found = 0;
+    struct strbuf served;
+    sb_init(&served);
+    cJSON_ArrayForEach(v, versions) {
+        const char *ver = jstr(v, "version", NULL);
+        if (!ver)
+            continue;
+        if (served.len)
+            sb_puts(&served, ", ");
+        sb_puts(&served, ver);
+        if (strcmp(ver, ks->version) == 0)
+            found = 1;
+    }
+    if (!found) {
+        errf(e, "the API group %s on %s serves version(s) %s, not %s; set apiVersion to a served version (or "
+                "upgrade the operator)",
+             ks->group, k->server, served.len ? served.buf : "none", ks->version);
+        sb_free(&served);
+        goto out;
+    }
+    sb_free(&served);
+    cJSON_Delete(r);
+    r = NULL;
+    free(path);
+    path = xasprintf("/apis/%s/%s", ks->group, ks->version);
+    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
+        errf(e, "Kubernetes API server %s: %s", k->server, ee.msg);
+        goto out;
+    }
+    found = 0;
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "resources");
+    cJSON_ArrayForEach(v, res) {
+        const char *name = jstr(v, "name", "");
+        if (strcmp(name, ks->plural) == 0)
+            found = 1;
+    }
+    if (st != 200 || !found) {
+        errf(e, "%s/%s on %s has no resource %s: %s", ks->group, ks->version, k->server, ks->plural,
+             operator_hint(ks));
+        goto out;
+    }
+    cJSON_Delete(r);
+    r = NULL;
+    free(path);
+    /* may we list (and so, with the same role, create and delete) in the namespace? */
+    path = xasprintf("/apis/%s/%s/namespaces/%s/%s?limit=1", ks->group, ks->version, ks->ns, ks->plural);
+    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
+        errf(e, "Kubernetes API server %s: %s", k->server, ee.msg);
+        goto out;
+    }
+    if (st != 200) {
+        char *what = xasprintf("list %s in namespace %s", ks->plural, ks->ns);
+        explain(ks, what, st, r, e);
+        free(what);
+        goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(r);
+    free(path);
+    return rc;
+}
+
+/* ---------------- storage ---------------- */
+
+static int is_mountpoint(const char *dir)
+{
+    struct stat a, b;
+    char *parent = xasprintf("%s/..", dir);
+    int r = stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+    free(parent);
+    return r;
+}
+
+/* Mounts the NFS export at <expdir>/trials-nfs-tmp as NNI does, or says why it cannot. */
+static int mount_nfs(struct kube_state *ks, struct worker *w, const char *server, const char *path,
+                     struct errbuf *e)
+{
+    if (!w->exp.exp_dir)
+        return errf(e, "storage: no localMountPoint is set");
+    char *m = xasprintf("%s/trials-nfs-tmp", w->exp.exp_dir);
+    if (mkdir_p(m, 0755) < 0) {
+        errf(e, "cannot create %s: %s", m, strerror(errno));
+        free(m);
+        return -1;
+    }
+    if (!is_mountpoint(m)) {
+        if (access("/sbin/mount.nfs", X_OK) < 0 && access("/usr/sbin/mount.nfs", X_OK) < 0) {
+            errf(e, "storage: this host has no NFS client (mount.nfs) to mount %s:%s; install nfs-common, or mount "
+                    "the export yourself and set storage.localMountPoint to its mount point",
+                 server, path);
+            free(m);
+            return -1;
+        }
+        char *src = xasprintf("%s:%s", server, path);
+        char *argv_root[] = {"mount", "-t", "nfs", src, m, NULL};
+        char *argv_sudo[] = {"sudo", "-n", "mount", "-t", "nfs", src, m, NULL};
+        char *out = NULL, *err = NULL;
+        int rc = run_capture(geteuid() == 0 ? argv_root : argv_sudo, &out, &err);
+        if (rc != 0) {
+            errf(e, "storage: cannot mount %s at %s (%s): %s; mount it yourself and set storage.localMountPoint",
+                 src, m, geteuid() == 0 ? "mount" : "sudo -n mount: needs passwordless sudo", err && *err ? err : "failed");
+            free(out); free(err); free(src); free(m);
+            return -1;
+        }
+        free(out); free(err); free(src);
+    }
+    ks->we_mounted = 1; /* ours (this or an earlier worker's): unmounted at stop */
+    ks->local_mount = m;
+    return 0;
+}
+
+static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *ts, int check_only,
+                         struct errbuf *e)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ts, ks->kind == KK_ADL ? "nfs" : "storage");
+    if (!st)
+        return errf(e, ks->kind == KK_ADL ? "adl: set nfs (server, path, containerMountPath, localMountPoint): trialq "
+                                             "reads the trials' metrics and logs from that share"
+                                           : "storage is missing");
+    const char *type = ks->kind == KK_ADL ? "nfs" : jstr(st, "storageType", "nfs");
+    const char *lm = jstr(st, "localMountPoint", NULL);
+    ks->pod_mount = xstrdup(ks->kind == KK_ADL ? jstr(st, "containerMountPath", POD_MOUNT) : POD_MOUNT);
+    if (strcmp(type, "nfs") == 0) {
+        ks->volume = cJSON_CreateObject();
+        cJSON_AddStringToObject(ks->volume, "name", "nni-vol");
+        cJSON *nfs = cJSON_AddObjectToObject(ks->volume, "nfs");
+        cJSON_AddStringToObject(nfs, "server", jstr(st, "server", ""));
+        cJSON_AddStringToObject(nfs, "path", jstr(st, "path", ""));
+    }
+    if (lm) {
+        struct stat sb;
+        if (stat(lm, &sb) < 0 || !S_ISDIR(sb.st_mode))
+            return errf(e, "storage.localMountPoint %s: %s (the share must be mounted there)", lm,
+                        errno ? strerror(errno) : "not a directory");
+        if (access(lm, W_OK) < 0)
+            return errf(e, "storage.localMountPoint %s: not writable: %s", lm, strerror(errno));
+        ks->local_mount = xstrdup(lm);
+    } else if (strcmp(type, "nfs") == 0) {
+        if (check_only) {
+            /* will the worker be able to mount it? */
+            if (access("/sbin/mount.nfs", X_OK) < 0 && access("/usr/sbin/mount.nfs", X_OK) < 0)
+                return errf(e, "storage: no localMountPoint is set and this host has no NFS client (mount.nfs) to "
+                               "mount %s:%s; install nfs-common, or mount the export yourself and set "
+                               "%s.localMountPoint to its mount point",
+                            jstr(st, "server", ""), jstr(st, "path", ""), ks->kind == KK_ADL ? "nfs" : "storage");
+            if (geteuid() != 0) {
+                char *argv[] = {"sudo", "-n", "true", NULL};
+                char *o = NULL, *er = NULL;
+                int src = run_capture(argv, &o, &er);
+                free(o);
+                free(er);
+                if (src != 0)
+                    return errf(e, "storage: no localMountPoint is set, and mounting %s:%s needs root or "
+                                   "passwordless sudo; mount the export yourself and set localMountPoint",
+                                jstr(st, "server", ""), jstr(st, "path", ""));
+            }
+            return 0;
+        }
+        if (mount_nfs(ks, w, jstr(st, "server", ""), jstr(st, "path", ""), e) < 0)
+            return -1;
+    } else {
+        return errf(e, "storage (azureStorage): trialq does not upload through the Azure Files REST API; mount the "
+                       "share on this host (e.g. mount -t cifs //%s.file.core.windows.net/%s DIR ...) and set "
+                       "storage.localMountPoint to DIR",
+                    jstr(st, "azureAccount", "ACCOUNT"), jstr(st, "azureShare", "SHARE"));
+    }
+    return 0;
+}
+
+/* The Azure file volume needs a Secret with the account key (from Key Vault, as NNI). */
+static int azure_volume(struct kube_state *ks, struct worker *w, const cJSON *st, struct errbuf *e)
+{
+    char *argv[] = {"az", "keyvault", "secret", "show", "--name", (char *)jstr(st, "keyVaultKey", ""),
+                    "--vault-name", (char *)jstr(st, "keyVaultName", ""), NULL};
+    char *out = NULL, *err = NULL;
+    int rc = run_capture(argv, &out, &err);
+    cJSON *j = rc == 0 && (!err || !*err) ? cJSON_Parse(out) : NULL;
+    const char *key = jstr(j, "value", NULL);
+    if (!key) {
+        errf(e, "storage (azureStorage): `az keyvault secret show --name %s --vault-name %s` failed%s%s; log in "
+                "with `az login` and check keyVaultName/keyVaultKey",
+             jstr(st, "keyVaultKey", ""), jstr(st, "keyVaultName", ""), err && *err ? ": " : "", err ? err : "");
+        cJSON_Delete(j); free(out); free(err);
+        return -1;
+    }
+    char *name = xasprintf("nni-secret-%s", ks->exp_lower);
+    cJSON *sec = cJSON_CreateObject();
+    cJSON_AddStringToObject(sec, "apiVersion", "v1");
+    cJSON_AddStringToObject(sec, "kind", "Secret");
+    cJSON *md = cJSON_AddObjectToObject(sec, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", ks->ns);
+    cJSON *lb = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddStringToObject(lb, "app", APP_LABEL);
+    cJSON_AddStringToObject(lb, "expId", w->exp_id);
+    cJSON_AddStringToObject(sec, "type", "Opaque");
+    cJSON *data = cJSON_AddObjectToObject(sec, "data");
+    const char *acct = jstr(st, "azureAccount", "");
+    char *a64 = b64_encode(acct, strlen(acct)), *k64 = b64_encode(key, strlen(key));
+    cJSON_AddStringToObject(data, "azurestorageaccountname", a64);
+    cJSON_AddStringToObject(data, "azurestorageaccountkey", k64);
+    free(a64); free(k64);
+    cJSON_Delete(j); free(out); free(err);
+    char *path = xasprintf("/api/v1/namespaces/%s/secrets", ks->ns);
+    long code;
+    cJSON *r = NULL;
+    rc = kube_request(&ks->conn, "POST", path, sec, &code, &r, e);
+    if (rc == 0 && code != 201 && code != 200 && code != 409)
+        rc = explain(ks, "creating the storage Secret", code, r, e);
+    cJSON_Delete(r);
+    cJSON_Delete(sec);
+    free(path);
+    if (rc == 0) {
+        ks->volume = cJSON_CreateObject();
+        cJSON_AddStringToObject(ks->volume, "name", "nni-vol");
+        cJSON *af = cJSON_AddObjectToObject(ks->volume, "azureFile");
+        cJSON_AddStringToObject(af, "secretName", name);
+        cJSON_AddStringToObject(af, "shareName", jstr(st, "azureShare", ""));
+        cJSON_AddBoolToObject(af, "readOnly", 0);
+    }
+    free(name);
+    return rc;
+}
+
+/* privateRegistryAuthPath -> a dockerconfigjson Secret, one per role and experiment. */
+static int pull_secret(struct kube_state *ks, struct worker *w, struct kube_role *r, const char *file,
+                       struct errbuf *e)
+{
+    size_t len;
+    char *content = read_file(file, &len);
+    if (!content)
+        return errf(e, "privateRegistryAuthPath %s: %s", file, strerror(errno));
+    char *rl = lower(r->name);
+    r->pull_secret = xasprintf("nni-secret-%s-%s", ks->exp_lower, rl);
+    for (char *p = r->pull_secret; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+            *p = '-';
+    free(rl);
+    cJSON *sec = cJSON_CreateObject();
+    cJSON_AddStringToObject(sec, "apiVersion", "v1");
+    cJSON_AddStringToObject(sec, "kind", "Secret");
+    cJSON *md = cJSON_AddObjectToObject(sec, "metadata");
+    cJSON_AddStringToObject(md, "name", r->pull_secret);
+    cJSON_AddStringToObject(md, "namespace", ks->ns);
+    cJSON *lb = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddStringToObject(lb, "app", APP_LABEL);
+    cJSON_AddStringToObject(lb, "expId", w->exp_id);
+    cJSON_AddStringToObject(sec, "type", "kubernetes.io/dockerconfigjson");
+    char *b = b64_encode(content, len);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(sec, "data"), ".dockerconfigjson", b);
+    free(b);
+    free(content);
+    char *path = xasprintf("/api/v1/namespaces/%s/secrets", ks->ns);
+    long code;
+    cJSON *resp = NULL;
+    int rc = kube_request(&ks->conn, "POST", path, sec, &code, &resp, e);
+    if (rc == 0 && code != 201 && code != 200 && code != 409)
+        rc = explain(ks, "creating the image pull Secret", code, resp, e);
+    cJSON_Delete(resp);
+    cJSON_Delete(sec);
+    free(path);
+    return rc;
+}
+
+/* ---------------- setup ---------------- */
+
+static void state_free(struct kube_state *ks)
+{
+    if (!ks)
+        return;
+    kube_conn_clear(&ks->conn);
+    free(ks->group); free(ks->version); free(ks->plural); free(ks->kindname); free(ks->container);
+    free(ks->ns); free(ks->local_mount); free(ks->pod_mount); free(ks->local_root); free(ks->pod_root);
+    free(ks->exp_lower);
+    cJSON_Delete(ks->volume);
+    for (int i = 0; i < ks->nroles; i++) {
+        free(ks->roles[i].name);
+        free(ks->roles[i].spec_name);
+        free(ks->roles[i].pull_secret);
+    }
+    for (int i = 0; i < ks->nheld; i++)
+        free(ks->held[i].id);
+    free(ks->held);
+    free(ks);
+}
+
+static void add_role(struct kube_state *ks, const char *name, const char *spec_name, const cJSON *cfg)
+{
+    if (ks->nroles >= 16)
+        return;
+    struct kube_role *r = &ks->roles[ks->nroles++];
+    r->name = xstrdup(name);
+    r->spec_name = spec_name ? xstrdup(spec_name) : NULL;
+    r->cfg = cfg;
+}
+
+/* Everything that does not need the experiment's rows: kubeconfig, API, storage. */
+static int setup(struct kube_state *ks, struct worker *w, const cJSON *ts, int check_only, struct errbuf *e)
+{
+    if (!ts)
+        return errf(e, "no trainingService entry for platform %s", ks->platform);
+    switch (ks->kind) {
+    case KK_KUBEFLOW: {
+        const char *op = jstr(ts, "operator", "tf-operator");
+        int tf = strcmp(op, "tf-operator") == 0;
+        ks->group = xstrdup("kubeflow.org");
+        ks->version = xstrdup(jstr(ts, "apiVersion", "v1"));
+        ks->plural = xstrdup(tf ? "tfjobs" : "pytorchjobs");
+        ks->kindname = xstrdup(tf ? "TFJob" : "PyTorchJob");
+        ks->container = xstrdup(tf ? "tensorflow" : "pytorch");
+        const cJSON *worker = cJSON_GetObjectItemCaseSensitive(ts, "worker");
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(ts, "ps");
+        const cJSON *master = cJSON_GetObjectItemCaseSensitive(ts, "master");
+        if (tf) {
+            if (!worker)
+                return errf(e, "kubeflow with operator tf-operator needs a worker role (and optionally ps)");
+            if (master)
+                return errf(e, "kubeflow: master is a pytorch-operator role; tf-operator takes worker and ps");
+            add_role(ks, "worker", "Worker", worker);
+            if (ps)
+                add_role(ks, "ps", "Ps", ps);
+        } else {
+            if (!master)
+                return errf(e, "kubeflow with operator pytorch-operator needs a master role (and optionally "
+                               "worker)");
+            if (ps)
+                return errf(e, "kubeflow: ps is a tf-operator role; pytorch-operator takes master and worker");
+            add_role(ks, "master", "Master", master);
+            if (worker)
+                add_role(ks, "worker", "Worker", worker);
+        }
+        break;
+    }
+    case KK_FC: {
+        ks->group = xstrdup("frameworkcontroller.microsoft.com");
+        ks->version = xstrdup("v1");
+        ks->plural = xstrdup("frameworks");
+        ks->kindname = xstrdup("Framework");
+        ks->container = xstrdup("framework");
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(ts, "taskRoles"))
+            add_role(ks, jstr(r, "name", "worker"), NULL, r);
+        if (ks->nroles == 0)
+            return errf(e, "frameworkcontroller: taskRoles is empty");
+        break;
+    }
+    case KK_ADL:
+        ks->group = xstrdup("adaptdl.petuum.com");
+        ks->version = xstrdup("v1");
+        ks->plural = xstrdup("adaptdljobs");
+        ks->kindname = xstrdup("AdaptDLJob");
+        ks->container = xstrdup("main");
+        add_role(ks, "main", NULL, ts);
+        break;
+    }
+    if (kube_config_load(&ks->conn, e) < 0)
+        return -1;
+    /* an explicit namespace in the config wins; else the context's; else default */
+    const char *ns = jstr(ts, "namespace", NULL);
+    if ((!ns || strcmp(ns, "default") == 0) && ks->conn.namespace)
+        ns = ks->conn.namespace;
+    ks->ns = xstrdup(ns ? ns : "default");
+    if (check_api(ks, e) < 0)
+        return -1;
+    return setup_storage(ks, w, ts, check_only, e);
+}
+
+static enum kube_kind kind_of(const char *platform)
+{
+    return strcmp(platform, "kubeflow") == 0 ? KK_KUBEFLOW
+           : strcmp(platform, "frameworkcontroller") == 0 ? KK_FC
+                                                           : KK_ADL;
+}
+
+int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e)
+{
+    struct worker w;
+    memset(&w, 0, sizeof w);
+    w.config = (cJSON *)config;
+    w.ops = platform_find(platform);
+    if (!w.ops)
+        return 0;
+    struct kube_state *ks = xcalloc(1, sizeof *ks);
+    ks->kind = kind_of(platform);
+    ks->platform = w.ops->name;
+    int rc = setup(ks, &w, worker_ts_config(&w), 1, e);
+    if (rc == 0) {
+        /* the code directory is shipped: NNI's limits are checked now, not at the first trial */
+        const cJSON *code = worker_config_item(&w, "trialCodeDirectory");
+        struct code_list list;
+        rc = code_list_build(cJSON_IsString(code) ? code->valuestring : ".", &list, e);
+        if (rc == 0)
+            code_list_free(&list);
+    }
+    if (rc < 0)
+        errprefix(e, "%s", platform);
+    state_free(ks);
+    return rc;
+}
+
+static int kube_init(struct worker *w, struct errbuf *e)
+{
+    struct kube_state *ks = xcalloc(1, sizeof *ks);
+    ks->kind = kind_of(w->ops->name);
+    ks->platform = w->ops->name;
+    ks->exp_lower = lower(w->exp_id);
+    ks->poll_every_ms = POLL_EVERY_MS;
+    const char *pe = getenv("TRIALQ_KUBE_POLL_MS");
+    if (pe && atoi(pe) > 0)
+        ks->poll_every_ms = atoi(pe);
+    const cJSON *ts = worker_ts_config(w);
+    if (setup(ks, w, ts, 0, e) < 0)
+        goto fail;
+    ks->local_root = xasprintf("%s/nni/%s", ks->local_mount, w->exp_id);
+    ks->pod_root = xasprintf("%s/nni/%s", ks->pod_mount, w->exp_id);
+    if (mkdir_p(ks->local_root, 0755) < 0) {
+        errf(e, "cannot create %s on the shared storage: %s", ks->local_root, strerror(errno));
+        goto fail;
+    }
+    if (ks->kind != KK_ADL && !ks->volume &&
+        azure_volume(ks, w, cJSON_GetObjectItemCaseSensitive(ts, "storage"), e) < 0)
+        goto fail;
+    {
+        /* adl too (NNI ships no code there): trialCodeDirectory is a directory of this
+         * host on every platform, and the share is there anyway */
+        const cJSON *code = worker_config_item(w, "trialCodeDirectory");
+        char *dst = xasprintf("%s/nni-code", ks->local_root);
+        int rc = kube_copy_code(cJSON_IsString(code) ? code->valuestring : ".", dst, e);
+        free(dst);
+        if (rc < 0)
+            goto fail;
+    }
+    for (int i = 0; i < ks->nroles; i++) {
+        const char *auth = jstr(ks->roles[i].cfg, "privateRegistryAuthPath", NULL);
+        if (auth && pull_secret(ks, w, &ks->roles[i], auth, e) < 0)
+            goto fail;
+    }
+    w->platform = ks;
+    log_info("%s: API server %s (context %s), namespace %s, %s/%s %s; storage %s (pods: %s)", ks->platform,
+             ks->conn.server, ks->conn.context, ks->ns, ks->group, ks->version, ks->plural, ks->local_mount,
+             ks->pod_mount);
+    return 0;
+fail:
+    /* the reason is also kept with the experiment, where nnictl and the UI show it */
+    if (w->db) {
+        char *msg = xasprintf("%s: %s", ks->platform, e->msg);
+        int64_t dup = 0;
+        db_int(w->db, NULL, &dup, "SELECT count(*) FROM experiment, json_each(experiment.errors) j "
+                                  "WHERE experiment.id = ? AND j.value = ?", "ss", w->exp_id, msg);
+        if (!dup)
+            exp_add_error(w->db, w->exp_id, msg, NULL);
+        free(msg);
+    }
+    if (ks->we_mounted) {
+        char *argv[] = {"umount", ks->local_mount, NULL};
+        char *o = NULL, *er = NULL;
+        run_capture(argv, &o, &er);
+        free(o); free(er);
+    }
+    state_free(ks);
+    return -1;
+}
+
+static void kube_destroy(struct worker *w)
+{
+    state_free(w->platform);
+    w->platform = NULL;
+}
+
+/* ---------------- the custom resources ---------------- */
+
+static char *job_name(struct kube_state *ks, const char *exp, const char *trial, int alt)
+{
+    char *n = ks->kind == KK_FC ? xasprintf("nniexp%strial%s", exp, trial)
+                                : xasprintf("nni-exp-%s-trial-%s", exp, trial);
+    char *l = lower(n);
+    free(n);
+    if (!alt)
+        return l;
+    /* NNI lower-cases names, so trials aBcde and abcde would collide: the second one
+     * takes a suffix made of its upper-case positions */
+    unsigned mask = 0;
+    for (int i = 0; trial[i] && i < 31; i++)
+        if (trial[i] >= 'A' && trial[i] <= 'Z')
+            mask |= 1u << i;
+    char *r = xasprintf("%s-u%x", l, mask);
+    free(l);
+    return r;
+}
+
+static cJSON *labels_json(struct worker *w, const char *trial)
+{
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddStringToObject(l, "app", APP_LABEL);
+    cJSON_AddStringToObject(l, "expId", w->exp_id);
+    cJSON_AddStringToObject(l, "trialId", trial);
+    return l;
+}
+
+static cJSON *metadata_json(struct kube_state *ks, struct worker *w, const char *name, const char *trial)
+{
+    cJSON *md = cJSON_CreateObject();
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", ks->ns);
+    cJSON_AddItemToObject(md, "labels", labels_json(w, trial));
+    return md;
+}
+
+static cJSON *resources_json(long long mem_mb, int cpu, int gpu)
+{
+    cJSON *res = cJSON_CreateObject();
+    for (int i = 0; i < 2; i++) {
+        cJSON *o = cJSON_AddObjectToObject(res, i ? "limits" : "requests");
+        char buf[64];
+        snprintf(buf, sizeof buf, "%lldMi", mem_mb);
+        cJSON_AddStringToObject(o, "memory", buf);
+        snprintf(buf, sizeof buf, "%d", cpu);
+        cJSON_AddStringToObject(o, "cpu", buf);
+        if (gpu > 0) {
+            snprintf(buf, sizeof buf, "%d", gpu);
+            cJSON_AddStringToObject(o, "nvidia.com/gpu", buf);
+        }
+    }
+    return res;
+}
+
+static cJSON *vol_mount(const char *name, const char *path, const char *sub)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "mountPath", path);
+    if (sub)
+        cJSON_AddStringToObject(m, "subPath", sub);
+    return m;
+}
+
+static void add_pull_secret(cJSON *podspec, const struct kube_role *r)
+{
+    if (!r->pull_secret)
+        return;
+    cJSON *arr = cJSON_AddArrayToObject(podspec, "imagePullSecrets");
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "name", r->pull_secret);
+    cJSON_AddItemToArray(arr, s);
+}
+
+/* The pod spec of one kubeflow/FC role: the role's script from the shared storage. */
+static cJSON *role_podspec(struct kube_state *ks, const struct kube_role *r, const char *trial, int port)
+{
+    cJSON *spec = cJSON_CreateObject();
+    cJSON *containers = cJSON_AddArrayToObject(spec, "containers");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(containers, c);
+    cJSON_AddStringToObject(c, "name", ks->container);
+    cJSON_AddStringToObject(c, "image", jstr(r->cfg, "dockerImage", "msranni/nni:latest"));
+    char *script = xasprintf("%s/%s/run_%s.sh", ks->pod_root, trial, r->name);
+    cJSON *cmd = cJSON_AddArrayToObject(c, ks->kind == KK_FC ? "command" : "args");
+    cJSON_AddItemToArray(cmd, cJSON_CreateString("sh"));
+    cJSON_AddItemToArray(cmd, cJSON_CreateString(script));
+    free(script);
+    cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
+    cJSON_AddItemToArray(mounts, vol_mount("nni-vol", POD_MOUNT, NULL));
+    cJSON_AddItemToObject(c, "resources", resources_json(memory_mb(cJSON_GetObjectItemCaseSensitive(r->cfg,
+                                                                                                     "memorySize"),
+                                                                   8192),
+                                                         jint(r->cfg, "cpuNumber", 1), jint(r->cfg, "gpuNumber", 0)));
+    cJSON *vols = cJSON_AddArrayToObject(spec, "volumes");
+    cJSON_AddItemToArray(vols, cJSON_Duplicate(ks->volume, 1));
+    if (ks->kind == KK_FC) {
+        cJSON_AddItemToArray(mounts, vol_mount("frameworkbarrier-volume", "/mnt/frameworkbarrier", NULL));
+        cJSON *ports = cJSON_AddArrayToObject(c, "ports");
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "containerPort", port);
+        cJSON_AddItemToArray(ports, p);
+        cJSON *inits = cJSON_AddArrayToObject(spec, "initContainers");
+        cJSON *ic = cJSON_CreateObject();
+        cJSON_AddStringToObject(ic, "name", "frameworkbarrier");
+        cJSON_AddStringToObject(ic, "image", "frameworkcontroller/frameworkbarrier");
+        cJSON *im = cJSON_AddArrayToObject(ic, "volumeMounts");
+        cJSON_AddItemToArray(im, vol_mount("frameworkbarrier-volume", "/mnt/frameworkbarrier", NULL));
+        cJSON_AddItemToArray(inits, ic);
+        cJSON *bv = cJSON_CreateObject();
+        cJSON_AddStringToObject(bv, "name", "frameworkbarrier-volume");
+        cJSON_AddObjectToObject(bv, "emptyDir");
+        cJSON_AddItemToArray(vols, bv);
+        cJSON_AddStringToObject(spec, "restartPolicy", "OnFailure");
+        cJSON_AddBoolToObject(spec, "hostNetwork", 0);
+    } else {
+        cJSON_AddStringToObject(spec, "restartPolicy", "ExitCode");
+    }
+    add_pull_secret(spec, r);
+    return spec;
+}
+
+static cJSON *build_job(struct kube_state *ks, struct worker *w, const struct trial *t, const char *name)
+{
+    cJSON *job = cJSON_CreateObject();
+    char *api = xasprintf("%s/%s", ks->group, ks->version);
+    cJSON_AddStringToObject(job, "apiVersion", api);
+    free(api);
+    cJSON_AddStringToObject(job, "kind", ks->kindname);
+    cJSON_AddItemToObject(job, "metadata", metadata_json(ks, w, name, t->id));
+    cJSON *spec = cJSON_AddObjectToObject(job, "spec");
+    if (ks->kind == KK_KUBEFLOW) {
+        cJSON *rs = cJSON_AddObjectToObject(spec, strcmp(ks->kindname, "TFJob") == 0 ? "tfReplicaSpecs"
+                                                                                      : "pytorchReplicaSpecs");
+        for (int i = 0; i < ks->nroles; i++) {
+            cJSON *r = cJSON_AddObjectToObject(rs, ks->roles[i].spec_name);
+            cJSON_AddNumberToObject(r, "replicas", jint(ks->roles[i].cfg, "replicas", 1));
+            cJSON *tmpl = cJSON_AddObjectToObject(r, "template");
+            cJSON_AddNullToObject(cJSON_AddObjectToObject(tmpl, "metadata"), "creationTimestamp");
+            cJSON_AddItemToObject(tmpl, "spec", role_podspec(ks, &ks->roles[i], t->id, 0));
+        }
+    } else if (ks->kind == KK_FC) {
+        cJSON_AddStringToObject(spec, "executionType", "Start");
+        cJSON *roles = cJSON_AddArrayToObject(spec, "taskRoles");
+        const cJSON *ts = worker_ts_config(w);
+        const char *sa = jstr(ts, "serviceAccountName", NULL);
+        for (int i = 0; i < ks->nroles; i++) {
+            const cJSON *rc = ks->roles[i].cfg;
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddItemToArray(roles, r);
+            cJSON_AddStringToObject(r, "name", ks->roles[i].name);
+            cJSON_AddNumberToObject(r, "taskNumber", jint(rc, "taskNumber", 1));
+            const cJSON *pol = cJSON_GetObjectItemCaseSensitive(rc, "frameworkAttemptCompletionPolicy");
+            cJSON *p = cJSON_AddObjectToObject(r, "frameworkAttemptCompletionPolicy");
+            cJSON_AddNumberToObject(p, "minFailedTaskCount", jint(pol, "minFailedTaskCount", 1));
+            cJSON_AddNumberToObject(p, "minSucceededTaskCount", jint(pol, "minSucceedTaskCount", -1));
+            cJSON *podspec = role_podspec(ks, &ks->roles[i], t->id, 4000 + i);
+            if (sa)
+                cJSON_AddStringToObject(podspec, "serviceAccountName", sa);
+            cJSON_AddItemToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "task"), "pod"), "spec", podspec);
+        }
+    } else {
+        const cJSON *ts = worker_ts_config(w);
+        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(ts, "adaptive");
+        cJSON_AddBoolToObject(spec, "preemptible", cJSON_IsTrue(ad));
+        cJSON *ps = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "template"), "spec");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "containers"), c);
+        cJSON_AddStringToObject(c, "name", "main");
+        cJSON_AddStringToObject(c, "image", jstr(ts, "image", ""));
+        cJSON_AddStringToObject(c, "imagePullPolicy", "Always");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "command"), cJSON_CreateString("/run.sh"));
+        cJSON *pre = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "lifecycle"),
+                                                                     "preStop"), "exec");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(pre, "command"), cJSON_CreateString("/cleanup.sh"));
+        cJSON *env = cJSON_AddArrayToObject(c, "env");
+        static const char *const envs[][2] = {{"ADAPTDL_CHECKPOINT_PATH", "/adaptdl/checkpoint"},
+                                              {"ADAPTDL_TENSORBOARD_LOGDIR", "/adaptdl/tensorboard"},
+                                              {"ADAPTDL_SHARE_PATH", "/adaptdl/share"}};
+        for (int i = 0; i < 3; i++) {
+            cJSON *ev = cJSON_CreateObject();
+            cJSON_AddStringToObject(ev, "name", envs[i][0]);
+            cJSON_AddStringToObject(ev, "value", envs[i][1]);
+            cJSON_AddItemToArray(env, ev);
+        }
+        cJSON *res = cJSON_AddObjectToObject(c, "resources");
+        cJSON *req = cJSON_AddObjectToObject(res, "requests");
+        cJSON_AddStringToObject(req, "memory", jstr(ts, "memorySize", "1Gi"));
+        char buf[32];
+        snprintf(buf, sizeof buf, "%d", jint(ts, "cpuNumber", 1));
+        cJSON_AddStringToObject(req, "cpu", buf);
+        snprintf(buf, sizeof buf, "%d", jint(ts, "trialGpuNumber", 0));
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "limits"), "nvidia.com/gpu", buf);
+        cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
+        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-pvc", "/adaptdl/checkpoint", "adaptdl/checkpoint"));
+        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-pvc", "/adaptdl/share", "adaptdl/share"));
+        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-nni-configmap", "/run.sh", "run.sh"));
+        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-nni-configmap", "/cleanup.sh", "cleanup.sh"));
+        cJSON_AddItemToArray(mounts, vol_mount("nni-vol", ks->pod_mount, NULL));
+        cJSON *vols = cJSON_AddArrayToObject(ps, "volumes");
+        cJSON *pv = cJSON_CreateObject();
+        cJSON_AddStringToObject(pv, "name", "adaptdl-pvc");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(pv, "persistentVolumeClaim"), "claimName", name);
+        cJSON_AddItemToArray(vols, pv);
+        cJSON *cm = cJSON_CreateObject();
+        cJSON_AddStringToObject(cm, "name", "adaptdl-nni-configmap");
+        cJSON *cmv = cJSON_AddObjectToObject(cm, "configMap");
+        cJSON_AddStringToObject(cmv, "name", name);
+        cJSON_AddNumberToObject(cmv, "defaultMode", 511);
+        cJSON_AddItemToArray(vols, cm);
+        cJSON_AddItemToArray(vols, cJSON_Duplicate(ks->volume, 1));
+        const cJSON *ips = cJSON_GetObjectItemCaseSensitive(ts, "imagePullSecrets");
+        if (cJSON_GetArraySize(ips) > 0)
+            cJSON_AddItemToObject(ps, "imagePullSecrets", cJSON_Duplicate(ips, 1));
+    }
+    return job;
+}
+
+/* ---------------- per-trial files ---------------- */
+
+static const char install_nni[] =
+    "#!/bin/bash\n"
+    "# makes the nni package importable (as NNI's install_nni.sh)\n"
+    "if python3 -c 'import nni' > /dev/null 2>&1; then\n"
+    "  exit 0\n"
+    "fi\n"
+    "python3 -m pip install --user --upgrade nni\n";
+
+static void export_line(struct strbuf *sb, const char *k, const char *v)
+{
+    sb_printf(sb, "export %s=", k);
+    sq_append(sb, v);
+    sb_puts(sb, "\n");
+}
+
+/* The launch script of one role (NNI's kubernetesScriptFormat, with the trial command
+ * run directly instead of NNI's trial_keeper: its output goes to the shared storage,
+ * where the worker reads the metrics). */
+static char *role_script(struct kube_state *ks, struct worker *w, const struct trial *t, const struct kube_role *r)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    char *sys = xasprintf("%s/%s", ks->pod_root, t->id);
+    char *out = ks->kind == KK_ADL ? xasprintf("%s/output", sys) : xasprintf("%s/output/%s_output", sys, r->name);
+    char *code = xasprintf("%s/nni-code", ks->pod_root);
+    char seq[32];
+    snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
+    sb_puts(&sb, "#!/bin/bash\n");
+    export_line(&sb, "NNI_PLATFORM", ks->platform);
+    export_line(&sb, "NNI_SYS_DIR", sys);
+    export_line(&sb, "NNI_OUTPUT_DIR", out);
+    export_line(&sb, "MULTI_PHASE", "false");
+    export_line(&sb, "NNI_TRIAL_JOB_ID", t->id);
+    export_line(&sb, "NNI_EXP_ID", w->exp_id);
+    export_line(&sb, "NNI_CODE_DIR", code);
+    export_line(&sb, "NNI_TRIAL_SEQ_ID", seq);
+    const cJSON *tg = worker_config_item(w, "trialGpuNumber");
+    int gpu = ks->kind == KK_ADL ? (cJSON_IsNumber(tg) ? tg->valueint : 0) : jint(r->cfg, "gpuNumber", 0);
+    if (gpu == 0)
+        sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 requested GPUs must not mean all */
+    /* trialCommandChannel: http -> NNI v3's HTTP channel of the api at nniManagerIp, with
+     * this trial's own token in the URL (pods must reach it); the storage pull stays */
+    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
+    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
+        char tok[CHAN_TOKEN_LEN + 1];
+        chan_token(w->exp.token, t->id, tok);
+        const cJSON *ip = worker_config_item(w, "nniManagerIp");
+        const char *host = cJSON_IsString(ip) ? ip->valuestring : w->exp.bind_address;
+        if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
+            host = "127.0.0.1";
+        char *url = xasprintf(strchr(host, ':') ? "http://[%s]:%d/env/%s/%s" : "http://%s:%d/env/%s/%s", host,
+                              w->exp.port, tok, t->id);
+        export_line(&sb, "NNI_TRIAL_COMMAND_CHANNEL", url);
+        free(url);
+    }
+    sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/.nni\" \"$NNI_OUTPUT_DIR\"\n");
+    if (ks->kind == KK_ADL)
+        sb_puts(&sb, "echo $$ > \"$NNI_SYS_DIR/.nni/trial.pid\"\n"); /* for cleanup.sh */
+    sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/code\"\n"
+                 "cp -r \"$NNI_CODE_DIR/.\" \"$NNI_SYS_DIR/code\"\n");
+    if (ks->kind != KK_ADL)
+        sb_puts(&sb, "sh \"$NNI_SYS_DIR/install_nni.sh\"\n");
+    sb_puts(&sb, "cd \"$NNI_SYS_DIR/code\" || exit 1\n");
+    const cJSON *tc = worker_config_item(w, "trialCommand");
+    const char *cmd = ks->kind == KK_ADL ? (cJSON_IsString(tc) ? tc->valuestring : "false")
+                                         : jstr(r->cfg, "command", "false");
+    struct strbuf full;
+    sb_init(&full);
+    if (ks->kind == KK_FC) {
+        /* FrameworkController's barrier: the ports of every role, then its injector */
+        sb_puts(&full, "export");
+        for (int i = 0; i < ks->nroles; i++) {
+            char *up = xstrdup(ks->roles[i].name);
+            for (char *p = up; *p; p++) {
+                if (*p >= 'a' && *p <= 'z')
+                    *p = (char)(*p - 'a' + 'A');
+                else if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+                    *p = '_';
+            }
+            sb_printf(&full, " FB_%s_PORT=%d", up, 4000 + i);
+            free(up);
+        }
+        sb_puts(&full, " && . /mnt/frameworkbarrier/injector.sh && ");
+    }
+    sb_puts(&full, cmd);
+    sb_puts(&sb, "bash -c ");
+    sq_append(&sb, full.buf);
+    sb_free(&full);
+    sb_puts(&sb, " >>\"$NNI_OUTPUT_DIR/trial.stdout\" 2>>\"$NNI_OUTPUT_DIR/trial.stderr\"\n"
+                 "rc=$?\n"
+                 "echo \"$rc\" > \"$NNI_OUTPUT_DIR/exitcode\"\n"
+                 "exit $rc\n");
+    free(sys);
+    free(out);
+    free(code);
+    return sb_detach(&sb);
+}
+
+static char *stdout_path(struct kube_state *ks, const char *dir)
+{
+    return ks->kind == KK_ADL ? xasprintf("%s/output/trial.stdout", dir)
+                              : xasprintf("%s/output/%s_output/trial.stdout", dir, ks->roles[ks->chief].name);
+}
+
+static int write_text(const char *dir, const char *name, const char *text, mode_t mode, struct errbuf *e)
+{
+    char *p = xasprintf("%s/%s", dir, name);
+    int rc = write_file_replace(p, text, strlen(text), mode);
+    if (rc < 0)
+        errf(e, "cannot write %s: %s", p, strerror(errno));
+    free(p);
+    return rc;
+}
+
+static int marker_exists(const char *dir)
+{
+    char *p = xasprintf("%s/.nni/created", dir);
+    int r = access(p, F_OK) == 0;
+    free(p);
+    return r;
+}
+
+static void marker_write(const char *dir, const char *name)
+{
+    char *p = xasprintf("%s/.nni/created", dir);
+    if (write_file_replace(p, name, strlen(name), 0644) < 0)
+        log_warn("cannot write %s: %s", p, strerror(errno));
+    free(p);
+}
+
+/* ---------------- create, with adoption ---------------- */
+
+/* adl: the job's PVC and ConfigMap (owned by the job, so deleting it deletes them). */
+static int adl_dependents(struct kube_state *ks, struct worker *w, const struct trial *t, const char *name,
+                          const cJSON *job, int *transient, struct errbuf *e)
+{
+    const char *uid = jstr(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "uid", NULL);
+    const cJSON *ts = worker_ts_config(w);
+    cJSON *objs[2];
+    for (int i = 0; i < 2; i++) {
+        cJSON *o = objs[i] = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "apiVersion", "v1");
+        cJSON_AddStringToObject(o, "kind", i == 0 ? "PersistentVolumeClaim" : "ConfigMap");
+        cJSON *md = metadata_json(ks, w, name, t->id);
+        cJSON_AddItemToObject(o, "metadata", md);
+        if (uid) {
+            cJSON *own = cJSON_CreateObject();
+            char *api = xasprintf("%s/%s", ks->group, ks->version);
+            cJSON_AddStringToObject(own, "apiVersion", api);
+            free(api);
+            cJSON_AddStringToObject(own, "kind", ks->kindname);
+            cJSON_AddStringToObject(own, "name", name);
+            cJSON_AddStringToObject(own, "uid", uid);
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(md, "ownerReferences"), own);
+        }
+    }
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(ts, "checkpoint");
+    cJSON *pspec = cJSON_AddObjectToObject(objs[0], "spec");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "accessModes"), cJSON_CreateString("ReadWriteMany"));
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "resources"), "requests"),
+                            "storage", jstr(ck, "storageSize", "1Gi"));
+    if (jstr(ck, "storageClass", NULL))
+        cJSON_AddStringToObject(pspec, "storageClassName", jstr(ck, "storageClass", NULL));
+    cJSON *data = cJSON_AddObjectToObject(objs[1], "data");
+    char *run = role_script(ks, w, t, &ks->roles[0]);
+    cJSON_AddStringToObject(data, "run.sh", run);
+    free(run);
+    struct strbuf cl;
+    sb_init(&cl);
+    sb_printf(&cl, "#!/bin/bash\n# preStop: SIGINT to the trial, then wait for it to end\npid=$(cat '%s/%s/.nni/trial.pid' "
+                   "2>/dev/null)\n[ -n \"$pid\" ] || exit 0\nkill -2 \"$pid\" 2>/dev/null\n"
+                   "while kill -0 \"$pid\" 2>/dev/null; do sleep 1; done\n",
+              ks->pod_root, t->id);
+    cJSON_AddStringToObject(data, "cleanup.sh", cl.buf);
+    sb_free(&cl);
+    static const char *const plurals[] = {"persistentvolumeclaims", "configmaps"};
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        char *path = xasprintf("/api/v1/namespaces/%s/%s", ks->ns, plurals[i]);
+        long st;
+        cJSON *r = NULL;
+        if (kube_request(&ks->conn, "POST", path, objs[i], &st, &r, e) < 0) {
+            *transient = 1;
+            rc = -1;
+        } else if (st >= 500 || st == 429) {
+            *transient = 1;
+            rc = errf(e, "creating %s %s: %ld %s", plurals[i], name, st, kube_status_message(r, st));
+        } else if (st != 200 && st != 201 && st != 202 && st != 409) {
+            rc = errf(e, "creating %s %s: %ld %s", plurals[i], name, st, kube_status_message(r, st));
+            *transient = st == 401 || st == 403;
+        }
+        cJSON_Delete(r);
+        free(path);
+    }
+    cJSON_Delete(objs[0]);
+    cJSON_Delete(objs[1]);
+    return rc;
+}
+
+static char *job_path(struct kube_state *ks, const char *name)
+{
+    return name ? xasprintf("/apis/%s/%s/namespaces/%s/%s/%s", ks->group, ks->version, ks->ns, ks->plural, name)
+                : xasprintf("/apis/%s/%s/namespaces/%s/%s", ks->group, ks->version, ks->ns, ks->plural);
+}
+
+static int owned_by(const cJSON *job, const char *trial)
+{
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "labels");
+    const char *tid = jstr(lb, "trialId", NULL);
+    return tid && strcmp(tid, trial) == 0;
+}
+
+/* Creates the job (or adopts the one of this trial). Returns 0 created/adopted with
+ * *name_out set, 1 transient failure (retry later), -1 refused (e says why). */
+static int create_job(struct kube_state *ks, struct worker *w, const struct trial *t, const char *dir,
+                      char **name_out, struct errbuf *e)
+{
+    for (int alt = 0; alt < 2; alt++) {
+        char *name = job_name(ks, w->exp_id, t->id, alt);
+        cJSON *job = build_job(ks, w, t, name);
+        char *coll = job_path(ks, NULL);
+        long st;
+        cJSON *r = NULL;
+        int rc = kube_request(&ks->conn, "POST", coll, job, &st, &r, e);
+        free(coll);
+        cJSON_Delete(job);
+        if (rc == 0 && st == 409) {
+            cJSON_Delete(r);
+            r = NULL;
+            char *p = job_path(ks, name);
+            rc = kube_request(&ks->conn, "GET", p, NULL, &st, &r, e);
+            free(p);
+            if (rc == 0 && st == 200 && !owned_by(r, t->id)) {
+                log_warn("trial %s: the name %s is taken by another trial's job; using an alternative", t->id, name);
+                cJSON_Delete(r);
+                free(name);
+                continue;
+            }
+            if (rc == 0 && st == 200)
+                log_info("trial %s: job %s exists already; adopted", t->id, name);
+        }
+        int result;
+        if (rc < 0 || st >= 500 || st == 429 || st == 401 || st == 403 || st == 404) {
+            if (rc == 0)
+                errf(e, "creating %s %s: %ld %s", ks->kindname, name, st, kube_status_message(r, st));
+            result = 1;
+        } else if (st == 200 || st == 201 || st == 202) {
+            int transient = 0;
+            if (ks->kind == KK_ADL && adl_dependents(ks, w, t, name, r, &transient, e) < 0)
+                result = transient ? 1 : -1;
+            else {
+                marker_write(dir, name);
+                result = 0;
+            }
+        } else {
+            errf(e, "the Kubernetes API server refused the %s %s: %ld %s", ks->kindname, name, st,
+                 kube_status_message(r, st));
+            result = -1;
+        }
+        cJSON_Delete(r);
+        if (result == 0)
+            *name_out = name;
+        else
+            free(name);
+        return result;
+    }
+    return errf(e, "no free job name for trial %s", t->id);
+}
+
+static int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    char *dir = trial_local_dir(ks, t->id);
+    char *nni = xasprintf("%s/.nni", dir);
+    char *attfile = xasprintf("%s/.nni/attempt", dir);
+    int rc = -1;
+    char att[16];
+    snprintf(att, sizeof att, "%d", t->attempt);
+    char *prev = read_file(attfile, NULL);
+    if (prev && atoi(prev) != t->attempt) {
+        /* an earlier attempt's files: kept beside, as the local platform does */
+        char *aside = xasprintf("%s.attempt%d", dir, atoi(prev));
+        rm_rf(aside);
+        if (rename(dir, aside) < 0)
+            log_warn("cannot move %s aside: %s", dir, strerror(errno));
+        free(aside);
+        free(prev);
+        prev = NULL;
+    }
+    if (prev && marker_exists(dir)) {
+        /* this attempt's job was created before: re-attach, never a second one */
+        char *p = xasprintf("%s/.nni/created", dir);
+        char *name = read_file(p, NULL);
+        free(p);
+        *job_id = name ? name : job_name(ks, w->exp_id, t->id, 0);
+        *trial_dir = xstrdup(dir);
+        log_info("trial %s: re-attached to job %s", t->id, *job_id);
+        rc = 0;
+        goto out;
+    }
+    if (mkdir_p(nni, 0755) < 0) {
+        errf(e, "cannot create %s on the shared storage: %s", nni, strerror(errno));
+        goto out;
+    }
+    char *rec = nni_param_record(t);
+    int wr = write_text(dir, "parameter.cfg", rec, 0644, e);
+    free(rec);
+    if (wr < 0 || write_text(dir, ".nni/attempt", att, 0644, e) < 0)
+        goto out;
+    if (ks->kind != KK_ADL) {
+        if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)
+            goto out;
+        for (int i = 0; i < ks->nroles; i++) {
+            char *s = role_script(ks, w, t, &ks->roles[i]);
+            char *fname = xasprintf("run_%s.sh", ks->roles[i].name);
+            int r = write_text(dir, fname, s, 0755, e);
+            free(s);
+            free(fname);
+            if (r < 0)
+                goto out;
+        }
+    }
+    /* the chief role's output where nnictl and the web UI look for a trial's logs */
+    for (int i = 0; i < 2; i++) {
+        const char *f = i ? "trial.stderr" : "trial.stdout";
+        char *link = xasprintf("%s/%s", dir, f);
+        char *target = ks->kind == KK_ADL ? xasprintf("output/%s", f)
+                                          : xasprintf("output/%s_output/%s", ks->roles[ks->chief].name, f);
+        unlink(link);
+        if (symlink(target, link) < 0)
+            log_debug("cannot link %s: %s", link, strerror(errno));
+        free(link);
+        free(target);
+    }
+    char *name = NULL;
+    int cr = create_job(ks, w, t, dir, &name, e);
+    if (cr < 0)
+        goto out;
+    if (cr == 1) {
+        /* the API server is struggling: the trial waits, poll creates the job later */
+        log_warn("trial %s: %s; will retry", t->id, e->msg);
+        name = job_name(ks, w->exp_id, t->id, 0);
+    } else {
+        log_debug("trial %s: created %s %s", t->id, ks->kindname, name);
+    }
+    *job_id = name;
+    *trial_dir = xstrdup(dir);
+    held_of(ks, t->id)->next_poll_ms = mono_ms() + ks->poll_every_ms;
+    rc = 0;
+out:
+    free(prev);
+    free(dir);
+    free(nni);
+    free(attfile);
+    return rc;
+}
+
+/* ---------------- status ---------------- */
+
+/* 1 finished (ok tells success), 0 still alive. */
+static int job_finished(struct kube_state *ks, const cJSON *job, int *ok, const char **why)
+{
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
+    *why = NULL;
+    switch (ks->kind) {
+    case KK_KUBEFLOW: {
+        const cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+        int n = cJSON_GetArraySize(conds);
+        if (n == 0)
+            return 0;
+        const cJSON *last = cJSON_GetArrayItem(conds, n - 1);
+        const char *type = jstr(last, "type", "");
+        *why = jstr(last, "message", NULL);
+        if (strcmp(type, "Succeeded") == 0) { *ok = 1; return 1; }
+        if (strcmp(type, "Failed") == 0) { *ok = 0; return 1; }
+        return 0;
+    }
+    case KK_FC: {
+        if (strcmp(jstr(status, "state", ""), "Completed") != 0)
+            return 0;
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "attemptStatus"),
+                                                           "completionStatus");
+        const char *name = jstr(cJSON_GetObjectItemCaseSensitive(cs, "type"), "name", "");
+        *why = jstr(cs, "diagnostics", NULL);
+        *ok = strcmp(name, "Succeeded") == 0;
+        return 1;
+    }
+    default: {
+        const char *phase = jstr(status, "phase", "");
+        *why = jstr(status, "message", NULL);
+        if (strcmp(phase, "Succeeded") == 0) { *ok = 1; return 1; }
+        if (strcmp(phase, "Failed") == 0) { *ok = 0; return 1; }
+        return 0;
+    }
+    }
+}
+
+static int try_kill(struct kube_state *ks, struct worker *w, const char *trial, struct errbuf *e)
+{
+    char *sel_raw = xasprintf("app=%s,expId=%s,trialId=%s", APP_LABEL, w->exp_id, trial);
+    char *sel = kube_escape(sel_raw);
+    char *base = job_path(ks, NULL);
+    char *path = xasprintf("%s?labelSelector=%s&propagationPolicy=Background", base, sel);
+    long st;
+    cJSON *r = NULL;
+    int rc = kube_request(&ks->conn, "DELETE", path, NULL, &st, &r, e);
+    if (rc == 0 && st != 200 && st != 202 && st != 404)
+        rc = errf(e, "deleting the job of trial %s: %ld %s", trial, st, kube_status_message(r, st));
+    cJSON_Delete(r);
+    free(sel_raw); free(sel); free(base); free(path);
+    return rc;
+}
+
+static int kube_kill(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    struct kube_held *h = held_of(ks, t->id);
+    if (try_kill(ks, w, t->id, e) < 0) {
+        h->kill_pending = 1; /* poll retries it */
+        log_warn("trial %s: %s; will retry", t->id, e->msg);
+        return 0;
+    }
+    h->kill_pending = 0;
+    h->next_poll_ms = 0;
+    return 0;
+}
+
+static int read_exit_code(struct kube_state *ks, const char *dir)
+{
+    char *p = ks->kind == KK_ADL ? xasprintf("%s/output/exitcode", dir)
+                                 : xasprintf("%s/output/%s_output/exitcode", dir, ks->roles[ks->chief].name);
+    char *s = read_file(p, NULL);
+    free(p);
+    int code = s ? atoi(s) : 1;
+    free(s);
+    return code ? code : 1;
+}
+
+static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    memset(js, 0, sizeof *js);
+    struct kube_held *h = held_of(ks, t->id);
+    int64_t now = mono_ms();
+    if (now < h->next_poll_ms || kube_backing_off(&ks->conn))
+        return 0;
+    h->next_poll_ms = now + ks->poll_every_ms;
+    if (h->kill_pending) {
+        struct errbuf ke;
+        if (try_kill(ks, w, t->id, &ke) < 0)
+            return 0;
+        h->kill_pending = 0;
+    }
+    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    char *name = t->job_id ? xstrdup(t->job_id) : job_name(ks, w->exp_id, t->id, 0);
+    char *path = job_path(ks, name);
+    long st;
+    cJSON *r = NULL;
+    struct errbuf ge;
+    int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ge);
+    free(path);
+    if (rc < 0 || st >= 500 || st == 401 || st == 403 || st == 429) {
+        /* transient: keep the trial, try again after the back-off; say so once a while */
+        if (now - h->warned_ms > 10000) {
+            log_warn("trial %s: cannot get job %s: %s", t->id, name, rc < 0 ? ge.msg : kube_status_message(r, st));
+            h->warned_ms = now;
+        }
+    } else if (st == 200 && !owned_by(r, t->id)) {
+        /* the name is another trial's (ids that differ only in case): ours is the
+         * alternative one (see job_name) */
+        char *alt = job_name(ks, w->exp_id, t->id, 1);
+        if (strcmp(alt, name) != 0) {
+            log_warn("trial %s: job %s belongs to another trial; following %s", t->id, name, alt);
+            free(t->job_id);
+            t->job_id = alt;
+            alt = NULL;
+            h->next_poll_ms = 0;
+        }
+        free(alt);
+    } else if (st == 200) {
+        int ok;
+        const char *why;
+        if (!marker_exists(dir)) {
+            /* created by a worker that died before noting it: finish what it started */
+            int transient = 0;
+            if (ks->kind != KK_ADL || adl_dependents(ks, w, t, name, r, &transient, e) == 0)
+                marker_write(dir, name);
+        }
+        if (job_finished(ks, r, &ok, &why)) {
+            js->finished = 1;
+            js->has_exit = 1;
+            js->exit_code = ok ? 0 : read_exit_code(ks, dir);
+            js->end_time = now_ms();
+            if (!ok)
+                log_info("trial %s: job %s failed%s%s", t->id, name, why ? ": " : "", why ? why : "");
+        }
+    } else if (st == 404) {
+        char *kill_request = NULL;
+        db_text(w->db, NULL, &kill_request, "SELECT kill_request FROM trial WHERE id = ?", "s", t->id);
+        if (kill_request) {
+            js->finished = 1; /* deleted on request */
+            js->end_time = now_ms();
+        } else if (!marker_exists(dir)) {
+            /* never created (the API server failed at submit time): create it now */
+            char *created = NULL;
+            struct errbuf ce;
+            int cr = create_job(ks, w, t, dir, &created, &ce);
+            if (cr < 0) {
+                js->finished = 1;
+                js->has_exit = 1;
+                js->exit_code = 1;
+                js->end_time = now_ms();
+                log_error("trial %s: %s", t->id, ce.msg);
+            } else if (cr == 0) {
+                log_info("trial %s: created %s %s after retrying", t->id, ks->kindname, created);
+                if (!t->job_id || strcmp(t->job_id, created) != 0) {
+                    free(t->job_id);
+                    t->job_id = xstrdup(created);
+                }
+            }
+            free(created);
+        } else {
+            js->vanished = 1; /* someone else deleted it: the trial is retried */
+            log_warn("trial %s: job %s vanished from the cluster", t->id, name);
+        }
+        free(kill_request);
+    } else {
+        log_warn("trial %s: getting job %s: %ld %s", t->id, name, st, kube_status_message(r, st));
+    }
+    if (js->finished || js->vanished)
+        held_drop(ks, t->id);
+    cJSON_Delete(r);
+    free(name);
+    free(dir);
+    return 0;
+}
+
+/* ---------------- metrics and logs from the shared storage ---------------- */
+
+static int kube_collect(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    char *opath = stdout_path(ks, dir);
+    int rc = collect_trial_dir(w->db, t, dir, opath, e);
+    free(opath);
+    free(dir);
+    return rc;
+}
+
+static int kube_pending(struct worker *w, struct trial *t)
+{
+    struct kube_state *ks = w->platform;
+    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    char *opath = stdout_path(ks, dir);
+    int r = trial_dir_grew(t, dir, opath);
+    free(opath);
+    free(dir);
+    return r;
+}
+
+/* ---------------- experiment stop ---------------- */
+
+/* Deletes every object labelled with the experiment, also jobs the database lost track
+ * of; unmounts a share we mounted. */
+static int kube_cleanup(struct worker *w, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
+    char *sel = kube_escape(sel_raw);
+    char *paths[4];
+    int n = 0;
+    char *base = job_path(ks, NULL);
+    paths[n++] = xasprintf("%s?labelSelector=%s&propagationPolicy=Background", base, sel);
+    free(base);
+    paths[n++] = xasprintf("/api/v1/namespaces/%s/secrets?labelSelector=%s", ks->ns, sel);
+    if (ks->kind == KK_ADL) {
+        paths[n++] = xasprintf("/api/v1/namespaces/%s/configmaps?labelSelector=%s", ks->ns, sel);
+        paths[n++] = xasprintf("/api/v1/namespaces/%s/persistentvolumeclaims?labelSelector=%s", ks->ns, sel);
+    }
+    int rc = 0;
+    int64_t deadline = mono_ms() + 20000; /* stop must not hang on a dead cluster */
+    for (int i = 0; i < n; i++) {
+        long st = 0;
+        cJSON *r = NULL;
+        int tries = 0;
+        /* a few tries with back-off: stop should not leave jobs behind for a hiccup */
+        for (;;) {
+            struct errbuf re;
+            int q = mono_ms() < deadline ? kube_request(&ks->conn, "DELETE", paths[i], NULL, &st, &r, &re)
+                                         : errf(&re, "gave up after 20 s");
+            if (q == 0 && st < 500)
+                break;
+            cJSON_Delete(r);
+            r = NULL;
+            if (++tries >= 4 || mono_ms() >= deadline) {
+                rc = errf(e, "deleting the experiment's objects (%s%s): %s; delete them with kubectl delete -l "
+                             "expId=%s", ks->conn.server, paths[i], q < 0 ? re.msg : "server error", w->exp_id);
+                break;
+            }
+            usleep((useconds_t)(300000 * tries));
+        }
+        if (st == 401 || st == 403)
+            rc = explain(ks, "deleting the experiment's jobs", st, r, e);
+        cJSON_Delete(r);
+        free(paths[i]);
+    }
+    free(sel_raw);
+    free(sel);
+    if (ks->we_mounted) {
+        char *argv[] = {"umount", ks->local_mount, NULL};
+        char *argv_sudo[] = {"sudo", "-n", "umount", ks->local_mount, NULL};
+        char *o = NULL, *er = NULL;
+        run_capture(geteuid() == 0 ? argv : argv_sudo, &o, &er);
+        free(o); free(er);
+    }
+    return rc;
+}
+
+#define KUBE_OPS(NAME)                                                                                     \
+    {                                                                                                      \
+        .name = NAME, .init = kube_init, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,      \
+        .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup,     \
+        .poll_ms = 250,                                                                                    \
+    }
+
+const struct platform_ops platform_kubeflow = KUBE_OPS("kubeflow");
+const struct platform_ops platform_frameworkcontroller = KUBE_OPS("frameworkcontroller");
+const struct platform_ops platform_adl = KUBE_OPS("adl");
