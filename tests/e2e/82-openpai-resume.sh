@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# OpenPAI crash safety: the openpai worker is killed with SIGKILL while jobs run (the
+# api restarts it), then the whole manager (api + worker) is; `nnictl resume` re-attaches
+# to the jobs by name. Every trial ran exactly once: the server saw one submission per
+# trial and no duplicate, every trial SUCCEEDED in its first attempt, and the metric rows
+# are exactly what the trials wrote.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/openpai.sh"
+
+export TRIAL_STEPS=3 TRIAL_SLEEP=0.4   # the jobs inherit these from the server
+pai_start_server
+port=$(free_port)
+pai_experiment "$WORK/exp" 4 16 5
+
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
+    { cat "$WORK/create.out"; fail "create failed"; }
+id=$(exp_id_of "$WORK/create.out")
+api_pid() { sql "SELECT api_pid FROM experiment WHERE id='$id'"; }
+worker_pid() { pgrep -f "trialq worker --platform openpai --experiment $id" | head -n1 || true; }
+running() { sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'"; }
+wait_running() {
+    for _ in $(seq 600); do [ "$(running)" -ge "$1" ] && return 0; sleep 0.1; done
+    fail "fewer than $1 trials RUNNING"
+}
+
+# 1. the worker alone, while 4 jobs run
+wait_running 4
+w=$(worker_pid)
+[ -n "$w" ] || fail "no openpai worker"
+kill -9 "$w"
+pass "worker $w killed with 4 jobs running"
+
+# 2. the whole manager, a little later
+for _ in $(seq 600); do
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge 6 ] && break
+    sleep 0.1
+done
+wait_running 2
+w=$(worker_pid) a=$(api_pid)
+[ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
+kill -9 "$w" "$a"
+for _ in $(seq 50); do kill -0 "$a" 2>/dev/null || break; sleep 0.1; done
+before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
+pass "api $a and worker $w killed with $before jobs in flight"
+sleep 1.5   # some jobs end while no manager watches
+
+nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
+wait_status "$id" DONE 180
+pass "experiment reached DONE after resume"
+
+total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
+[ "$total" = 16 ] && [ "$ok" = 16 ] ||
+    { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
+# none duplicated: one submission per trial, no job created twice
+[ "$(pai_stat posts)" = 16 ] || fail "$(pai_stat posts) submissions for 16 trials"
+[ "$(pai_stat created)" = 16 ] && [ "$(pai_stat conflicts)" = 0 ] || fail "jobs created $(pai_stat created), conflicts $(pai_stat conflicts)"
+grep -qs "re-attached\|adopted" "$NNI_HOME/$id"/log/*.log || fail "no re-attach logged"
+multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$id' AND entity='trial'
+             AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
+             GROUP BY trial_id HAVING count(*) != 1)")
+[ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
+pai_assert_metrics "$id"
+pass "16 jobs, each submitted once and re-attached; no metric lost or doubled"
+
+nnictl stop "$id" > /dev/null
+assert_no_leftovers
+echo "82-openpai-resume: passed"

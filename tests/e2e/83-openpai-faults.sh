@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# OpenPAI faults: a rejected token is reported by `nnictl create` and nothing is created
+# or submitted; then, while an experiment runs, the server answers 503 for a while,
+# then answers too slowly (the worker's calls time out), then 502 a number of times:
+# the worker retries with back-off and loses nothing (every trial SUCCEEDED once, no
+# job created twice, metrics complete).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/openpai.sh"
+
+pai_start_server
+port=$(free_port)
+
+# 1. a bad token
+pai_experiment "$WORK/bad" 2 4 3
+sed -i "s/^  token: .*/  token: not-$PAI_TOKEN/" "$WORK/bad/config.yml"
+if nnictl create --config "$WORK/bad/config.yml" --port "$port" > "$WORK/bad.out" 2>&1; then
+    cat "$WORK/bad.out"; fail "create succeeded with a bad token"
+fi
+cat "$WORK/bad.out"
+grep -q "rejected the token of user '$PAI_USER'" "$WORK/bad.out" || fail "the error does not say the token was rejected"
+grep -q "trainingService.token" "$WORK/bad.out" || fail "the error does not name trainingService.token"
+grep -q "HTTP 401" "$WORK/bad.out" || fail "the error does not give the server's answer"
+[ "$(sql "SELECT count(*) FROM experiment" 2>/dev/null || echo 0)" = 0 ] || fail "an experiment was created"
+[ "$(pai_stat posts)" = 0 ] || fail "a job was submitted with a bad token"
+[ "$(pai_stat unauthorized)" -ge 1 ] || fail "the token was never tried"
+pass "bad token: clear error, nothing created, nothing submitted"
+
+# 2. a server that fails for a while
+export TRIAL_STEPS=3 TRIAL_SLEEP=0.5   # the experiment outlasts the fault phases
+pai_stop_server
+pai_start_server
+pai_experiment "$WORK/exp" 4 12 9
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
+    { cat "$WORK/create.out"; fail "create failed"; }
+id=$(exp_id_of "$WORK/create.out")
+for _ in $(seq 300); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" -ge 2 ] && break; sleep 0.1; done
+pai_fail '{"status": 503, "seconds": 3}'
+sleep 3.5
+pai_fail '{"delay": 3, "seconds": 4}'      # answers after 3 s: the worker gives up after 2 s
+sleep 4.5
+pai_fail '{"status": 502, "count": 12}'
+wait_status "$id" DONE 180
+pass "experiment reached DONE through 503s, timeouts and 502s"
+
+injected=$(pai_stat injected)
+[ "$injected" -ge 6 ] || fail "only $injected answers were failures"
+ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
+[ "$ok" = 12 ] || { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of 12 SUCCEEDED in attempt 1"; }
+# nothing duplicated: a submission that timed out is found by name, not created again
+[ "$(pai_stat created)" = 12 ] || fail "$(pai_stat created) jobs created for 12 trials"
+pai_stats | "$PY" -c "
+import json, sys
+s = json.load(sys.stdin)
+names = s['created_names']
+assert len(names) == len(set(names)) == 12, names
+" || fail "a job name was created twice"
+grep -qs "retrying in" "$NNI_HOME/$id"/log/*.log || fail "no retry logged"
+pai_assert_metrics "$id"
+pass "$injected failed answers; 12 trials each ran once; metrics complete"
+
+nnictl stop "$id" > /dev/null
+assert_no_leftovers
+echo "83-openpai-faults: passed"

@@ -1,0 +1,94 @@
+# openpai.sh: the OpenPAI test server (tests/servers/pai_server.py) for tests 80-84.
+# Source after lib.sh. The server runs each job's commands as local processes in a
+# private mount namespace where the PAI storage ($PAI_LOCAL on this host) appears at
+# $PAI_CONT, the path the "containers" see.
+
+PAI_TOKEN=tok-$RANDOM$RANDOM
+PAI_USER=alice
+PAI_LOCAL=$WORK/pai-storage
+PAI_CONT=$WORK/pai-container
+# the worker's HTTP timeout (s): short, so that injected slow answers time out quickly
+export TRIALQ_OPENPAI_TIMEOUT=${TRIALQ_OPENPAI_TIMEOUT:-2}
+
+pai_start_server() {
+    mkdir -p "$PAI_LOCAL" "$PAI_CONT"
+    rm -f "$WORK/pai.port"
+    ( exec "$PY" "$TRIALQ_SRC/tests/servers/pai_server.py" --token "$PAI_TOKEN:$PAI_USER" \
+        --local-mount "$PAI_LOCAL" --container-mount "$PAI_CONT" --workdir "$WORK" \
+        --port-file "$WORK/pai.port" "$@" >> "$WORK/pai_server.out" 2>&1 ) &
+    PAI_PID=$!
+    for _ in $(seq 100); do [ -s "$WORK/pai.port" ] && break; sleep 0.1; done
+    [ -s "$WORK/pai.port" ] || { cat "$WORK/pai_server.out" >&2; fail "the OpenPAI test server did not start"; }
+    PAI_URL=http://127.0.0.1:$(cat "$WORK/pai.port")
+}
+
+pai_stop_server() {
+    if [ -n "${PAI_PID:-}" ]; then
+        kill "$PAI_PID" 2>/dev/null || true
+        wait "$PAI_PID" 2>/dev/null || true
+        PAI_PID=
+    fi
+}
+
+# experiments first (their trials are stopped through the server), then the server
+trap 'rc=$?; nnictl stop --all >/dev/null 2>&1; pai_stop_server; (exit $rc); cleanup' EXIT
+
+pai_stats() { curl -sf "$PAI_URL/_test/stats"; }
+# pai_stat <key>: one counter of the server (posts, created, conflicts, stops, injected, ...)
+pai_stat() { pai_stats | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+# pai_fail '<json>': failure injection, e.g. '{"status": 503, "seconds": 3}'
+pai_fail() { curl -sf -X POST -d "$1" "$PAI_URL/_test/fail" > /dev/null; }
+
+# pai_experiment <dir> <concurrency> <max trials> <seed>: a metrics.sh experiment on openpai
+pai_experiment() {
+    mkdir -p "$1"
+    cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$1/"
+    cat > "$1/config.yml" <<YML
+searchSpace:
+  x: {_type: randint, _value: [0, 100000]}
+trialCommand: sh metrics.sh
+trialCodeDirectory: .
+trialConcurrency: $2
+maxTrialNumber: $3
+tuner: {name: Random, classArgs: {seed: $4}}
+trainingService:
+  platform: openpai
+  host: $PAI_URL/
+  username: $PAI_USER
+  token: $PAI_TOKEN
+  trialCpuNumber: 2
+  trialMemorySize: 1.5gb
+  trialGpuNumber: 0
+  dockerImage: example/nni:test
+  virtualCluster: vc1
+  storageConfigName: confignfs
+  localStorageMountPoint: $PAI_LOCAL
+  containerStorageMountPoint: $PAI_CONT
+YML
+}
+
+# pai_trial_dirs <exp>: the trial dirs on the storage (current attempts)
+pai_trial_dirs() {
+    local d
+    for d in "$PAI_LOCAL/$1"/*/; do
+        case $(basename "$d") in nni-code | nni-sdk | *.attempt* | *.tmp*) continue ;; esac
+        echo "${d%/}"
+    done
+}
+
+# pai_assert_metrics <exp>: for every trial of the experiment, on any platform, the metric
+# rows of its current attempt are exactly what trials/metrics.sh wrote into its trial dir
+# (trial.trial_dir: on the storage for openpai): no loss, no duplicate
+pai_assert_metrics() {
+    local tid dir want got n=0
+    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED'"); do
+        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
+        [ -f "$dir/written.log" ] || fail "trial $tid: no $dir/written.log"
+        want=$(sort "$dir/written.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'
+                   AND attempt = (SELECT attempt FROM trial WHERE id='$tid')" | sort)
+        [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] || fail "no trial succeeded"
+}

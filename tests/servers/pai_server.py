@@ -1,0 +1,437 @@
+#!/usr/bin/python3
+"""A test double of the OpenPAI REST server (rest-server API v2), for trialq's tests.
+
+OpenPAI cannot run on the test machines, so this server speaks the part of its REST API
+that NNI's OpenPAI training service uses (spec nni-platforms.md §2.3 and §3) and runs
+each job's task-role commands as local processes, with the container storage mount
+mapped to the local mount (the PAI storage as mounted on the manager host):
+
+  POST /rest-server/api/v2/jobs                          job protocol v2 YAML -> 202
+                                                         (400 bad protocol, 409 duplicate name)
+  GET  /rest-server/api/v2/jobs?username=U               [{"name", "username", "state", ...}]
+  GET  /rest-server/api/v2/jobs/{user}~{name}            {"name", "jobStatus": {"state", ...}} / 404
+  PUT  /rest-server/api/v2/jobs/{user}~{name}/executionType   {"value": "STOP"} -> 202
+
+Every route needs "Authorization: Bearer <token>" (401 otherwise); a job belongs to
+the token's user. States: WAITING -> RUNNING -> SUCCEEDED | FAILED (by the commands'
+exit codes; one failed instance fails the job, as minFailedInstances: 1); STOP ->
+STOPPING -> STOPPED.
+
+Test controls (no auth; only for the test that started the server):
+  GET  /_test/stats                counters: posts, created, conflicts, calls, injected
+  GET  /_test/job/{name}           the protocol a job was submitted with (parsed and as sent)
+  POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D}
+                   next N answers (or all answers for S seconds) are `status`, or are
+                   answered after `delay` seconds (a slow server; status 0 = answer normally)
+  POST /_test/stop/{name}          stop a job as an administrator would
+  POST /_test/forget/{name}        forget a job and kill its processes (PAI lost it)
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import yaml
+
+FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+class Job:
+    def __init__(self, user, name, protocol):
+        self.user = user
+        self.name = name
+        self.protocol = protocol
+        self.state = "WAITING"
+        self.submitted = int(time.time() * 1000)
+        self.launched = None
+        self.completed = None
+        self.exit_code = None
+        self.procs = []
+        self.stop_requested = False
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.jobs = {}  # name -> Job
+        self.stats = {"posts": 0, "created": 0, "conflicts": 0, "calls": 0, "injected": 0,
+                      "unauthorized": 0, "stops": 0, "gets": 0, "lists": 0}
+        self.fail = None  # {"status", "count", "until", "delay"}
+        self.tokens = {}
+        for t in args.token:
+            tok, _, user = t.partition(":")
+            self.tokens[tok] = user or "nni"
+
+        # containers see the storage at --container-mount: a bind mount in a private
+        # mount namespace when we may (root), else the path is rewritten in the commands
+        self.bind = not args.no_bind and subprocess.call(
+            ["unshare", "--mount", "/bin/true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+
+    def map_path(self, text):
+        return text.replace(self.args.container_mount, self.args.local_mount)
+
+
+def run_job(st, job):
+    """Starts every instance of every task role; records the end."""
+    time.sleep(st.args.start_delay)
+    roles = job.protocol.get("taskRoles") or {}
+    with st.lock:
+        if job.stop_requested or job.state != "WAITING":
+            if job.state == "STOPPING":
+                job.state = "STOPPED"
+                job.completed = int(time.time() * 1000)
+            return
+        for rname, role in roles.items():
+            cmds = role.get("commands") or []
+            script = "\n".join(str(c) for c in cmds)
+            for idx in range(int(role.get("instances", 1) or 1)):
+                env = dict(os.environ)
+                env.update({"PAI_JOB_NAME": job.name, "PAI_USER_NAME": job.user,
+                            "PAI_CURRENT_TASK_ROLE_NAME": rname, "PAI_TASK_ROLE_NAME": rname,
+                            "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX": str(idx),
+                            "PAI_TASK_INDEX": str(idx)})
+                if st.bind:
+                    # a private mount namespace in which the storage is where the
+                    # container sees it, as in a PAI container
+                    argv = ["unshare", "--mount", "--propagation", "private", "/bin/bash", "-c",
+                            'mkdir -p "$1" && mount --bind "$2" "$1" && exec /bin/bash -c "$3"', "pai-job",
+                            st.args.container_mount, st.args.local_mount, script]
+                else:
+                    argv = ["/bin/bash", "-c", st.map_path(script)]
+                p = subprocess.Popen(argv, env=env, cwd=st.args.workdir,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                job.procs.append(p)
+        job.state = "RUNNING"
+        job.launched = int(time.time() * 1000)
+    codes = [p.wait() for p in job.procs]
+    with st.lock:
+        job.completed = int(time.time() * 1000)
+        bad = [c for c in codes if c != 0]
+        job.exit_code = bad[0] if bad else 0
+        if job.state == "STOPPING" or job.stop_requested:
+            job.state = "STOPPED"
+        else:
+            job.state = "FAILED" if bad else "SUCCEEDED"
+
+
+def stop_job(st, job):
+    """STOP: SIGTERM to each instance's process group, SIGKILL after 5 s."""
+    with st.lock:
+        if job.state in FINAL or job.state == "STOPPING":
+            return
+        job.stop_requested = True
+        job.state = "STOPPING"
+        procs = list(job.procs)
+    if not procs:
+        return  # not started yet: run_job sees stop_requested and ends it STOPPED
+
+    def kill_all():
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 5
+        while time.time() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(0.05)
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    threading.Thread(target=kill_all, daemon=True).start()
+
+
+def job_json(job):
+    return {
+        "name": job.name, "username": job.user, "state": job.state,
+        "submissionTime": job.submitted, "executionType": "STOP" if job.stop_requested else "START",
+        "jobStatus": {
+            "username": job.user, "state": job.state, "subState": job.state,
+            "executionType": "STOP" if job.stop_requested else "START",
+            "createdTime": job.submitted, "appLaunchedTime": job.launched,
+            "completedTime": job.completed, "appExitCode": job.exit_code, "retries": 0,
+            "appTrackingUrl": "", "virtualCluster": (job.protocol.get("defaults") or {}).get("virtualCluster",
+                                                                                              "default"),
+        },
+        "taskRoles": {r: {"taskRoleStatus": {"name": r}} for r in (job.protocol.get("taskRoles") or {})},
+    }
+
+
+def check_protocol(p):
+    if not isinstance(p, dict):
+        return "the job protocol must be a mapping"
+    if str(p.get("protocolVersion")) != "2":
+        return "protocolVersion must be 2"
+    name = p.get("name")
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
+        return "name must match ^[a-zA-Z0-9_-]+$"
+    if p.get("type", "job") != "job":
+        return "type must be job"
+    roles = p.get("taskRoles")
+    if not isinstance(roles, dict) or not roles:
+        return "taskRoles must be a non-empty mapping"
+    images = {x.get("name") for x in (p.get("prerequisites") or []) if isinstance(x, dict)
+              and x.get("type") == "dockerimage"}
+    for rname, role in roles.items():
+        if not isinstance(role, dict):
+            return "taskRoles.%s must be a mapping" % rname
+        cmds = role.get("commands")
+        if not isinstance(cmds, list) or not cmds or not all(isinstance(c, str) for c in cmds):
+            return "taskRoles.%s.commands must be a non-empty list of strings" % rname
+        if images and role.get("dockerImage") not in images:
+            return "taskRoles.%s.dockerImage must name a dockerimage prerequisite" % rname
+        res = role.get("resourcePerInstance") or {}
+        for k in ("cpu", "memoryMB", "gpu"):
+            if k in res and not isinstance(res[k], int):
+                return "taskRoles.%s.resourcePerInstance.%s must be an integer" % (rname, k)
+    return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    st = None
+
+    def log_message(self, fmt, *args):
+        if self.st.args.verbose:
+            sys.stderr.write("pai_server: " + (fmt % args) + "\n")
+
+    def reply(self, code, obj=None, ctype="application/json"):
+        body = b"" if obj is None else (json.dumps(obj) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def error(self, code, name, msg):
+        self.reply(code, {"code": name, "message": msg})
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def user(self):
+        auth = self.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            return None
+        return self.st.tokens.get(auth[7:].strip())
+
+    def injected(self):
+        """Failure injection: True when this request was answered (or dropped) here."""
+        st = self.st
+        with st.lock:
+            f = st.fail
+            if not f:
+                return False
+            if "until" in f and time.time() > f["until"]:
+                st.fail = None
+                return False
+            if "count" in f:
+                if f["count"] <= 0:
+                    st.fail = None
+                    return False
+                f["count"] -= 1
+            st.stats["injected"] += 1
+            status, delay = f.get("status", 0), f.get("delay", 0)
+        if delay:
+            time.sleep(delay)
+        if status:
+            self.error(status, "InjectedError", "injected failure (HTTP %d)" % status)
+            return True
+        return False
+
+    def route(self, method):
+        st = self.st
+        url = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(url.path)
+        q = urllib.parse.parse_qs(url.query)
+        if path.startswith("/_test/"):
+            return self.control(method, path)
+        data = self.body()
+        with st.lock:
+            st.stats["calls"] += 1
+        if self.injected():
+            return
+        if not path.startswith("/rest-server/api/v2/jobs"):
+            return self.error(404, "NotFoundError", "no route %s %s" % (method, path))
+        user = self.user()
+        if user is None:
+            with st.lock:
+                st.stats["unauthorized"] += 1
+            return self.error(401, "UnauthorizedUserError", "Guest is not allowed to do this operation.")
+        rest = path[len("/rest-server/api/v2/jobs"):]
+        if rest in ("", "/") and method == "POST":
+            return self.submit(user, data)
+        if rest in ("", "/") and method == "GET":
+            with st.lock:
+                st.stats["lists"] += 1
+                want = (q.get("username") or [None])[0]
+                items = [job_json(j) for j in st.jobs.values() if want is None or j.user == want]
+            for i in items:
+                i.pop("taskRoles")
+            return self.reply(200, items)
+        parts = rest.strip("/").split("/")
+        key = parts[0]
+        if "~" not in key:
+            return self.error(404, "NoJobError", "job key must be user~name")
+        kuser, name = key.split("~", 1)
+        with st.lock:
+            job = st.jobs.get(name)
+            if job is not None and job.user != kuser:
+                job = None
+        if job is None:
+            return self.error(404, "NoJobError", "Job %s~%s is not found." % (kuser, name))
+        if len(parts) == 1 and method == "GET":
+            with st.lock:
+                st.stats["gets"] += 1
+                j = job_json(job)
+            return self.reply(200, j)
+        if len(parts) == 2 and parts[1] == "executionType" and method == "PUT":
+            if job.user != user:
+                return self.error(403, "ForbiddenUserError", "User %s is not allowed to stop %s." % (user, key))
+            try:
+                value = json.loads(data or b"{}").get("value")
+            except (ValueError, AttributeError):
+                value = None
+            if value != "STOP":
+                return self.error(400, "InvalidParametersError", "value must be STOP")
+            with st.lock:
+                st.stats["stops"] += 1
+            stop_job(st, job)
+            return self.reply(202, {"message": "Update job %s executionType to STOP successfully." % name})
+        return self.error(405, "MethodNotAllowed", "%s %s" % (method, path))
+
+    def submit(self, user, data):
+        st = self.st
+        with st.lock:
+            st.stats["posts"] += 1
+        ctype = self.headers.get("Content-Type", "")
+        if "yaml" not in ctype:
+            return self.error(415, "UnsupportedMediaType", "expected text/yaml, got %r" % ctype)
+        try:
+            proto = yaml.safe_load(data.decode("utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            return self.error(400, "InvalidProtocolError", "bad YAML: %s" % exc)
+        err = check_protocol(proto)
+        if err:
+            return self.error(400, "InvalidProtocolError", err)
+        name = proto["name"]
+        with st.lock:
+            if name in st.jobs:
+                st.stats["conflicts"] += 1
+                return self.error(409, "ConflictJobError", "Job name %s already exists." % name)
+            job = Job(user, name, proto)
+            job.yaml = data.decode("utf-8")
+            st.jobs[name] = job
+            st.stats["created"] += 1
+            st.stats.setdefault("created_names", []).append(name)
+        threading.Thread(target=run_job, args=(st, job), daemon=True).start()
+        return self.reply(202, {"message": "update job %s successfully" % name})
+
+    def control(self, method, path):
+        st = self.st
+        data = self.body()
+        if path == "/_test/stats":
+            with st.lock:
+                s = dict(st.stats)
+                s["jobs"] = {n: j.state for n, j in st.jobs.items()}
+            return self.reply(200, s)
+        if path == "/_test/fail" and method == "POST":
+            f = json.loads(data or b"{}")
+            with st.lock:
+                if not f.get("status") and not f.get("delay"):
+                    st.fail = None
+                else:
+                    if "seconds" in f:
+                        f["until"] = time.time() + float(f.pop("seconds"))
+                    st.fail = f
+            return self.reply(200, {"ok": True})
+        if path.startswith("/_test/job/"):
+            with st.lock:
+                job = st.jobs.get(path[len("/_test/job/"):])
+                if job:
+                    return self.reply(200, {"protocol": job.protocol, "yaml": job.yaml, "state": job.state})
+            return self.error(404, "NoJobError", path)
+        for prefix, fn in (("/_test/stop/", "stop"), ("/_test/forget/", "forget")):
+            if path.startswith(prefix) and method == "POST":
+                name = path[len(prefix):]
+                with st.lock:
+                    job = st.jobs.get(name)
+                    if job and fn == "forget":
+                        del st.jobs[name]
+                        job.stop_requested = True
+                if not job:
+                    return self.error(404, "NoJobError", name)
+                if fn == "forget":  # its containers are gone with it
+                    for p in job.procs:
+                        try:
+                            os.killpg(p.pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                if fn == "stop":
+                    stop_job(st, job)
+                return self.reply(200, {"ok": True})
+        return self.error(404, "NotFound", path)
+
+    def do_GET(self):
+        self.route("GET")
+
+    def do_POST(self):
+        self.route("POST")
+
+    def do_PUT(self):
+        self.route("PUT")
+
+    def do_DELETE(self):
+        self.route("DELETE")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", help="write the port here once listening")
+    ap.add_argument("--token", action="append", required=True, help="TOKEN[:USER] accepted (repeatable)")
+    ap.add_argument("--local-mount", required=True, help="the PAI storage as mounted on this host")
+    ap.add_argument("--container-mount", required=True, help="the same storage as the containers see it")
+    ap.add_argument("--workdir", default="/tmp", help="cwd of the job processes")
+    ap.add_argument("--start-delay", type=float, default=0.05, help="seconds a job stays WAITING")
+    ap.add_argument("--no-bind", action="store_true", help="rewrite container paths instead of bind-mounting")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    st = State(args)
+    Handler.st = st
+    srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    srv.daemon_threads = True
+    port = srv.server_address[1]
+
+    def shutdown(signum, frame):
+        with st.lock:
+            procs = [p for j in st.jobs.values() for p in j.procs]
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os._exit(0)
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % port)
+        os.rename(tmp, args.port_file)
+    sys.stderr.write("pai_server: listening on 127.0.0.1:%d (%s)\n" % (
+        port, "storage bind-mounted" if st.bind else "container paths rewritten"))
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,974 @@
+/* openpai.c: the OpenPAI platform (NNI v2.10's non-reuse model): one PAI job per trial,
+ * submitted as a job protocol v2 YAML to {host}/rest-server/api/v2/jobs with the bearer
+ * token; status by GET .../jobs/{user}~{name}; kill by PUT .../executionType STOP.
+ *
+ * The code directory is copied once per experiment to the PAI storage that is mounted
+ * on this host (localStorageMountPoint/<exp>/nni-code); each trial gets its own dir
+ * L = <localMount>/<exp>/<trial> holding parameter.cfg and run.sh, which the container
+ * sees as C = <containerMount>/<exp>/<trial>. The trial writes its metrics (.nni/metrics
+ * or NNISDK_MEb lines in trial.stdout) and its exit status (.nni/state) there, and this
+ * worker reads them from L: cluster nodes never need to reach the manager.
+ *
+ * Crash safety: the job name is the trial's (nni_exp_<exp>_trial_<trial>, plus
+ * _attempt<N> for a retry), so submission is idempotent: submit first asks PAI for the
+ * job by name and re-attaches when it exists; a POST that answers 409 re-attaches too.
+ * L/.nni/submitted is written once PAI accepted the job: a job that PAI no longer knows
+ * but that was accepted has vanished (the trial is retried); one that was never accepted
+ * is submitted (again). No HTTP call is retried in a blocking loop: a failed call
+ * (5xx, timeout, refused) is retried on a later poll with exponential back-off, so the
+ * worker keeps renewing its leases while the server is down. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "schema/nnijson.h"
+#include "workers/openpai.h"
+#include "workers/worker.h"
+
+#define POLL_MS 1000          /* NNI polls PAI every 3 s */
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 10000
+#define MAX_BODY (8 << 20)
+
+struct pai_job {
+    char *trial_id;
+    int attempt;
+    int need_submit; /* creation not confirmed: GET by name, then POST */
+    int stop_wanted; /* a kill was requested; PUT STOP not accepted yet */
+    int stop_sent;
+    int failures;    /* consecutive failed calls (back-off) */
+    int64_t next_ms; /* monotonic time of the next call */
+    char *fatal;     /* a permanent submit error to report */
+};
+
+struct pai {
+    char *host, *user, *token, *auth_header;
+    char *local_root, *cont_root; /* <mount>/<exp> on this host / in the container */
+    char *image, *vc, *storage;
+    long long cpu, gpu, mem_mb;
+    cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
+    CURL *curl;
+    long timeout_ms;
+    /* the server did not answer: no call before down_until (one timeout per back-off
+     * period, not one per job, so the worker loop keeps renewing its leases) */
+    int64_t down_until;
+    int down_failures;
+    char down_why[256];
+    struct pai_job *jobs;
+    int njobs, capjobs;
+};
+
+/* ---------------- HTTP ---------------- */
+
+static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
+{
+    struct strbuf *sb = ud;
+    if (sb->len + size * n > MAX_BODY)
+        return 0;
+    sb_add(sb, ptr, size * n);
+    return size * n;
+}
+
+/* One request. Returns 0 when the server answered (*status set, *resp the body, caller
+ * frees), -1 when no answer came (refused, timeout, TLS; e says which). */
+static int http(struct pai *p, const char *method, const char *url, const char *ctype, const char *body,
+                long *status, char **resp, struct errbuf *e)
+{
+    if (p->down_until && mono_ms() < p->down_until)
+        return errf(e, "%s %s: the server is not answering (%s); next try in %lld ms", method, url, p->down_why,
+                    (long long)(p->down_until - mono_ms()));
+    CURL *c = p->curl;
+    curl_easy_reset(c);
+    struct strbuf sb;
+    sb_init(&sb);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, p->auth_header);
+    char *ct = xasprintf("Content-Type: %s", ctype ? ctype : "application/json");
+    h = curl_slist_append(h, ct);
+    free(ct);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L); /* as NNI; the token is not sent to other hosts */
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms < 5000 ? p->timeout_ms : 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+        sb_free(&sb);
+        snprintf(p->down_why, sizeof p->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        int64_t d = BACKOFF_MIN_MS;
+        for (int i = 0; i < p->down_failures && d < BACKOFF_MAX_MS; i++)
+            d *= 2;
+        p->down_failures++;
+        p->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
+        return errf(e, "%s %s: %s", method, url, p->down_why);
+    }
+    p->down_failures = 0;
+    p->down_until = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    *resp = sb_detach(&sb);
+    return 0;
+}
+
+/* The "message" of a PAI error body ({"code": ..., "message": ...}), else the body. */
+static void error_text(const char *body, char *out, size_t outlen)
+{
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+    snprintf(out, outlen, "%.300s", cJSON_IsString(m) ? m->valuestring : body);
+    for (char *q = out; *q; q++)
+        if (*q == '\n' || *q == '\r')
+            *q = ' ';
+    cJSON_Delete(j);
+}
+
+static char *job_url(struct pai *p, const char *name, const char *suffix)
+{
+    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *n = curl_easy_escape(p->curl, name, 0);
+    char *url = xasprintf("%s/rest-server/api/v2/jobs/%s~%s%s", p->host, u, n, suffix);
+    curl_free(u);
+    curl_free(n);
+    return url;
+}
+
+static int transient(long status)
+{
+    return status >= 500 || status == 429 || status == 408;
+}
+
+/* ---------------- configuration ---------------- */
+
+static void report_fatal(struct worker *w, const char *msg)
+{
+    struct errbuf e;
+    log_error("%s", msg);
+    if (exp_transition(w->db, w->exp_id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "ERROR", msg,
+                       &e) == 1)
+        exp_add_error(w->db, w->exp_id, msg, &e);
+}
+
+static const char *cfg_str(struct worker *w, const char *key)
+{
+    const cJSON *v = worker_config_item(w, key);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+static long long cfg_int(struct worker *w, const char *key, long long def)
+{
+    const cJSON *v = worker_config_item(w, key);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
+}
+
+static char *sdk_dir(void)
+{
+    char *exe = self_exe_path();
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    char *installed = xasprintf("%s/../share/trialq/python", exe);
+    char *probe = xasprintf("%s/nni", installed);
+    free(exe);
+    if (access(probe, R_OK) == 0) {
+        free(probe);
+        return installed;
+    }
+    free(probe);
+    free(installed);
+    return xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
+}
+
+/* The user's job protocol must name its task roles and their commands. */
+static int check_protocol(const cJSON *proto, struct errbuf *e)
+{
+    const cJSON *roles = cJSON_GetObjectItemCaseSensitive(proto, "taskRoles");
+    if (!cJSON_IsObject(roles) || !roles->child)
+        return errf(e, "trainingService.openpaiConfig: taskRoles must be a mapping of one or more task roles");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, roles) {
+        const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(r, "commands");
+        int ok = cJSON_IsArray(cmds) && cmds->child;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cmds) ok = ok && cJSON_IsString(c);
+        if (!ok)
+            return errf(e, "trainingService.openpaiConfig.taskRoles.%s.commands must be a list of command strings",
+                        r->string);
+    }
+    return 0;
+}
+
+static void pai_free(struct pai *p)
+{
+    if (!p)
+        return;
+    free(p->host);
+    free(p->user);
+    free(p->token);
+    free(p->auth_header);
+    free(p->local_root);
+    free(p->cont_root);
+    free(p->image);
+    free(p->vc);
+    free(p->storage);
+    cJSON_Delete(p->protocol);
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    for (int i = 0; i < p->njobs; i++) {
+        free(p->jobs[i].trial_id);
+        free(p->jobs[i].fatal);
+    }
+    free(p->jobs);
+    free(p);
+}
+
+/* Checks the token with a call every user may make (the user's job list), trying a few
+ * times when the server does not answer. 0 ok; -1 with e; *rejected set on 401/403. */
+static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
+{
+    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
+    curl_free(u);
+    *rejected = 0;
+    int rc = -1;
+    int64_t wait = BACKOFF_MIN_MS;
+    for (int tries = 0; tries < 4; tries++) {
+        long status = 0;
+        char *body = NULL;
+        if (tries)
+            usleep((useconds_t)wait * 1000), wait *= 2;
+        p->down_until = 0; /* this loop paces itself */
+        if (http(p, "GET", url, NULL, NULL, &status, &body, e) < 0) {
+            log_warn("OpenPAI at %s does not answer: %s", p->host, e->msg);
+            continue;
+        }
+        char msg[320];
+        error_text(body, msg, sizeof msg);
+        free(body);
+        if (status == 401 || status == 403) {
+            *rejected = 1;
+            errf(e, "openpai: %s rejected the token of user '%s' (HTTP %ld: %s); put a valid token (OpenPAI "
+                 "portal: Profile > Tokens) into trainingService.token", p->host, p->user, status, msg);
+            goto out;
+        }
+        if (transient(status)) {
+            errf(e, "OpenPAI at %s answered HTTP %ld: %s", p->host, status, msg);
+            log_warn("%s", e->msg);
+            continue;
+        }
+        if (status >= 300) {
+            errf(e, "openpai: GET %s answered HTTP %ld (%s); is trainingService.host the address of the "
+                 "OpenPAI portal?", url, status, msg);
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    errprefix(e, "openpai: cannot reach the REST server at %s", p->host);
+out:
+    free(url);
+    return rc;
+}
+
+static char *host_url(const char *host)
+{
+    char *h = strstr(host, "://") ? xstrdup(host) : xasprintf("https://%s", host);
+    for (size_t n = strlen(h); n && h[n - 1] == '/'; n--)
+        h[n - 1] = '\0';
+    return h;
+}
+
+static void set_timeout(struct pai *p)
+{
+    const char *tmo = getenv("TRIALQ_OPENPAI_TIMEOUT"); /* seconds; tests shorten it */
+    p->timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+}
+
+int openpai_preflight(const cJSON *ts, struct errbuf *e)
+{
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(ts, "host");
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(ts, "username");
+    const cJSON *token = cJSON_GetObjectItemCaseSensitive(ts, "token");
+    if (!cJSON_IsString(host) || !cJSON_IsString(user) || !cJSON_IsString(token))
+        return errf(e, "openpai: host, username and token are required");
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct pai *p = xcalloc(1, sizeof *p);
+    p->host = host_url(host->valuestring);
+    p->user = xstrdup(user->valuestring);
+    p->auth_header = xasprintf("Authorization: Bearer %s", token->valuestring);
+    set_timeout(p);
+    p->curl = curl_easy_init();
+    int rejected = 0;
+    int rc = p->curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
+    pai_free(p);
+    curl_global_cleanup();
+    return rc;
+}
+
+static int openpai_init(struct worker *w, struct errbuf *e)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct pai *p = xcalloc(1, sizeof *p);
+    w->platform = p;
+    const char *host = cfg_str(w, "host"), *user = cfg_str(w, "username"), *token = cfg_str(w, "token");
+    const char *lm = cfg_str(w, "localStorageMountPoint"), *cm = cfg_str(w, "containerStorageMountPoint");
+    const char *storage = cfg_str(w, "storageConfigName");
+    if (!host || !user || !token || !lm || !cm || !storage) {
+        errf(e, "trainingService (openpai): host, username, token, storageConfigName, localStorageMountPoint "
+                "and containerStorageMountPoint are required");
+        goto fail;
+    }
+    p->host = host_url(host);
+    p->user = xstrdup(user);
+    p->token = xstrdup(token);
+    p->auth_header = xasprintf("Authorization: Bearer %s", token);
+    p->storage = xstrdup(storage);
+    p->image = xstrdup(cfg_str(w, "dockerImage") ? cfg_str(w, "dockerImage") : "msranni/nni:latest");
+    p->vc = cfg_str(w, "virtualCluster") ? xstrdup(cfg_str(w, "virtualCluster")) : NULL;
+    p->cpu = cfg_int(w, "trialCpuNumber", 1);
+    p->gpu = cfg_int(w, "trialGpuNumber", 0);
+    p->mem_mb = pai_size_mb(worker_config_item(w, "trialMemorySize"));
+    if (p->mem_mb <= 0) {
+        errf(e, "trainingService.trialMemorySize: not a size (e.g. \"8gb\")");
+        goto fail;
+    }
+    const cJSON *proto = worker_config_item(w, "openpaiConfig");
+    if (cJSON_IsObject(proto)) {
+        if (check_protocol(proto, e) < 0) {
+            report_fatal(w, e->msg);
+            goto fail;
+        }
+        p->protocol = cJSON_Duplicate(proto, 1);
+    }
+    set_timeout(p);
+    p->curl = curl_easy_init();
+    if (!p->curl) {
+        errf(e, "cannot initialise libcurl");
+        goto fail;
+    }
+    struct stat st;
+    if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        char *m = xasprintf("trainingService.localStorageMountPoint: %s is not a directory (the OpenPAI storage "
+                            "'%s' must be mounted there on this host)", lm, storage);
+        report_fatal(w, m);
+        errf(e, "%s", m);
+        free(m);
+        goto fail;
+    }
+    p->local_root = xasprintf("%s/%s", lm, w->exp_id);
+    p->cont_root = xasprintf("%s/%s", cm, w->exp_id);
+    if (mkdir_p(p->local_root, 0755) < 0) {
+        errf(e, "cannot create %s: %s", p->local_root, strerror(errno));
+        goto fail;
+    }
+    int rejected = 0;
+    if (probe_auth(p, &rejected, e) < 0) {
+        if (rejected) /* it will not get better by itself: the experiment says why */
+            report_fatal(w, e->msg);
+        goto fail;
+    }
+    /* the code once per experiment (a resumed experiment keeps the first copy: running
+     * trials copied it already, and a retried trial sees the same code) */
+    char *code_dst = xasprintf("%s/nni-code", p->local_root);
+    if (access(code_dst, F_OK) < 0) {
+        const char *src = cfg_str(w, "trialCodeDirectory");
+        char *src_abs = xstrdup(src ? src : ".");
+        int rc = pai_copy_tree(src_abs, code_dst, e);
+        free(src_abs);
+        if (rc < 0) {
+            char *m = xasprintf("trialCodeDirectory: %s", e->msg);
+            report_fatal(w, m);
+            errf(e, "%s", m);
+            free(m);
+            free(code_dst);
+            goto fail;
+        }
+        log_info("copied the code directory to %s", code_dst);
+    }
+    free(code_dst);
+    /* our stdlib SDK beside it, for images without the nni package */
+    char *sdk_dst = xasprintf("%s/nni-sdk", p->local_root);
+    if (access(sdk_dst, F_OK) < 0) {
+        char *src = sdk_dir();
+        if (pai_copy_tree(src, sdk_dst, e) < 0)
+            log_warn("cannot copy the trial SDK to the storage: %s (trials need the nni package in their image)",
+                     e->msg);
+        free(src);
+    }
+    free(sdk_dst);
+    log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->local_root, p->cont_root);
+    return 0;
+fail:
+    pai_free(p);
+    w->platform = NULL;
+    return -1;
+}
+
+static void openpai_destroy(struct worker *w)
+{
+    pai_free(w->platform);
+    w->platform = NULL;
+    curl_global_cleanup();
+}
+
+/* ---------------- jobs ---------------- */
+
+static char *job_name(struct worker *w, const char *trial_id, int attempt)
+{
+    return attempt <= 1 ? xasprintf("nni_exp_%s_trial_%s", w->exp_id, trial_id)
+                        : xasprintf("nni_exp_%s_trial_%s_attempt%d", w->exp_id, trial_id, attempt);
+}
+
+/* The trial's dir relative to the experiment root: a retry gets a dir of its own. */
+static char *trial_rel(const char *trial_id, int attempt)
+{
+    return attempt <= 1 ? xstrdup(trial_id) : xasprintf("%s.attempt%d", trial_id, attempt);
+}
+
+static char *local_dir(struct pai *p, const struct trial *t)
+{
+    char *rel = trial_rel(t->id, t->attempt);
+    char *d = xasprintf("%s/%s", p->local_root, rel);
+    free(rel);
+    return d;
+}
+
+static struct pai_job *job_of(struct pai *p, const struct trial *t)
+{
+    for (int i = 0; i < p->njobs; i++)
+        if (strcmp(p->jobs[i].trial_id, t->id) == 0) {
+            if (p->jobs[i].attempt != t->attempt) {
+                p->jobs[i].attempt = t->attempt; /* a retry: start afresh */
+                p->jobs[i].need_submit = p->jobs[i].stop_wanted = p->jobs[i].stop_sent = 0;
+                p->jobs[i].failures = 0;
+                p->jobs[i].next_ms = 0;
+            }
+            return &p->jobs[i];
+        }
+    if (p->njobs == p->capjobs) {
+        p->capjobs = p->capjobs ? p->capjobs * 2 : 16;
+        p->jobs = xrealloc(p->jobs, sizeof *p->jobs * (size_t)p->capjobs);
+    }
+    struct pai_job *j = &p->jobs[p->njobs++];
+    memset(j, 0, sizeof *j);
+    j->trial_id = xstrdup(t->id);
+    j->attempt = t->attempt;
+    return j;
+}
+
+static void job_forget(struct pai *p, const char *trial_id)
+{
+    for (int i = 0; i < p->njobs; i++)
+        if (strcmp(p->jobs[i].trial_id, trial_id) == 0) {
+            free(p->jobs[i].trial_id);
+            free(p->jobs[i].fatal);
+            p->jobs[i] = p->jobs[--p->njobs];
+            return;
+        }
+}
+
+static void job_ok(struct pai_job *j)
+{
+    j->failures = 0;
+    j->next_ms = 0; /* the worker polls every POLL_MS (platform_ops.poll_ms) */
+}
+
+static void job_backoff(struct pai_job *j, const char *what, const char *why)
+{
+    int64_t d = BACKOFF_MIN_MS;
+    for (int i = 0; i < j->failures && d < BACKOFF_MAX_MS; i++)
+        d *= 2;
+    if (d > BACKOFF_MAX_MS)
+        d = BACKOFF_MAX_MS;
+    j->failures++;
+    j->next_ms = mono_ms() + d;
+    if (j->failures == 1 || j->failures % 10 == 0)
+        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what, why,
+                 (long long)d, j->failures);
+}
+
+static char *marker_path(struct pai *p, const struct trial *t)
+{
+    char *d = local_dir(p, t);
+    char *m = xasprintf("%s/.nni/submitted", d);
+    free(d);
+    return m;
+}
+
+/* One task role's command: NNI's environment, then run.sh with the user's command. */
+static char *role_command(struct worker *w, struct pai *p, const struct trial *t, const char *cmd)
+{
+    char *rel = trial_rel(t->id, t->attempt);
+    char *c = xasprintf("%s/%s", p->cont_root, rel);
+    char *qc = pai_shell_quote(c);
+    char *qout = xasprintf("%s/nnioutput", c);
+    char *qo = pai_shell_quote(qout);
+    char *code = xasprintf("%s/nni-code", p->cont_root);
+    char *qcode = pai_shell_quote(code);
+    char *qcmd = pai_shell_quote(cmd);
+    char *run = xasprintf("%s/run.sh", c);
+    char *qrun = pai_shell_quote(run);
+    char *line = xasprintf("export NNI_PLATFORM=pai NNI_SYS_DIR=%s NNI_OUTPUT_DIR=%s NNI_TRIAL_JOB_ID=%s "
+                           "NNI_EXP_ID=%s NNI_TRIAL_SEQ_ID=%lld MULTI_PHASE=false NNI_CODE_DIR=%s && bash %s %s",
+                           qc, qo, t->id, w->exp_id, (long long)t->sequence, qcode, qrun, qcmd);
+    free(rel);
+    free(c);
+    free(qc);
+    free(qout);
+    free(qo);
+    free(code);
+    free(qcode);
+    free(qcmd);
+    free(run);
+    free(qrun);
+    return line;
+}
+
+static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *t, const char *name)
+{
+    cJSON *j;
+    if (p->protocol) {
+        /* the user's protocol, renamed; each role's commands become one NNI command */
+        j = cJSON_Duplicate(p->protocol, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "name");
+        cJSON_AddStringToObject(j, "name", name);
+        cJSON *roles = cJSON_GetObjectItemCaseSensitive(j, "taskRoles"), *r;
+        cJSON_ArrayForEach(r, roles) {
+            struct strbuf joined;
+            sb_init(&joined);
+            const cJSON *c;
+            cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "commands")) {
+                if (joined.len)
+                    sb_puts(&joined, " && ");
+                sb_puts(&joined, c->valuestring);
+            }
+            char *jc = sb_detach(&joined);
+            char *line = role_command(w, p, t, jc);
+            cJSON *cmds = cJSON_CreateArray();
+            cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
+            cJSON_ReplaceItemInObjectCaseSensitive(r, "commands", cmds);
+            free(jc);
+            free(line);
+        }
+    } else {
+        const cJSON *tc = worker_config_item(w, "trialCommand");
+        char *line = role_command(w, p, t, cJSON_IsString(tc) ? tc->valuestring : "false");
+        j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "protocolVersion", 2);
+        cJSON_AddStringToObject(j, "name", name);
+        cJSON_AddStringToObject(j, "type", "job");
+        cJSON_AddNumberToObject(j, "jobRetryCount", 0);
+        cJSON *pre = cJSON_AddArrayToObject(j, "prerequisites");
+        cJSON *img = cJSON_CreateObject();
+        cJSON_AddStringToObject(img, "type", "dockerimage");
+        cJSON_AddStringToObject(img, "uri", p->image);
+        cJSON_AddStringToObject(img, "name", "docker_image_0");
+        cJSON_AddItemToArray(pre, img);
+        cJSON *role = cJSON_AddObjectToObject(cJSON_AddObjectToObject(j, "taskRoles"), "taskrole");
+        cJSON_AddNumberToObject(role, "instances", 1);
+        cJSON *comp = cJSON_AddObjectToObject(role, "completion");
+        cJSON_AddNumberToObject(comp, "minFailedInstances", 1);
+        cJSON_AddNumberToObject(comp, "minSucceededInstances", -1);
+        cJSON_AddNumberToObject(role, "taskRetryCount", 0);
+        cJSON_AddStringToObject(role, "dockerImage", "docker_image_0");
+        cJSON *res = cJSON_AddObjectToObject(role, "resourcePerInstance");
+        cJSON_AddNumberToObject(res, "gpu", (double)p->gpu);
+        cJSON_AddNumberToObject(res, "cpu", (double)p->cpu);
+        cJSON_AddNumberToObject(res, "memoryMB", (double)p->mem_mb);
+        cJSON *cmds = cJSON_AddArrayToObject(role, "commands");
+        cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
+        free(line);
+        cJSON *extras = cJSON_AddObjectToObject(j, "extras");
+        cJSON *st = cJSON_CreateObject();
+        cJSON_AddStringToObject(st, "name", p->storage);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(extras, "storages"), st);
+        cJSON_AddStringToObject(extras, "submitFrom", "submit-job-v2");
+        if (p->vc)
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "defaults"), "virtualCluster", p->vc);
+    }
+    struct strbuf sb;
+    sb_init(&sb);
+    pai_yaml_emit(&sb, j);
+    cJSON_Delete(j);
+    return sb_detach(&sb);
+}
+
+/* The launch script in the trial dir (bash, inside the container): NNI's steps of spec
+ * §5 — code copied into $NNI_SYS_DIR/code, our SDK (../nni-sdk beside the trial dirs)
+ * when the image has no nni package, stdout/stderr to files on the storage, and
+ * "<exit> <end ms> 0 <attempt>" into .nni/state when the command ends. It names no
+ * absolute path: everything is relative to $NNI_SYS_DIR. */
+static char *run_script(const struct trial *t)
+{
+    return xasprintf(
+        "#!/bin/bash\n"
+        "# trialq: trial %s attempt %d on OpenPAI; $1 is the trial command\n"
+        "cd \"$NNI_SYS_DIR\" || exit 1\n"
+        "mkdir -p .nni code \"$NNI_OUTPUT_DIR\"\n"
+        "exec 1>>\"$NNI_SYS_DIR/trial.stdout\" 2>>\"$NNI_SYS_DIR/trial.stderr\"\n"
+        "cp -r \"$NNI_CODE_DIR/.\" code || { echo \"trialq: cannot copy $NNI_CODE_DIR\" >&2; exit 1; }\n"
+        "sdk=$(cd \"$NNI_SYS_DIR/../nni-sdk\" 2>/dev/null && pwd)\n"
+        "if [ -n \"$sdk\" ] && ! python3 -c 'import nni' >/dev/null 2>&1; then\n"
+        "    export PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}$sdk\"\n"
+        "fi\n"
+        "cd code\n"
+        "eval \"$1\"\n"
+        "rc=$?\n"
+        "echo \"$rc $(date +%%s%%3N) 0 %d\" > \"$NNI_SYS_DIR/.nni/state.tmp\" &&"
+        " mv -f \"$NNI_SYS_DIR/.nni/state.tmp\" \"$NNI_SYS_DIR/.nni/state\"\n"
+        "exit $rc\n",
+        t->id, t->attempt, t->attempt);
+}
+
+/* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
+ * 0: no answer or a 5xx (try again later, j->next_ms set); -1: PAI refused it (e). */
+static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const struct trial *t, struct errbuf *e)
+{
+    char *name = job_name(w, t->id, t->attempt);
+    char *url = job_url(p, name, "");
+    char *body = NULL, msg[320];
+    long status = 0;
+    int rc = 0;
+    struct errbuf he;
+    if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
+        job_backoff(j, "submit (GET job)", he.msg);
+        goto out;
+    }
+    if (status == 200) {
+        log_info("trial %s: re-attached to OpenPAI job %s", t->id, name);
+        rc = 1;
+        goto accepted;
+    }
+    if (status != 404) {
+        error_text(body, msg, sizeof msg);
+        if (transient(status)) {
+            char why[400];
+            snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
+            job_backoff(j, "submit (GET job)", why);
+            goto out;
+        }
+        rc = errf(e, "OpenPAI answered HTTP %ld to GET %s: %s", status, url, msg);
+        goto out;
+    }
+    free(body);
+    body = NULL;
+    char *yaml = protocol_yaml(w, p, t, name);
+    char *post = xasprintf("%s/rest-server/api/v2/jobs", p->host);
+    int hr = http(p, "POST", post, "text/yaml", yaml, &status, &body, &he);
+    free(yaml);
+    free(post);
+    if (hr < 0) {
+        /* the job may exist now: the next try asks for it first */
+        job_backoff(j, "submit (POST job)", he.msg);
+        goto out;
+    }
+    if (status < 300 || status == 409) {
+        log_info("trial %s: %s OpenPAI job %s", t->id, status == 409 ? "re-attached to" : "submitted", name);
+        rc = 1;
+        goto accepted;
+    }
+    error_text(body, msg, sizeof msg);
+    if (transient(status)) {
+        char why[400];
+        snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
+        job_backoff(j, "submit (POST job)", why);
+        goto out;
+    }
+    if (status == 401 || status == 403)
+        rc = errf(e, "OpenPAI %s rejected the token of user '%s' (HTTP %ld: %s)", p->host, p->user, status, msg);
+    else
+        rc = errf(e, "OpenPAI refused job %s (HTTP %ld: %s)", name, status, msg);
+    goto out;
+accepted: {
+        char *m = marker_path(p, t);
+        if (access(m, F_OK) < 0 && write_file_replace(m, name, strlen(name), 0644) < 0)
+            log_warn("cannot write %s: %s", m, strerror(errno));
+        free(m);
+        j->need_submit = 0;
+        job_ok(j);
+    }
+out:
+    free(body);
+    free(url);
+    free(name);
+    return rc;
+}
+
+static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    char *dir = local_dir(p, t);
+    char *nni = xasprintf("%s/.nni", dir);
+    int rc = -1;
+    if (mkdir_p(nni, 0755) < 0) {
+        errf(e, "cannot create %s: %s", nni, strerror(errno));
+        goto out;
+    }
+    /* parameter.cfg before the job exists (the SDK reads it at start); same content
+     * on every call, so a re-attach rewrites nothing that matters */
+    char *cfg = xasprintf("%s/parameter.cfg", dir);
+    char *rec = nni_param_record(t);
+    int wr = write_file_replace(cfg, rec, strlen(rec), 0644);
+    free(rec);
+    free(cfg);
+    char *runp = xasprintf("%s/run.sh", dir);
+    char *run = run_script(t);
+    if (wr == 0)
+        wr = write_file_replace(runp, run, strlen(run), 0755);
+    free(run);
+    free(runp);
+    if (wr < 0) {
+        errf(e, "cannot write the trial files in %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    struct pai_job *j = job_of(p, t);
+    j->need_submit = 1;
+    j->next_ms = 0;
+    int s = try_submit(w, p, j, t, e);
+    if (s < 0) {
+        job_forget(p, t->id);
+        goto out;
+    }
+    /* s == 0: PAI does not answer now; the trial is ours and poll submits it later */
+    *job_id = job_name(w, t->id, t->attempt);
+    *trial_dir = xstrdup(dir);
+    rc = 0;
+out:
+    free(nni);
+    free(dir);
+    return rc;
+}
+
+static int read_state(const char *dir, long long v[4])
+{
+    char *path = xasprintf("%s/.nni/state", dir);
+    char *s = read_file(path, NULL);
+    free(path);
+    if (!s)
+        return -1;
+    int n = sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
+    free(s);
+    return n == 4 ? 0 : -1;
+}
+
+static int64_t json_ms(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    memset(js, 0, sizeof *js);
+    struct pai_job *j = job_of(p, t);
+    if (mono_ms() < j->next_ms)
+        return 0;
+    char *name = job_name(w, t->id, t->attempt);
+    char *url = job_url(p, name, "");
+    char *dir = local_dir(p, t);
+    char *body = NULL, msg[320];
+    long status = 0;
+    struct errbuf he;
+    if (j->need_submit && !j->stop_wanted) {
+        int s = try_submit(w, p, j, t, &he);
+        if (s < 0) {
+            /* PAI refused it for good: the trial fails with PAI's reason */
+            trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), he.msg, NULL);
+            js->finished = 1;
+            js->exit_code = 1;
+            js->end_time = now_ms();
+        }
+        goto out;
+    }
+    if (j->stop_wanted && !j->stop_sent && !j->need_submit) {
+        char *surl = job_url(p, name, "/executionType");
+        int hr = http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &body, &he);
+        free(surl);
+        if (hr < 0 || transient(status)) {
+            if (hr == 0)
+                snprintf(he.msg, sizeof he.msg, "HTTP %ld", status);
+            job_backoff(j, "stop", he.msg);
+            goto out;
+        }
+        if (status < 300)
+            j->stop_sent = 1;
+        else if (status != 404) /* 404: gone already; the GET below tells */
+            log_warn("trial %s: OpenPAI answered HTTP %ld to STOP", t->id, status);
+        free(body);
+        body = NULL;
+    }
+    if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
+        job_backoff(j, "status", he.msg);
+        goto out;
+    }
+    if (status == 404) {
+        char *m = marker_path(p, t);
+        int accepted = access(m, F_OK) == 0;
+        free(m);
+        if (accepted) {
+            log_warn("trial %s: OpenPAI no longer knows job %s", t->id, name);
+            js->vanished = 1;
+            snprintf(js->why, sizeof js->why, "OpenPAI no longer knows job %s", name);
+        } else if (j->stop_wanted) {
+            js->finished = 1; /* cancelled before it was ever submitted */
+            js->signal = SIGTERM;
+            js->end_time = now_ms();
+        } else {
+            j->need_submit = 1; /* never accepted: submit it now */
+            j->next_ms = 0;
+        }
+        goto out;
+    }
+    if (status != 200) {
+        error_text(body, msg, sizeof msg);
+        char why[400];
+        snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
+        job_backoff(j, "status", why);
+        goto out;
+    }
+    j->need_submit = 0;
+    job_ok(j);
+    cJSON *job = cJSON_Parse(body);
+    const cJSON *jst = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
+    const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
+    const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
+    long long sv[4];
+    int has_state = read_state(dir, sv) == 0 && sv[3] == t->attempt;
+    int64_t done_ms = json_ms(jst, "completedTime");
+    if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
+        js->finished = 1;
+        js->has_exit = 1;
+        js->end_time = has_state ? sv[1] : done_ms ? done_ms : now_ms();
+        if (strcmp(state, "SUCCEEDED") == 0) {
+            js->exit_code = 0;
+        } else {
+            const cJSON *code = cJSON_GetObjectItemCaseSensitive(jst, "appExitCode");
+            js->exit_code = has_state && sv[0] != 0 ? (int)sv[0]
+                            : cJSON_IsNumber(code) && code->valueint != 0 ? code->valueint : 1;
+        }
+    } else if (strcmp(state, "STOPPED") == 0) {
+        if (!j->stop_wanted)
+            /* stopped on the cluster, not by us: NNI's SYS_CANCELED */
+            trial_request_kill(w->db, t->id, "SYS_CANCELED", "job stopped on OpenPAI", e);
+        js->finished = 1;
+        js->signal = SIGTERM;
+        js->end_time = done_ms ? done_ms : now_ms();
+    }
+    cJSON_Delete(job);
+out:
+    if (js->finished || js->vanished)
+        job_forget(p, t->id);
+    free(body);
+    free(url);
+    free(name);
+    free(dir);
+    return 0;
+}
+
+static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    struct pai_job *j = job_of(w->platform, t);
+    j->stop_wanted = 1;
+    j->next_ms = 0; /* the next poll sends STOP (and retries it with back-off) */
+    return 0;
+}
+
+static char *trial_dir_of(struct worker *w, struct trial *t)
+{
+    return t->trial_dir ? xstrdup(t->trial_dir) : local_dir(w->platform, t);
+}
+
+static int openpai_collect(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    char *dir = trial_dir_of(w, t);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, e);
+    free(dir);
+    return rc;
+}
+
+static int openpai_pending(struct worker *w, struct trial *t)
+{
+    char *dir = trial_dir_of(w, t);
+    int r = trial_dir_grew(t, dir, NULL);
+    free(dir);
+    return r;
+}
+
+/* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
+ * database lost track of (found by the name prefix nni_exp_<exp>_). */
+static int openpai_cleanup(struct worker *w, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
+    curl_free(u);
+    long status = 0;
+    char *body = NULL;
+    int rc = http(p, "GET", url, NULL, NULL, &status, &body, e);
+    free(url);
+    if (rc < 0)
+        return -1;
+    if (status != 200) {
+        char msg[320];
+        error_text(body, msg, sizeof msg);
+        free(body);
+        return errf(e, "listing the jobs of %s: HTTP %ld: %s", p->user, status, msg);
+    }
+    cJSON *list = cJSON_Parse(body);
+    free(body);
+    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
+    const cJSON *it;
+    int failed = 0;
+    cJSON_ArrayForEach(it, list) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "state");
+        if (!cJSON_IsString(n) || !str_starts(n->valuestring, prefix) || !cJSON_IsString(st) ||
+            (strcmp(st->valuestring, "WAITING") != 0 && strcmp(st->valuestring, "RUNNING") != 0))
+            continue;
+        char *surl = job_url(p, n->valuestring, "/executionType");
+        struct errbuf he;
+        char *resp = NULL;
+        if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &resp, &he) < 0 ||
+            status >= 300) {
+            failed++;
+            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, resp ? resp : he.msg);
+        } else {
+            log_info("stopped OpenPAI job %s", n->valuestring);
+        }
+        free(resp);
+        free(surl);
+    }
+    free(prefix);
+    cJSON_Delete(list);
+    return failed ? errf(e, "%d OpenPAI job(s) of the experiment could not be stopped", failed) : 0;
+}
+
+const struct platform_ops platform_openpai = {
+    .name = "openpai",
+    .init = openpai_init,
+    .submit = openpai_submit,
+    .reaped = NULL,
+    .poll = openpai_poll,
+    .kill = openpai_kill,
+    .collect = openpai_collect,
+    .pending = openpai_pending,
+    .destroy = openpai_destroy,
+    .poll_ms = POLL_MS,
+    .cleanup = openpai_cleanup,
+};
