@@ -5,14 +5,17 @@
  * that of the trial in its URL gets 403, so a trial can only report for itself.
  * PUT request_parameter queues the trial's own parameter record (parameters are bound
  * to trial ids here, unlike NNI's single FIFO); GET long-polls for it (408 after 1 s).
- * PUT metric is answered only once the metric is stored. Metrics that arrive in one
- * pass of the event loop are stored in one transaction (group commit), then all are
- * answered. After the api began to stop, every request gets 410. */
+ * PUT metric is answered only once the metric is committed, in one transaction with
+ * the other metrics of its round (see "group commit of metrics" below). After the api
+ * began to stop, every request gets 410. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -25,10 +28,11 @@
 #include "schema/nnijson.h"
 
 #define POLL_MS 1000
-#define MAX_QUEUED 16
-#ifndef GROUP_US
-#define GROUP_US 0 /* group commit window in µs (see batch_add); 0 = one loop pass */
-#endif /* commands waiting for a GET, per trial */
+#define MAX_QUEUED 16      /* commands waiting for a GET, per trial */
+#define GROUP_WINDOW_US 2000 /* the longest a metric waits for others to join its commit */
+#define GROUP_MAX 512       /* metrics per transaction at most */
+#define ACTIVE_MS 20        /* a connection that sent a metric this recently may send more */
+#define MAX_ACTIVE 256
 
 struct chan {
     struct chan *next;
@@ -42,17 +46,50 @@ struct chan {
 struct pending_metric {
     struct evhttp_request *r;
     char *trial_id;
-    int attempt;
     struct metric_in m;
     void *owned;
+};
+
+/* A connection that reported a metric recently: it is likely to send the next one
+ * soon, so a commit waits for it (up to the window) instead of going with fewer. */
+struct active_conn {
+    const void *conn;
+    int64_t last_us;
+};
+
+/* Metrics committed together, and the outcome. */
+struct batch {
+    struct pending_metric *m;
+    int n, cap;
+    char *found; /* per metric: 1 stored (or a duplicate absorbed), 0 trial not in this experiment */
+    int ok;
+    char err[1024];
+};
+
+/* The writer thread: commits one batch at a time on its own connection, while the
+ * event loop goes on reading requests (which form the next batch). */
+struct writer {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int efd;              /* eventfd: a batch is done */
+    struct event *ev;
+    struct db *db;
+    char *exp_id;
+    struct batch job;     /* the writer's while busy && !done */
+    int busy, done, quit;
 };
 
 struct chan_state {
     struct api *a;
     struct chan *chans;
-    struct pending_metric *batch;
-    int nbatch, capbatch;
-    struct event *flush;
+    struct batch open;         /* metrics waiting for their commit to start */
+    struct event *flush;       /* made active when the open batch is complete */
+    struct event *window;      /* the window timer of the oldest pending metric */
+    struct writer *w;          /* NULL: commits run in the loop (no thread could start) */
+    int writer_tried;
+    struct active_conn active[MAX_ACTIVE];
+    int nactive;
     int64_t stored, batches;
 };
 
@@ -61,7 +98,6 @@ static struct chan_state *state_of(struct api *a)
     static struct chan_state st;
     if (!st.a) {
         st.a = a;
-        st.flush = NULL;
     }
     return &st;
 }
@@ -151,68 +187,257 @@ static void chan_push(struct chan *c, char *cmd)
     chan_deliver(c);
 }
 
-/* ---------------- group commit of metrics ---------------- */
+/* ---------------- group commit of metrics ----------------
+ *
+ * A PUT metric is answered only after its row is committed (durable as every state
+ * write here: WAL with synchronous=NORMAL, so it survives the api or any process being
+ * killed; a power loss may lose the last moments, docs/rest-api.md). A commit costs
+ * much more than a row, so metrics share commits, and the commits run in a writer
+ * thread with its own connection, so that the event loop reads the next requests
+ * meanwhile (the two halves use the two cores). The open batch goes to the writer when
+ * the writer is free and the batch is complete: every connection that reported within
+ * the last ACTIVE_MS is waiting in it (nobody else is about to send: no reason to
+ * wait), GROUP_WINDOW_US after its first metric, or at GROUP_MAX metrics; what gathers
+ * while the writer is busy goes as soon as it is free. A lone trial is answered at
+ * once, and N busy trials share one transaction per round. */
 
-static void batch_flush(evutil_socket_t fd, short ev, void *arg)
+/* Records that conn just sent a metric; returns how many connections are active. */
+static int active_touch(struct chan_state *s, const void *conn)
 {
-    (void)fd; (void)ev;
-    struct chan_state *s = arg;
-    struct api *a = s->a;
-    struct errbuf e;
-    int n = s->nbatch;
-    if (n == 0)
-        return;
-    int ok = db_begin(a->db, &e) == 0;
-    for (int i = 0; ok && i < n; i++) {
-        struct pending_metric *p = &s->batch[i];
-        if (metric_insert(a->db, p->trial_id, p->attempt, &p->m, &e) < 0)
-            ok = 0;
+    int64_t now = mono_us();
+    int found = 0, n = 0;
+    for (int i = 0; i < s->nactive; i++) {
+        struct active_conn *c = &s->active[i];
+        if (c->conn == conn) {
+            c->last_us = now;
+            found = 1;
+        }
+        if (now - c->last_us <= ACTIVE_MS * 1000)
+            s->active[n++] = *c;
     }
-    if (ok && db_commit(a->db, &e) < 0)
-        ok = 0;
-    if (!ok) {
-        db_rollback(a->db);
-        log_error("trial channel: storing %d metrics: %s", n, e.msg);
+    s->nactive = n;
+    if (!found && s->nactive < MAX_ACTIVE)
+        s->active[s->nactive++] = (struct active_conn){conn, now};
+    return s->nactive;
+}
+
+/* Commits a batch on db; fills found, ok and err. Any thread. */
+static void batch_commit(struct db *db, const char *exp_id, struct batch *b)
+{
+    struct errbuf e;
+    b->found = xcalloc((size_t)b->n, 1);
+    b->ok = db_begin(db, &e) == 0;
+    for (int i = 0; b->ok && i < b->n; i++) {
+        struct pending_metric *p = &b->m[i];
+        /* the attempt is read inside the transaction: a retried trial's metrics go to
+         * its new attempt, and the read costs no lock of its own */
+        int64_t attempt = 0;
+        int rc = db_int(db, &e, &attempt, "SELECT attempt FROM trial WHERE id = ? AND experiment_id = ?", "ss",
+                        p->trial_id, exp_id);
+        if (rc < 0 || (rc == 1 && metric_insert(db, p->trial_id, (int)attempt, &p->m, &e) < 0))
+            b->ok = 0;
+        b->found[i] = (char)(rc == 1);
+    }
+    if (b->ok && db_commit(db, &e) < 0)
+        b->ok = 0;
+    if (!b->ok) {
+        db_rollback(db);
+        memcpy(b->err, e.msg, sizeof b->err);
+        b->err[sizeof b->err - 1] = '\0';
+    }
+}
+
+/* Answers every request of a committed batch and empties it. Loop thread. */
+static void batch_reply(struct chan_state *s, struct batch *b)
+{
+    if (!b->ok) {
+        log_error("trial channel: storing %d metrics: %s", b->n, b->err);
     } else {
-        s->stored += n;
+        s->stored += b->n;
         s->batches++;
     }
-    for (int i = 0; i < n; i++) {
-        struct pending_metric *p = &s->batch[i];
-        if (ok)
-            reply_empty(p->r, 200);
+    for (int i = 0; i < b->n; i++) {
+        struct pending_metric *p = &b->m[i];
+        if (!b->ok)
+            reply_error(p->r, 503, "metric not stored: %s", b->err); /* the SDK retries 503 */
+        else if (!b->found[i])
+            reply_error(p->r, 404, "trial %.40s: not in this experiment", p->trial_id);
         else
-            reply_error(p->r, 503, "metric not stored: %s", e.msg); /* the SDK retries 503 */
+            evhttp_send_reply(p->r, 200, "OK", NULL);
         free(p->trial_id);
         metric_owned_free(p->owned);
     }
-    s->nbatch = 0;
+    free(b->m);
+    free(b->found);
+    memset(b, 0, sizeof *b);
 }
 
-static void batch_add(struct chan_state *s, struct evhttp_request *r, const char *trial_id, int attempt,
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->quit && !(w->busy && !w->done))
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!(w->busy && !w->done))
+            break; /* quit with nothing to do */
+        pthread_mutex_unlock(&w->mu);
+        batch_commit(w->db, w->exp_id, &w->job); /* the job is the writer's until done */
+        pthread_mutex_lock(&w->mu);
+        w->done = 1;
+        pthread_cond_broadcast(&w->cv);
+        uint64_t one = 1;
+        if (write(w->efd, &one, sizeof one) < 0) { /* the loop looks again on its tick */
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void dispatch_open(struct chan_state *s);
+
+/* The writer finished a batch: answer it, and hand over what gathered meanwhile. */
+static void on_writer_done(evutil_socket_t fd, short ev, void *arg)
+{
+    (void)ev;
+    struct chan_state *s = arg;
+    uint64_t n;
+    if (fd >= 0 && read(fd, &n, sizeof n) < 0) { /* EAGAIN: spurious */
+    }
+    struct writer *w = s->w;
+    struct batch done = {0};
+    pthread_mutex_lock(&w->mu);
+    if (w->busy && w->done) {
+        done = w->job;
+        memset(&w->job, 0, sizeof w->job);
+        w->busy = w->done = 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (done.n)
+        batch_reply(s, &done);
+    /* these waited a whole commit already: no reason to wait longer */
+    if (s->open.n)
+        dispatch_open(s);
+}
+
+static void writer_stop(struct chan_state *s)
+{
+    struct writer *w = s->w;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    while (w->busy && !w->done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    if (w->busy) { /* done, not yet answered */
+        batch_reply(s, &w->job);
+        w->busy = 0;
+    }
+    event_free(w->ev);
+    close(w->efd);
+    db_close(w->db);
+    free(w->exp_id);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+    s->w = NULL;
+}
+
+/* Starts the writer thread with its own connection; on any failure commits stay in
+ * the loop (slower, same guarantees). */
+static void writer_start(struct chan_state *s)
+{
+    s->writer_tried = 1;
+    struct errbuf e;
+    struct writer *w = xcalloc(1, sizeof *w);
+    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->efd < 0 || db_open(s->a->db->path, &w->db, &e) < 0) {
+        log_warn("trial channel: no writer thread (%s); metrics are committed in the event loop",
+                 w->efd < 0 ? strerror(errno) : e.msg);
+        if (w->efd >= 0)
+            close(w->efd);
+        free(w);
+        return;
+    }
+    w->exp_id = xstrdup(s->a->exp_id);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->ev = event_new(s->a->base, w->efd, EV_READ | EV_PERSIST, on_writer_done, s);
+    event_add(w->ev, NULL);
+    if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
+        log_warn("trial channel: no writer thread; metrics are committed in the event loop");
+        event_free(w->ev);
+        close(w->efd);
+        db_close(w->db);
+        free(w->exp_id);
+        free(w);
+        return;
+    }
+    s->w = w;
+}
+
+/* The open batch goes to its commit: to the writer when it is free (else it waits and
+ * grows until the writer's current batch is done), or in the loop without a writer. */
+static void dispatch_open(struct chan_state *s)
+{
+    if (s->window)
+        event_del(s->window);
+    if (s->open.n == 0)
+        return;
+    struct writer *w = s->w;
+    if (!w) {
+        batch_commit(s->a->db, s->a->exp_id, &s->open);
+        batch_reply(s, &s->open);
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    if (!w->busy) {
+        w->job = s->open;
+        w->busy = 1;
+        w->done = 0;
+        memset(&s->open, 0, sizeof s->open);
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void batch_ready(evutil_socket_t fd, short ev, void *arg)
+{
+    (void)fd; (void)ev;
+    dispatch_open(arg);
+}
+
+static void batch_add(struct chan_state *s, struct evhttp_request *r, const char *trial_id,
                       const struct metric_in *m, void *owned)
 {
-    if (s->nbatch == s->capbatch) {
-        s->capbatch = s->capbatch ? 2 * s->capbatch : 16;
-        s->batch = xrealloc(s->batch, (size_t)s->capbatch * sizeof *s->batch);
+    struct batch *b = &s->open;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->m = xrealloc(b->m, (size_t)b->cap * sizeof *b->m);
     }
-    struct pending_metric *p = &s->batch[s->nbatch++];
+    struct pending_metric *p = &b->m[b->n++];
     p->r = r;
     p->trial_id = xstrdup(trial_id);
-    p->attempt = attempt;
     p->m = *m;
     p->owned = owned;
-    if (!s->flush)
-        s->flush = evtimer_new(s->a->base, batch_flush, s);
-    if (s->nbatch == 1) {
-        /* GROUP_US 0: runs after the other callbacks already active in this pass of the
-         * loop, so every PUT read in the same pass joins this transaction; > 0: also
-         * those that arrive within that many microseconds */
-        struct timeval tv = {0, GROUP_US};
-        if (GROUP_US == 0)
+    if (!s->flush) {
+        s->flush = event_new(s->a->base, -1, 0, batch_ready, s);
+        s->window = evtimer_new(s->a->base, batch_ready, s);
+    }
+    if (!s->writer_tried)
+        writer_start(s);
+    int active = active_touch(s, evhttp_request_get_connection(r));
+    if (b->n >= active || b->n >= GROUP_MAX) {
+        /* complete: committed after the callbacks already active in this pass of the
+         * loop, so that requests read in the same pass still join */
+        if (!event_pending(s->flush, EV_TIMEOUT, NULL))
             event_active(s->flush, EV_TIMEOUT, 0);
-        else
-            evtimer_add(s->flush, &tv);
+    } else if (b->n == 1) {
+        struct timeval tv = {0, GROUP_WINDOW_US};
+        evtimer_add(s->window, &tv);
     }
 }
 
@@ -227,7 +452,7 @@ static int json_content_type(struct evhttp_request *r)
     return strncasecmp(ct, "application/json", n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-static void on_put(struct chan_state *s, struct evhttp_request *r, const char *trial_id, int attempt)
+static void on_put(struct chan_state *s, struct evhttp_request *r, const char *trial_id)
 {
     struct api *a = s->a;
     if (!json_content_type(r)) {
@@ -275,16 +500,14 @@ static void on_put(struct chan_state *s, struct evhttp_request *r, const char *t
             reply_error(r, 400, "%s", e.msg);
         } else {
             /* the record names its trial: only this URL's own */
-            cJSON *rec = cJSON_Parse(metric->valuestring);
-            const cJSON *tj = cJSON_GetObjectItemCaseSensitive(rec, "trial_job_id");
-            if (tj && !(cJSON_IsString(tj) && strcmp(tj->valuestring, trial_id) == 0)) {
-                reply_error(r, 403, "metric of trial %.40s refused on the channel of trial %s",
-                            cJSON_IsString(tj) ? tj->valuestring : "?", trial_id);
+            const char *tj = NULL;
+            if (metric_trial_job_id(owned, &tj) && !(tj && strcmp(tj, trial_id) == 0)) {
+                reply_error(r, 403, "metric of trial %.40s refused on the channel of trial %s", tj ? tj : "?",
+                            trial_id);
                 metric_owned_free(owned);
             } else {
-                batch_add(s, r, trial_id, attempt, &m, owned);
+                batch_add(s, r, trial_id, &m, owned);
             }
-            cJSON_Delete(rec);
         }
     } else {
         log_warn("trial channel %s: unexpected command type %.40s", trial_id, type->valuestring);
@@ -329,6 +552,10 @@ void channel_handle(struct api *a, struct evhttp_request *r, const char *token, 
         reply_empty(r, 410);
         return;
     }
+    if (m == EVHTTP_REQ_PUT) {
+        on_put(s, r, trial_id); /* a metric's trial is looked up in its commit */
+        return;
+    }
     int64_t attempt = 0;
     struct errbuf e;
     int rc = db_int(a->db, &e, &attempt, "SELECT attempt FROM trial WHERE id = ? AND experiment_id = ?", "ss",
@@ -337,16 +564,15 @@ void channel_handle(struct api *a, struct evhttp_request *r, const char *token, 
         reply_error(r, rc < 0 ? 500 : 404, "trial %.40s: %s", trial_id, rc < 0 ? e.msg : "not in this experiment");
         return;
     }
-    if (m == EVHTTP_REQ_PUT)
-        on_put(s, r, trial_id, (int)attempt);
-    else
-        on_get(s, r, trial_id);
+    on_get(s, r, trial_id);
 }
 
 void channel_shutdown(struct api *a)
 {
     struct chan_state *s = state_of(a);
-    batch_flush(-1, 0, s);
+    /* every pending metric is stored and answered before the api exits */
+    writer_stop(s);
+    dispatch_open(s);
     for (struct chan *c = s->chans, *next; c; c = next) {
         next = c->next;
         if (c->waiting) {
@@ -365,12 +591,11 @@ void channel_shutdown(struct api *a)
         free(c);
     }
     s->chans = NULL;
-    if (s->flush)
+    if (s->flush) {
         event_free(s->flush);
-    s->flush = NULL;
-    free(s->batch);
-    s->batch = NULL;
-    s->capbatch = 0;
+        event_free(s->window);
+    }
+    s->flush = s->window = NULL;
     if (s->stored)
         log_info("trial channel: %lld metrics stored in %lld transactions", (long long)s->stored,
                  (long long)s->batches);

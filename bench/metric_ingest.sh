@@ -5,8 +5,12 @@
 # uses) PUT PERIODICAL metrics for their own trial as fast as the replies come, for
 # SECONDS. A reply comes only after the metric is committed, so the metric rows in the
 # database at the end are what was acknowledged. Prints metrics/s stored, the reply
-# latency p50/p99, and the transactions the api used (group commit).
-#   usage: bench/metric_ingest.sh [BUILD_DIR] (default build)   env: C=8 SECONDS_=5
+# latency p50/p99, the CPU time one metric cost in the api and in the clients (with
+# what two idle cores would carry at that cost: the machine is shared, the throughput
+# depends on what else runs), and the transactions the api used (group commit).
+# The load comes from bench/metric_ingest_client (C; build it with the project), or
+# with CLIENT=python from Python's http.client as NNI's SDK sends it.
+#   usage: bench/metric_ingest.sh [BUILD_DIR] (default build)   env: C=8 SECONDS_=5 CLIENT=c|python
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$SRC/build}
@@ -39,16 +43,28 @@ token=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT token FROM experiment WHERE 
 sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'" > "$WORK/trials"
 [ "$(wc -l < "$WORK/trials")" = "$C" ] || { echo "only $(wc -l < "$WORK/trials") of $C trials running" >&2; exit 1; }
 
-/usr/bin/python3 - "$port" "$token" "$DUR" "$WORK/trials" "$DB" "$SRC/tests/e2e" <<'PY'
-import http.client, json, multiprocessing, sqlite3, sys, time
-port, token, dur, trials_file, db, libdir = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
-sys.path.insert(0, libdir)
+# the channel URL of each trial: /env/<its token>/<trial id>
+/usr/bin/python3 - "$token" "$WORK/trials" "$SRC/tests/e2e" > "$WORK/channels" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
 from chantoken import chan_token
-trials = open(trials_file).read().split()
-
+for tid in open(sys.argv[2]).read().split():
+    print(tid, '/env/%s/%s' % (chan_token(sys.argv[1], tid), tid))
+PY
+# CPU time (ms) of the api process so far: with the clients' own, what one metric
+# costs, whatever else runs on this shared machine
+api_pid=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
+tck=$(getconf CLK_TCK)
+api_cpu_ms() { awk -v t="$tck" '{ print int(($14 + $15) * 1000 / t) }' "/proc/$api_pid/stat"; }
+cpu0=$(api_cpu_ms)
+if [ "${CLIENT:-c}" = python ]; then
+    # the same load from Python's http.client (what NNI's SDK uses): the client, not
+    # the api, is then the limit on 2 cores
+    out=$(/usr/bin/python3 - "$port" "$DUR" "$WORK/channels" <<'PY'
+import http.client, json, multiprocessing, sys, time
+port, dur, chans = int(sys.argv[1]), float(sys.argv[2]), [l.split() for l in open(sys.argv[3])]
 def client(args):
-    tid, start = args
-    path = '/env/%s/%s' % (chan_token(token, tid), tid)
+    tid, path, start = args
     conn = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
     while time.time() < start:
         time.sleep(0.001)
@@ -65,21 +81,29 @@ def client(args):
         if r.status != 200:
             raise SystemExit('HTTP %d for %s' % (r.status, tid))
         seq += 1
-    conn.close()
     return seq, lat
-
 start = time.time() + 0.5
-with multiprocessing.Pool(len(trials)) as pool:
-    res = pool.map(client, [(t, start) for t in trials])
-acked = sum(n for n, _ in res)
+with multiprocessing.Pool(len(chans)) as pool:
+    res = pool.map(client, [(t, p, start) for t, p in chans])
 lat = sorted(x for _, l in res for x in l)
-q = ','.join("'%s'" % t for t in trials)
-stored = sqlite3.connect(db).execute('SELECT count(*) FROM metric WHERE trial_id IN (%s)' % q).fetchone()[0]
-print('clients=%d seconds=%.0f acknowledged=%d stored=%d' % (len(trials), dur, acked, stored))
-print('metrics/s stored: %.0f' % (stored / dur))
-print('reply latency p50 %.2f ms, p99 %.2f ms' % (lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3))
-if stored != acked:
-    raise SystemExit('FAIL: %d acknowledged but %d stored' % (acked, stored))
+print('acknowledged %d errors 0 p50_us %d p99_us %d' % (sum(n for n, _ in res),
+      lat[len(lat) // 2] * 1e6, lat[int(len(lat) * 0.99)] * 1e6))
 PY
+) || true
+else
+    out=$("$BUILD/bench/metric_ingest_client" "$port" "$DUR" "$WORK/channels" || true)
+fi
+cpu1=$(api_cpu_ms)
+read -r _ acked _ errors _ p50 _ p99 _ client_ms <<< "$out"
+stored=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric JOIN trial ON trial.id = metric.trial_id WHERE trial.experiment_id = '$id'")
+echo "client=${CLIENT:-c} clients=$C seconds=$DUR acknowledged=$acked stored=$stored"
+awk -v s="$stored" -v d="$DUR" 'BEGIN { printf "metrics/s stored: %.0f\n", s / d }'
+awk -v a="$p50" -v b="$p99" 'BEGIN { printf "reply latency p50 %.2f ms, p99 %.2f ms\n", a / 1000, b / 1000 }'
+awk -v s="$stored" -v a=$((cpu1 - cpu0)) -v c="${client_ms:-0}" 'BEGIN { if (s == 0) exit
+    printf "CPU per metric: api %.1f us", a * 1000 / s
+    if (c > 0) printf ", clients %.1f us (both together on 2 idle cores: ~%.0f metrics/s)", c * 1000 / s, 2e6 / ((a + c) * 1000 / s)
+    printf "\n" }'
+[ "$stored" = "$acked" ] || { echo "FAIL: $acked acknowledged but $stored stored" >&2; exit 1; }
+[ "$errors" = 0 ] || { echo "FAIL: $errors clients got an error reply" >&2; exit 1; }
 "$BUILD/nnictl" stop "$id" > /dev/null
 grep -h "trial channel:" "$NNI_HOME/$id"/log/*.log | tail -n 1 || true

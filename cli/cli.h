@@ -26,6 +26,7 @@ extern const struct cli_cmd cmd_update_searchspace, cmd_update_concurrency, cmd_
 extern const struct cli_cmd cmd_top, cmd_experiment_export, cmd_experiment_import;
 extern const struct cli_cmd cmd_log_stdout, cmd_log_stderr, cmd_log_trial;
 extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, cmd_trial_rerun;
+extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 
 /* ---- shared helpers (cli/common.c) ---- */
 /* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */
@@ -34,16 +35,24 @@ struct db *cli_open_db(const char *home_opt, char **home_out);
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 when the experiment's api process runs. */
 int cli_api_alive(const struct experiment *x);
-/* 1 when nothing listens on 127.0.0.1:port (and so we could bind it). */
+/* 1 when nothing listens on addr:port (and so we could bind it); addr NULL = 127.0.0.1. */
 int cli_port_free(const char *addr, int port);
+/* "Web portal URLs: ..." for an api on bind:port under prefix (NULL or "/p"). */
+void cli_print_urls(const char *bind, int port, const char *prefix, const char *manager_ip);
+/* 0 when addr is a numeric IPv4/IPv6 address or "localhost"; else prints why, 1. */
+int cli_check_bind(const char *addr);
+/* "/a/b" from a --url_prefix argument ("a/b", "/a/b/"), or NULL after printing why. */
+char *cli_url_prefix(const char *arg);
 /* Starts `trialq api` for the experiment: detached (new session, output to the
  * experiment's log dir) or in the foreground as our child. Waits until it answers
  * /check-status. Returns its pid or -1 (message printed). */
 pid_t cli_start_api(const char *home, const struct experiment *x, const char *action, int port, int detach,
                     const char *log_level);
-/* HTTP GET/PUT/DELETE on the api with timeouts; returns the status code or -1.
- * *body (optional) receives the response body. */
-int cli_http(const char *method, int port, const char *path, const char *req_body, char **body);
+/* HTTP GET/PUT/POST/DELETE on the experiment's api: on its bind address (a wildcard
+ * bind on loopback), x->port and x->url_prefix, with its token; path is under
+ * /api/v1/nni. Timeouts on every step. Returns the status code or -1; *body
+ * (optional) receives the response body. */
+int cli_http(const struct experiment *x, const char *method, const char *path, const char *req_body, char **body);
 /* Stops one experiment: idempotent; every recorded process is gone when it returns. */
 int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet);
 /* Runs `trialq worker --drain` for an experiment whose api is gone. */

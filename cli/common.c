@@ -1,6 +1,7 @@
 /* common.c: what nnictl's commands share: database, api processes, HTTP, ports. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -56,16 +57,70 @@ int cli_api_alive(const struct experiment *x)
 
 int cli_port_free(const char *addr, int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    if (!addr || !*addr || strcmp(addr, "localhost") == 0)
+        addr = "127.0.0.1";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    if (getaddrinfo(addr, portstr, &hints, &ai) != 0 || !ai)
         return 0;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, addr && *addr ? addr : "127.0.0.1", &sa.sin_addr);
-    int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    close(fd);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int ok = 0;
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        ok = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+        close(fd);
+    }
+    freeaddrinfo(ai);
     return ok;
+}
+
+void cli_print_urls(const char *bind, int port, const char *prefix, const char *manager_ip)
+{
+    const char *p = prefix ? prefix : "";
+    int any = strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0;
+    int v6 = strchr(bind, ':') != NULL && !any;
+    printf("Web portal URLs: http://%s%s%s:%d%s", v6 ? "[" : "", any ? "127.0.0.1" : bind, v6 ? "]" : "", port, p);
+    if (any && manager_ip && strcmp(manager_ip, "127.0.0.1") != 0)
+        printf(" http://%s:%d%s", manager_ip, port, p);
+    printf("\n");
+}
+
+int cli_check_bind(const char *addr)
+{
+    unsigned char buf[16];
+    if (strcmp(addr, "localhost") == 0 || inet_pton(AF_INET, addr, buf) == 1 || inet_pton(AF_INET6, addr, buf) == 1)
+        return 0;
+    return cli_error("--bind: '%.100s' is not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1)", addr);
+}
+
+char *cli_url_prefix(const char *arg)
+{
+    /* NNI strips leading and trailing slashes; the rest is path segments */
+    while (*arg == '/')
+        arg++;
+    size_t n = strlen(arg);
+    while (n && arg[n - 1] == '/')
+        n--;
+    if (n == 0 || n > 200) {
+        cli_error("--url_prefix: '%.200s' %s", arg, n ? "is longer than 200 characters" : "is empty");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = arg[i];
+        int seg_start = i == 0 || arg[i - 1] == '/';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                 c == '_' || c == '~' || (c == '.' && !seg_start) || (c == '/' && !seg_start);
+        if (!ok) {
+            cli_error("--url_prefix: '%.*s': character %zu ('%c') is not allowed (letters, digits, - _ ~ ., and /"
+                      " between segments)", (int)n, arg, i + 1, c);
+            return NULL;
+        }
+    }
+    return xasprintf("/%.*s", (int)n, arg);
 }
 
 static void log_header(int fd, const char *id)
@@ -147,7 +202,9 @@ pid_t cli_start_api(const char *home, const struct experiment *x, const char *ac
                 print_log_tail(errp);
             goto fail;
         }
-        if (cli_http("GET", port, "/check-status", NULL, NULL) == 200) {
+        struct experiment at = *x; /* the port it was started on, maybe not stored yet */
+        at.port = port;
+        if (cli_http(&at, "GET", "/check-status", NULL, NULL) == 200) {
             free(logdir); free(outp); free(errp);
             return pid;
         }
@@ -189,6 +246,27 @@ int cli_drain(const char *home, const char *exp_id, const char *platform)
     return -1;
 }
 
+/* `trialq worker --cleanup`: the platform removes what it holds for the experiment. */
+static int cli_platform_cleanup(const char *home, const char *exp_id, const char *platform)
+{
+    char *exe = self_exe_path();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nfd >= 0)
+            dup2(nfd, 1);
+        close_fds_from(3);
+        execl(exe, "trialq", "worker", "--platform", platform, "--experiment", exp_id, "--home", home, "--cleanup",
+              "--log-level", "error", (char *)NULL);
+        _exit(127);
+    }
+    free(exe);
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 static int64_t count_where(struct db *db, const char *id, const char *where)
 {
     int64_t n = 0;
@@ -220,10 +298,37 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
             proc_terminate(x.api_pid, (uint64_t)x.api_start, 0);
         }
     }
-    /* trials left behind by a dead api: end them through a worker */
-    if (count_where(db, id, "AND " SQL_TRIAL_STARTED) > 0 && strcmp(x.platform, "hybrid") != 0)
-        if (cli_drain(home, id, x.platform) < 0)
-            fprintf(stderr, "WARNING: could not end every trial of %s\n", id);
+    /* the experiment's platforms: one, or each of a hybrid list */
+    char *plats[16];
+    int nplat = 0;
+    if (strcmp(x.platform, "hybrid") != 0) {
+        plats[nplat++] = xstrdup(x.platform);
+    } else {
+        cJSON *cfgj = cJSON_Parse(x.config);
+        const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfgj, "trainingService"), *one;
+        cJSON_ArrayForEach(one, ts) {
+            const cJSON *pn = cJSON_GetObjectItemCaseSensitive(one, "platform");
+            if (cJSON_IsString(pn) && nplat < 16)
+                plats[nplat++] = xstrdup(pn->valuestring);
+        }
+        cJSON_Delete(cfgj);
+    }
+    for (int i = 0; i < nplat; i++) {
+        /* trials left behind by a dead api: end them through a worker of their platform */
+        char *where = xasprintf("AND " SQL_TRIAL_STARTED " AND platform = '%s'", plats[i]);
+        int left = strchr(plats[i], '\'') ? 0 : count_where(db, id, where) > 0;
+        free(where);
+        if (left && cli_drain(home, id, plats[i]) < 0)
+            fprintf(stderr, "WARNING: could not end every %s trial of %s\n", plats[i], id);
+        /* cluster platforms: stop/delete every job of the experiment, also ones the
+         * database lost track of (workers/kube_platforms.c, workers/openpai.c) */
+        if (strcmp(plats[i], "kubeflow") == 0 || strcmp(plats[i], "frameworkcontroller") == 0 ||
+            strcmp(plats[i], "adl") == 0 || strcmp(plats[i], "openpai") == 0)
+            if (cli_platform_cleanup(home, id, plats[i]) < 0)
+                fprintf(stderr, "WARNING: could not delete every %s job of %s (see the message above)\n", plats[i],
+                        id);
+        free(plats[i]);
+    }
     /* every process recorded for the experiment is gone when we return */
     sqlite3_stmt *st = db_query(db, &e, "SELECT id, pid, pid_start, host FROM process"
                                         " WHERE experiment_id = ? AND ended_at IS NULL", "s", id);

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "tuners/assessor.h"
 #include "tuners/tuner.h"
+#include "workers/worker.h"
 
 /* Turns a search-space error path into file:line:col when the space is inline. */
 static int search_space_error(const struct exp_config *cfg, const char *errpath, const char *msg)
@@ -61,31 +62,29 @@ static int validate(struct exp_config *cfg, int64_t *seed)
     struct ss_space *space = NULL;
     if (ss_parse(cfg->search_space, &space, errpath, sizeof errpath, &e) < 0)
         return search_space_error(cfg, errpath, e.msg);
-    if (!cfg->tuner.name)
-        return algo_error(cfg, "tuner", "tuner.className: customized Python tuners are not supported yet;"
-                                         " use a built-in tuner name");
-    const struct tuner_ops *t = tuner_find(cfg->tuner.name);
-    if (!t) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "tuner.name: unknown tuner '%s' (known: %s)", cfg->tuner.name, tuner_names());
-        ss_free(space);
-        return algo_error(cfg, "tuner.name", msg);
-    }
     *seed = -1;
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cfg->tuner.class_args, "seed");
-    if (cJSON_IsNumber(s))
-        *seed = (int64_t)s->valuedouble;
-    void *state = NULL;
-    if (t->create(cfg->tuner.class_args, space, (uint64_t)(*seed < 0 ? 0 : *seed), &state, &e) < 0) {
-        ss_free(space);
-        return algo_error(cfg, "tuner.classArgs", e.msg);
+    /* a customized tuner or assessor (className) runs in NNI's dispatcher process: the
+     * config checked its module; its classArgs are the class's business */
+    if (cfg->tuner.name) {
+        const struct tuner_ops *t = tuner_find(cfg->tuner.name);
+        if (!t) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "tuner.name: unknown tuner '%s' (known: %s)", cfg->tuner.name, tuner_names());
+            ss_free(space);
+            return algo_error(cfg, "tuner.name", msg);
+        }
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cfg->tuner.class_args, "seed");
+        if (cJSON_IsNumber(s))
+            *seed = (int64_t)s->valuedouble;
+        void *state = NULL;
+        if (t->create(cfg->tuner.class_args, space, (uint64_t)(*seed < 0 ? 0 : *seed), &state, &e) < 0) {
+            ss_free(space);
+            return algo_error(cfg, "tuner.classArgs", e.msg);
+        }
+        t->destroy(state);
     }
-    t->destroy(state);
     ss_free(space);
-    if (cfg->assessor.set) {
-        if (!cfg->assessor.name)
-            return algo_error(cfg, "assessor", "assessor.className: customized Python assessors are not supported yet;"
-                                               " use a built-in assessor name");
+    if (cfg->assessor.set && cfg->assessor.name) {
         const struct assessor_ops *as = assessor_find(cfg->assessor.name);
         if (!as) {
             char msg[1024];
@@ -98,9 +97,49 @@ static int validate(struct exp_config *cfg, int64_t *seed)
             return algo_error(cfg, "assessor.classArgs", e.msg);
         as->destroy(astate);
     }
-    if (strcmp(cfg->platform, "local") != 0)
-        return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: local)",
-                         cfg->source_path, cfg->platform);
+    static const char *const supported[] = {"local", "kubeflow", "frameworkcontroller", "adl", "openpai", "remote", NULL};
+    /* hybrid (a list): each listed platform must be supported and is checked */
+    const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
+    int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
+    for (int k = 0; k < nplat; k++) {
+        const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
+        const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
+        int ok = 0;
+        for (int i = 0; supported[i]; i++)
+            ok |= strcmp(name, supported[i]) == 0;
+        if (!ok)
+            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: local, kubeflow, "
+                             "frameworkcontroller, adl, openpai, remote)", cfg->source_path, name);
+        /* OpenPAI: the token is tried now; a rejected one is reported and nothing created */
+        if (strcmp(name, "openpai") == 0 && openpai_preflight(entry, &e) < 0)
+            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+        /* remote: every machine is tried now (connect, host key, auth, work dir) */
+        if (strcmp(name, "remote") == 0 && remote_preflight(entry, cfg->canonical, &e) < 0)
+            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+        /* a cluster platform is checked now (kubeconfig, server, credentials, CRD, storage):
+         * a bad one is reported here and nothing is created */
+        if ((strcmp(name, "kubeflow") == 0 || strcmp(name, "frameworkcontroller") == 0 ||
+             strcmp(name, "adl") == 0) && kube_preflight(name, cfg->canonical, &e) < 0)
+            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+    }
+    /* GPUs: a local request this host cannot meet is reported now (runs nvidia-smi) */
+    char gkey[128], gmsg[640];
+    int grc = gpu_check_local_host(cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
+    if (grc < 0) {
+        /* trialGpuNumber written only at the top level (inherited): point there */
+        const char *at = gkey, *dot = strrchr(gkey, '.');
+        int l1, c1, l2, c2;
+        char parent[128];
+        snprintf(parent, sizeof parent, "%.*s", dot ? (int)(dot - gkey) : 0, gkey);
+        if (dot && strcmp(dot + 1, "trialGpuNumber") == 0 && cJSON_GetObjectItemCaseSensitive(cfg->canonical, dot + 1) &&
+            config_mark_of(cfg, gkey, &l1, &c1) == 0 && config_mark_of(cfg, parent, &l2, &c2) == 0 && l1 == l2 &&
+            c1 == c2)
+            at = dot + 1;
+        return algo_error(cfg, at, gmsg);
+    }
+    if (grc > 0)
+        fprintf(stderr, "WARNING: %s: %s\n", cfg->source_path, gmsg);
     return 0;
 }
 
@@ -115,19 +154,21 @@ static int cmd_create_fn(int argc, char **argv)
         {"config", required_argument, NULL, 'c'}, {"port", required_argument, NULL, 'p'},
         {"debug", no_argument, NULL, 'd'},        {"foreground", no_argument, NULL, 'f'},
         {"url_prefix", required_argument, NULL, 'u'}, {"dry-run", no_argument, NULL, 'n'},
-        {"home", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0},
+        {"home", required_argument, NULL, 'H'},   {"bind", required_argument, NULL, 'b'},
+        {NULL, 0, NULL, 0},
     };
-    const char *path = NULL, *home_opt = NULL;
+    const char *path = NULL, *home_opt = NULL, *bind = NULL, *prefix_opt = NULL;
     int port = 8080, foreground = 0, dry = 0, debug = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:p:dfu:nH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:p:dfu:nH:b:", opts, NULL)) != -1) {
         switch (c) {
         case 'c': path = optarg; break;
         case 'p': port = atoi(optarg); break;
         case 'd': debug = 1; break;
         case 'f': foreground = 1; break;
-        case 'u': return cli_error("--url_prefix is not supported yet");
+        case 'u': prefix_opt = optarg; break;
+        case 'b': bind = optarg; break;
         case 'n': dry = 1; break;
         case 'H': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_create.usage);
@@ -143,15 +184,31 @@ static int cmd_create_fn(int argc, char **argv)
     }
     if (port < 1 || port > 65535)
         return cli_error("--port: %d is not a port number (1-65535)", port);
+    if (bind && cli_check_bind(bind) != 0)
+        return 1;
+    char *prefix = NULL;
+    if (prefix_opt && !(prefix = cli_url_prefix(prefix_opt)))
+        return 1;
     struct exp_config *cfg;
     struct errbuf e;
-    if (config_load(path, &cfg, &e) < 0)
+    if (config_load(path, &cfg, &e) < 0) {
+        free(prefix);
         return cli_error("%s", e.msg);
+    }
+    /* loopback unless asked: --bind, or an nniManagerIp that is not loopback (trials
+     * elsewhere must reach the api, so it listens on every interface, as NNI does;
+     * changes then need the token) */
+    if (!bind) {
+        const char *ip = cfg->nni_manager_ip;
+        int loop = !ip || str_starts(ip, "127.") || strcmp(ip, "::1") == 0 || strcmp(ip, "localhost") == 0;
+        bind = loop ? "127.0.0.1" : "0.0.0.0";
+    }
     for (int i = 0; i < cfg->nwarnings; i++)
         fprintf(stderr, "WARNING: %s\n", cfg->warnings[i]);
     int64_t seed = -1;
     if (validate(cfg, &seed) != 0) {
         config_free(cfg);
+        free(prefix);
         return 1;
     }
     if (dry) {
@@ -160,17 +217,20 @@ static int cmd_create_fn(int argc, char **argv)
         free(s);
         printf("Config %s is valid.\n", cfg->source_path);
         config_free(cfg);
+        free(prefix);
         return 0;
     }
-    if (!cli_port_free("127.0.0.1", port)) {
+    if (!cli_port_free(bind, port)) {
         config_free(cfg);
-        return cli_error("Port %d is not idle: another process listens there. Choose another port with --port.",
-                         port);
+        free(prefix);
+        return cli_error("Port %d is not idle: another process listens there (or %s is not an address of this"
+                         " host). Choose another port with --port.", port, bind);
     }
     char *home;
     struct db *db = cli_open_db(home_opt, &home);
     if (!db) {
         config_free(cfg);
+        free(prefix);
         return 1;
     }
     struct experiment x;
@@ -203,6 +263,8 @@ static int cmd_create_fn(int argc, char **argv)
     x.concurrency = cfg->trial_concurrency;
     x.seed = seed;
     x.token = token;
+    x.bind_address = (char *)bind;
+    x.url_prefix = prefix;
     int rc = 1;
     if (mkdir_p(x.exp_dir, 0700) < 0) {
         cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
@@ -225,7 +287,7 @@ static int cmd_create_fn(int argc, char **argv)
         goto out;
     }
     printf("Setting up...\n");
-    printf("Web portal URLs: http://127.0.0.1:%d\n", port);
+    cli_print_urls(bind, port, prefix, cfg->nni_manager_ip);
     printf("Experiment %s started. Data: %s\n", id, x.exp_dir);
     printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
     fflush(stdout);
@@ -236,6 +298,7 @@ out:
     free(config_json);
     free(ss_json);
     free(x.exp_dir);
+    free(prefix);
     free(home);
     config_free(cfg);
     db_close(db);
@@ -290,22 +353,25 @@ static int restart(int argc, char **argv, const char *action)
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'}, {"debug", no_argument, NULL, 'd'},
         {"foreground", no_argument, NULL, 'f'}, {"experiment_dir", required_argument, NULL, 'e'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+        {"home", required_argument, NULL, 'H'}, {"bind", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0},
     };
-    const char *home_opt = NULL;
+    const char *home_opt = NULL, *bind = NULL;
     int port = 0, foreground = 0, debug = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:dfe:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:dfe:H:b:", opts, NULL)) != -1) {
         switch (c) {
         case 'p': port = atoi(optarg); break;
         case 'd': debug = 1; break;
         case 'f': foreground = 1; break;
         case 'e': home_opt = optarg; break;
         case 'H': home_opt = optarg; break;
-        default: return cli_error("usage: nnictl %s ID [--port P] [--foreground]", action);
+        case 'b': bind = optarg; break;
+        default: return cli_error("usage: nnictl %s ID [--port P] [--foreground] [--bind ADDR]", action);
         }
     }
+    if (bind && cli_check_bind(bind) != 0)
+        return 1;
     if (optind >= argc)
         return cli_error("the following arguments are required: id");
     char *home;
@@ -330,16 +396,29 @@ static int restart(int argc, char **argv, const char *action)
     }
     if (!port)
         port = x.port ? x.port : 8080;
-    if (!cli_port_free("127.0.0.1", port)) {
-        cli_error("Port %d is not idle: another process listens there. Choose another port with --port.", port);
+    if (!bind)
+        bind = x.bind_address;
+    if (!cli_port_free(bind, port)) {
+        cli_error("Port %d is not idle: another process listens there (or %s is not an address of this host)."
+                  " Choose another port with --port.", port, bind);
         goto out;
+    }
+    if (strcmp(bind, x.bind_address) != 0) {
+        if (db_run(db, &e, "UPDATE experiment SET bind_address = ? WHERE id = ?", "ss", bind, id) < 0) {
+            cli_error("%s", e.msg);
+            goto out;
+        }
+        exp_clear(&x);
+        if (exp_load(db, id, &x, &e) <= 0)
+            goto out;
+        bind = x.bind_address;
     }
     if (strcmp(action, "resume") == 0)
         printf("Resuming experiment %s\n", id);
     pid_t api = cli_start_api(home, &x, action, port, !foreground, debug ? "debug" : "info");
     if (api < 0)
         goto out;
-    printf("Web portal URLs: http://127.0.0.1:%d\n", port);
+    cli_print_urls(x.bind_address, port, x.url_prefix, NULL);
     printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
     fflush(stdout);
     rc = 0;
@@ -358,7 +437,9 @@ out:
 static int cmd_resume_fn(int argc, char **argv) { return restart(argc, argv, "resume"); }
 static int cmd_view_fn(int argc, char **argv) { return restart(argc, argv, "view"); }
 
-const struct cli_cmd cmd_create = {NULL, "create", "nnictl create --config FILE [--port P] [--foreground] [--dry-run]",
+const struct cli_cmd cmd_create = {NULL, "create", "nnictl create --config FILE [--port P] [--url_prefix P] [--bind ADDR]"
+                                                   " [--foreground] [--dry-run]",
                                    cmd_create_fn};
-const struct cli_cmd cmd_resume = {NULL, "resume", "nnictl resume ID [--port P] [--foreground]", cmd_resume_fn};
-const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P]", cmd_view_fn};
+const struct cli_cmd cmd_resume = {NULL, "resume", "nnictl resume ID [--port P] [--foreground] [--bind ADDR]",
+                                   cmd_resume_fn};
+const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P] [--bind ADDR]", cmd_view_fn};

@@ -119,7 +119,19 @@ static int show(struct db *db, const char *id, struct experiment *x)
     cJSON *cfg = cJSON_Parse(x->config);
     cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
     cJSON_Delete(cfg);
-    print_json(nni_profile_json(x, red), 1);
+    cJSON *j = nni_profile_json(x, red);
+    /* NNI: GET /experiment with the times as local "YYYY/MM/DD HH:MM:SS", indent 4 */
+    static const char *const keys[] = {"startTime", "endTime"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        if (cJSON_IsNumber(v)) {
+            char buf[32];
+            format_time_ms((int64_t)v->valuedouble, "%Y/%m/%d %H:%M:%S", buf, sizeof buf);
+            cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
+        }
+    }
+    cli_print_indent4(j);
+    cJSON_Delete(j);
     return 0;
 }
 

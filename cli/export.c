@@ -296,7 +296,7 @@ static int cmd_import_fn(int argc, char **argv)
         }
         char *req = cJSON_PrintUnformatted(data);
         char *body = NULL;
-        int code = cli_http("POST", t.x.port, "/experiment/import-data", req, &body);
+        int code = cli_http(&t.x, "POST", "/experiment/import-data", req, &body);
         if (code == 200) {
             printf("Imported %d record(s) into experiment %s.\n", cJSON_GetArraySize(data), t.id);
         } else {

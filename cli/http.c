@@ -1,10 +1,12 @@
-/* http.c: nnictl's HTTP client for its own api on 127.0.0.1. HTTP/1.1 with
+/* http.c: nnictl's HTTP client for an experiment's api (on its bind address, port and
+ * URL prefix, with its token), on this host. HTTP/1.1 with
  * "Connection: close", Content-Length or chunked replies, and a deadline on every
  * step, so that no command ever hangs. (No libcurl: nnictl and the api then start
  * without loading it and its dozens of dependencies.) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -34,23 +36,38 @@ static int wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
-static int connect_local(int port, int64_t deadline)
+/* The address nnictl connects to for an api bound to bind: a wildcard bind is reached
+ * on loopback, any other address as it is. */
+static const char *connect_host(const char *bind)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
+    if (!bind || !*bind || strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "localhost") == 0)
+        return "127.0.0.1";
+    if (strcmp(bind, "::") == 0)
+        return "::1";
+    return bind;
+}
+
+static int connect_to(const char *host, int port, int64_t deadline)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    if (getaddrinfo(host, portstr, &hints, &ai) != 0 || !ai)
         return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
         int err = 0;
         socklen_t len = sizeof err;
         int64_t cdeadline = mono_ms() + CONNECT_TIMEOUT_MS;
         if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, cdeadline < deadline ? cdeadline : deadline) < 0 ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
             close(fd);
-            return -1;
+            fd = -1;
         }
     }
+    freeaddrinfo(ai);
     return fd;
 }
 
@@ -74,20 +91,26 @@ static long dechunk(char *p, size_t n)
     }
 }
 
-int cli_http(const char *method, int port, const char *path, const char *req_body, char **body)
+int cli_http(const struct experiment *x, const char *method, const char *path, const char *req_body, char **body)
 {
     if (body)
         *body = NULL;
     int64_t deadline = mono_ms() + TOTAL_TIMEOUT_MS;
-    int fd = connect_local(port, deadline);
+    const char *host = connect_host(x->bind_address);
+    int fd = connect_to(host, x->port, deadline);
     if (fd < 0)
         return -1;
     struct strbuf req;
     sb_init(&req);
     size_t blen = req_body ? strlen(req_body) : 0;
-    sb_printf(&req, "%s /api/v1/nni%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
-                    "Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-              method, path, port, blen);
+    int v6 = strchr(host, ':') != NULL;
+    sb_printf(&req, "%s %s/api/v1/nni%s HTTP/1.1\r\nHost: %s%s%s:%d\r\nConnection: close\r\n"
+                    "Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n",
+              method, x->url_prefix ? x->url_prefix : "", path, v6 ? "[" : "", host, v6 ? "]" : "", x->port, blen);
+    /* the api needs it for changes when it listens beyond loopback (api/routes.c) */
+    if (x->token && *x->token)
+        sb_printf(&req, "X-Trialq-Token: %s\r\n", x->token);
+    sb_puts(&req, "\r\n");
     if (blen)
         sb_add(&req, req_body, blen);
     size_t off = 0;

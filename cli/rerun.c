@@ -14,7 +14,7 @@ static int rerun_one(const struct cli_target *t, const char *trial_id)
 {
     char *path = xasprintf("/trial-jobs/%s/rerun", trial_id);
     char *body = NULL;
-    int code = cli_http("POST", t->x.port, path, "", &body);
+    int code = cli_http(&t->x, "POST", path, "", &body);
     free(path);
     int rc = 0;
     cJSON *j = code == 200 ? cJSON_Parse(body) : NULL;

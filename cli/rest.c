@@ -33,7 +33,7 @@ int cli_target_open(struct cli_target *t, const char *home_opt, const char *id_a
         return 1;
     }
     /* NNI's check: /check-status answers (cli_http has its own timeouts) */
-    if (cli_http("GET", t->x.port, "/check-status", NULL, NULL) != 200) {
+    if (cli_http(&t->x, "GET", "/check-status", NULL, NULL) != 200) {
         cli_error("Restful server is not running: experiment %s (api pid %d) does not answer on port %d", t->id,
                   t->x.api_pid, t->x.port);
         cli_target_close(t);

@@ -20,6 +20,11 @@ static int by_metric_desc(const void *a, const void *b)
     return (x->metric < y->metric) - (x->metric > y->metric);
 }
 
+static int by_metric_asc(const void *a, const void *b)
+{
+    return by_metric_desc(b, a);
+}
+
 /* NNI prints times as local "YYYY/MM/DD HH:MM:SS" and keys sorted, indent 4. */
 static void rewrite_times(cJSON *j)
 {
@@ -63,20 +68,6 @@ static cJSON *sorted_copy(const cJSON *j)
     return o;
 }
 
-static void print_indent4(const cJSON *j)
-{
-    char *s = cJSON_Print(j);
-    /* cJSON indents with tabs; NNI's json.dumps(indent=4) uses four spaces */
-    for (char *p = s; *p; p++) {
-        if (*p == '\t')
-            fputs("    ", stdout);
-        else
-            putchar(*p);
-    }
-    putchar('\n');
-    free(s);
-}
-
 static int cmd_ls_fn(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -88,14 +79,16 @@ static int cmd_ls_fn(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h:t:H:", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': head = atoi(optarg); break;
-        case 't': tail = atoi(optarg); break;
+        case 'h': head = atoi(optarg); if (head <= 0) head = -1; break;
+        case 't': tail = atoi(optarg); if (tail <= 0) tail = -1; break;
         case 'H': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_trial_ls.usage);
         }
     }
     if (head && tail)
         return cli_error("argument --tail: not allowed with argument --head");
+    if (head < 0 || tail < 0)
+        return cli_error("The number of requested data must be greater than 0.");
     char *home;
     struct db *db = cli_open_db(home_opt, &home);
     if (!db)
@@ -138,11 +131,10 @@ static int cmd_ls_fn(int argc, char **argv)
     free(ts);
     int from = 0, to = m;
     if (head || tail) {
-        qsort(rows, (size_t)m, sizeof *rows, by_metric_desc);
-        if (head)
-            to = head < m ? head : m;
-        else
-            from = tail < m ? m - tail : 0;
+        /* NNI: head = the N highest final metrics, best first; tail = the N lowest,
+         * lowest first */
+        qsort(rows, (size_t)m, sizeof *rows, head ? by_metric_desc : by_metric_asc);
+        to = (head ? head : tail) < m ? (head ? head : tail) : m;
     }
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < m; i++) {
@@ -151,7 +143,7 @@ static int cmd_ls_fn(int argc, char **argv)
         cJSON_Delete(rows[i].json);
     }
     free(rows);
-    print_indent4(arr);
+    cli_print_indent4(arr);
     cJSON_Delete(arr);
     exp_clear(&x);
     free(id);
@@ -194,7 +186,7 @@ static int cmd_kill_fn(int argc, char **argv)
     else {
         char *path = xasprintf("/trial-jobs/%s", trial_id);
         char *body = NULL;
-        int code = cli_http("DELETE", x.port, path, NULL, &body);
+        int code = cli_http(&x, "DELETE", path, NULL, &body);
         if (code != 200)
             rc = cli_error("kill trial %s: %s", trial_id, code < 0 ? "Restful server is not running" : body);
         else

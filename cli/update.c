@@ -57,7 +57,7 @@ static int parse_time(const char *s, int64_t *out)
 static int put_profile(const struct cli_target *t, const struct update *u, cJSON *value)
 {
     char *body = NULL;
-    int code = cli_http("GET", t->x.port, "/experiment", NULL, &body);
+    int code = cli_http(&t->x, "GET", "/experiment", NULL, &body);
     cJSON *profile = code == 200 ? cJSON_Parse(body) : NULL;
     cJSON *params = cJSON_GetObjectItemCaseSensitive(profile, "params");
     int rc = 1;
@@ -74,7 +74,7 @@ static int put_profile(const struct cli_target *t, const struct update *u, cJSON
     char *path = xasprintf("/experiment?update_type=%s", u->update_type);
     free(body);
     body = NULL;
-    code = cli_http("PUT", t->x.port, path, req, &body);
+    code = cli_http(&t->x, "PUT", path, req, &body);
     free(req);
     free(path);
     if (code == 200) {

@@ -27,8 +27,11 @@ static int cmd_url_fn(int argc, char **argv)
                        t.id, t.id);
     } else {
         /* 0.0.0.0 is where it listens, not an address to open */
-        const char *host = strcmp(t.x.bind_address, "0.0.0.0") == 0 ? host_name() : t.x.bind_address;
-        printf("Web UI url: http://%s:%d\n", host, t.x.port);
+        const char *host = strcmp(t.x.bind_address, "0.0.0.0") == 0 || strcmp(t.x.bind_address, "::") == 0
+                               ? host_name() : t.x.bind_address;
+        int v6 = strchr(host, ':') != NULL;
+        printf("Web UI url: http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", t.x.port,
+               t.x.url_prefix ? t.x.url_prefix : "");
     }
     cli_target_close(&t);
     return rc;

@@ -115,6 +115,14 @@ fail:
     return -1;
 }
 
+int metric_trial_job_id(const void *owned, const char **out)
+{
+    const struct metric_owned *o = owned;
+    const cJSON *tj = o ? cJSON_GetObjectItemCaseSensitive(o->root, "trial_job_id") : NULL;
+    *out = cJSON_IsString(tj) ? tj->valuestring : NULL;
+    return tj != NULL;
+}
+
 void metric_owned_free(void *p)
 {
     struct metric_owned *o = p;

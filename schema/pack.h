@@ -1,0 +1,42 @@
+/* pack.h: one experiment saved in a file of its own and loaded back (nnictl
+ * experiment save | load, schema/pack.c). The file is an SQLite database holding the
+ * experiment's rows (experiment, trial, metric, event, as in the main schema) and the
+ * files of its directory (table file: path relative to it, mode, content). */
+#ifndef TRIALQ_PACK_H
+#define TRIALQ_PACK_H
+
+#include <stddef.h>
+
+#include "schema/db.h"
+
+#define PACK_FORMAT "trialq-experiment-pack"
+#define PACK_VERSION 1
+
+struct pack;
+
+/* Creates the pack file at path (0600; it must not exist) and copies the experiment's
+ * rows into it from one consistent snapshot. */
+int pack_create(struct db *db, const char *exp_id, const char *path, struct pack **out, struct errbuf *e);
+/* Adds one file; area is "experiment" (its directory) or "code" (trialCodeDirectory). */
+int pack_add_file(struct pack *p, const char *area, const char *rel, int mode, const void *data, size_t len,
+                  struct errbuf *e);
+/* Writes everything out (one commit) and detaches; p is freed either way. */
+int pack_finish(struct pack *p, struct errbuf *e);
+
+/* Opens a pack for loading; *exp_id (caller frees) is the experiment it holds. */
+int pack_open(struct db *db, const char *path, struct pack **out, char **exp_id, struct errbuf *e);
+/* Calls fn for every file of the area, in path order; stops at fn's first nonzero. */
+int pack_each_file(struct pack *p, const char *area,
+                   int (*fn)(void *arg, const char *rel, int mode, const void *data, size_t len), void *arg,
+                   struct errbuf *e);
+/* The stored experiment row's exp_dir and config (caller frees). */
+int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct errbuf *e);
+/* Inserts the rows, in one transaction: the experiment gets exp_dir and config, its
+ * trial dirs move under exp_dir, process fields are cleared; metric and event rows get
+ * new ids in their old order. Fails, changing nothing, when the experiment or one of
+ * its trial ids already exists. */
+int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, struct errbuf *e);
+/* Detaches and frees. */
+void pack_close(struct pack *p);
+
+#endif
