@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench/webui_load: the web UI over a large history. Builds an experiment of N trials
+# x M intermediate metrics (plus a final one for each SUCCEEDED trial) directly with
+# SQL on the real schema (as bench/history_api.sh does), serves it with `nnictl view`,
+# and loads the UI in headless Debian chromium (playwright-core, bench/webui_load.js):
+# time from navigation to the overview (with its chart) rendered, and to the trials
+# page's first table page (with its chart) rendered, cold (empty cache) and warm
+# (files revalidated), and the bytes transferred for each first render.
+# Target: <= 1 s from navigation to the overview and to the first table page.
+#   usage: bench/webui_load.sh [BUILD_DIR] (default build)   env: N=100000 M=20 RUNS=5
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$SRC/build}
+N=${N:-100000}
+M=${M:-20}
+RUNS=${RUNS:-5}
+PY=/usr/bin/python3
+WORK=$(mktemp -d /tmp/trialq-bench-webui-XXXXXX)
+export NNI_HOME=$WORK/home
+trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
+DB=$NNI_HOME/trialq.db
+port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+UI=$SRC/tests/webui
+if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
+    (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+mkdir -p "$WORK/code"
+cat > "$WORK/code/exp.yml" <<YML
+experimentName: webui-load
+searchSpace:
+  lr: {_type: loguniform, _value: [0.0001, 0.1]}
+  batch: {_type: choice, _value: [16, 32, 64, 128]}
+  dropout: {_type: uniform, _value: [0, 0.5]}
+trialCommand: "true"
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 1
+tuner: {name: Random, classArgs: {seed: 1, optimize_mode: maximize}}
+trainingService: {platform: local}
+YML
+id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+while [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+"$BUILD/nnictl" stop "$id" > /dev/null
+
+t0=$(date +%s.%N)
+sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
+PRAGMA foreign_keys = ON;
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
+INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, status, platform, attempt, max_attempts,
+                  submit_time, start_time, end_time, exit_code, message, final_metric, final_metric_json, updated_at)
+SELECT printf('%s%04d', char(65 + i / 10000 + (CASE WHEN i / 10000 >= 26 THEN 6 ELSE 0 END)), i % 10000), '$id', i, i,
+       printf('{"lr":%.6g,"batch":%d,"dropout":%.4f}', 0.0001 + (i % 997) / 10000.0, 16 << (i % 4), (i % 503) / 1006.0),
+       CASE WHEN i % 20 = 0 THEN 'FAILED' WHEN i % 50 = 1 THEN 'EARLY_STOPPED' ELSE 'SUCCEEDED' END,
+       'local', 1, 2, 1700000000000 + i * 1000, 1700000000100 + i * 1000, 1700000030000 + i * 1000 + (i % 89) * 100,
+       CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 20 = 0 THEN 'exit code 1' END,
+       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE (i % 1000) / 1000.0 END,
+       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE printf('%.3f', (i % 1000) / 1000.0) END,
+       1700000030000 + i * 1000
+FROM n;
+WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < $M - 1)
+INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+SELECT t.id, 1, t.parameter_id, 'PERIODICAL', k.j, printf('%.4f', (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M),
+       (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M, t.start_time + 1000 * (k.j + 1)
+FROM trial t CROSS JOIN k WHERE t.experiment_id = '$id' AND t.sequence >= 1 ORDER BY t.sequence, k.j;
+INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+SELECT id, 1, parameter_id, 'FINAL', 0, final_metric_json, final_metric, end_time FROM trial
+WHERE experiment_id = '$id' AND final_metric_json IS NOT NULL AND sequence >= 1 ORDER BY sequence;
+UPDATE experiment SET next_sequence = $N + 1, max_trial_number = $N + 1 WHERE id = '$id';
+COMMIT;
+SQL
+t1=$(date +%s.%N)
+ntrials=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+nmetrics=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric")
+awk -v n="$ntrials" -v m="$nmetrics" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { printf "webui_load: built %d trials, %d metrics in %.1f s\n", n, m, t1 - t0 }'
+
+"$BUILD/nnictl" view "$id" --port "$port" > /dev/null
+echo "webui_load: load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (wall times scale with it)"
+node "$SRC/bench/webui_load.js" "http://127.0.0.1:$port/" "$RUNS"
+# the server's side of a first render, uncached (a bucket count no page asks for)
+api=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
+cpu() { awk '{ print $14 + $15 }' "/proc/$api/stat"; }
+B="http://127.0.0.1:$port/api/v1/nni"
+for path in "webui/overview" "webui/trials?limit=50" "webui/trials?sort=metric&order=desc&limit=50" \
+            "webui/charts?buckets=499" "webui/params?n=999"; do
+    c0=$(cpu)
+    t=$(curl -s -o /dev/null -w '%{time_total} %{size_download}' "$B/$path")
+    c1=$(cpu)
+    awk -v p="$path" -v t="$t" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { split(t, a, " "); printf "webui_load: GET %-45s %6.0f ms wall, %4.0f ms api CPU, %6.1f kB\n", p, a[1] * 1000, c * 1000 / hz, a[2] / 1024 }'
+done

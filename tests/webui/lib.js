@@ -1,0 +1,50 @@
+// lib.js: what the web UI's browser tests and benchmark share: Debian's chromium
+// driven by playwright-core, the database read with the sqlite3 CLI, small asserts.
+'use strict';
+const { chromium } = require('playwright-core');
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+async function launch() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(CHROMIUM + ' not found: install Debian\'s chromium (scripts/install-deps.sh)');
+  const dataDir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'trialq-chromium-'));
+  const ctx = await chromium.launchPersistentContext(dataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const close = async () => { await ctx.close(); fs.rmSync(dataDir, { recursive: true, force: true }); };
+  return { ctx, close };
+}
+
+function sql(db, query) {
+  return execFileSync('sqlite3', ['-batch', '-noheader', '-cmd', '.timeout 10000', db, query], { encoding: 'utf8' }).trim();
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error('assertion failed: ' + msg);
+}
+
+function eq(got, want, msg) {
+  if (String(got) !== String(want)) throw new Error('assertion failed: ' + msg + ': got ' + JSON.stringify(got) + ', want ' + JSON.stringify(want));
+}
+
+async function until(what, fn, ms = 30000, every = 200) {
+  const end = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) { last = e.message; }
+    if (Date.now() > end) throw new Error('timed out after ' + ms + ' ms waiting for ' + what + (last ? ' (last: ' + last + ')' : ''));
+    await new Promise(r => setTimeout(r, every));
+  }
+}
+
+module.exports = { launch, sql, assert, eq, until };

@@ -1,0 +1,712 @@
+/* app.js: trialq's web UI. Plain JavaScript, no build step. Every URL is relative to
+ * the page's directory, so the UI works under a URL prefix. Polls only what changed:
+ * each tick reads the experiment and the trials changed since the last cursor
+ * (GET trial-jobs?since=, X-Trialq-Seq) and refetches the summary, the visible table
+ * page and the visible chart only when something did change. */
+'use strict';
+(function () {
+  const $ = s => document.querySelector(s);
+  const $$ = s => Array.from(document.querySelectorAll(s));
+  const PAGES = ['oview', 'detail', 'experiment'];
+
+  /* the page's directory: /<prefix>/ */
+  function baseOf(path) {
+    const segs = path.split('/');
+    const last = segs[segs.length - 1];
+    if (PAGES.includes(last) || last === 'index.html' || last === '') segs.pop();
+    return segs.join('/') + '/';
+  }
+  const BASE = baseOf(location.pathname);
+  const API = BASE + 'api/v1/nni/';
+
+  const S = {
+    page: 'oview',
+    interval: 5000,
+    timer: null,
+    seq: null,              // X-Trialq-Seq of the last trial read
+    profile: null,
+    status: null,
+    errors: [],
+    overview: null,
+    charts: null,
+    params: null,
+    reachable: true,
+    lastOk: 0,
+    downSince: 0,
+    busy: false,
+    table: { sort: 'sequence', order: 'asc', status: '', q: '', offset: 0, limit: 50, total: 0, rows: [] },
+    selected: new Set(),
+    tab: 'metric',
+    stale: { overview: true, table: true, charts: true },
+    dialog: null,           // {id, trial, metricSeq, metrics, log}
+    pickers: {},
+  };
+
+  /* ---------------- HTTP ---------------- */
+
+  class ApiError extends Error {
+    constructor(status, msg) { super(msg); this.status = status; }
+  }
+
+  function token() { return sessionStorage.getItem('trialq-token') || ''; }
+
+  async function call(method, path, body, { text = false, raw = false } = {}) {
+    const headers = {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (method !== 'GET' && token()) headers['X-Trialq-Token'] = token();
+    let r;
+    try {
+      r = await fetch(API + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    } catch (e) {
+      throw new ApiError(0, 'the api does not answer (' + e.message + ')');
+    }
+    if (!r.ok) {
+      let msg = r.status + ' ' + r.statusText;
+      try { const j = await r.json(); if (j && j.error) msg = j.error; } catch (e) { /* not JSON */ }
+      throw new ApiError(r.status, msg);
+    }
+    if (raw) return r;
+    if (text) return r.text();
+    const t = await r.text();
+    return t ? JSON.parse(t) : null;
+  }
+  const get = (p, o) => call('GET', p, undefined, o);
+
+  /* A change: retried once with a token asked from the user when the api wants one. */
+  async function change(method, path, body) {
+    try {
+      return await call(method, path, body);
+    } catch (e) {
+      if (e.status === 401 || (e.status === 403 && /token/i.test(e.message))) {
+        const t = window.prompt('This api needs the experiment\'s token for changes (X-Trialq-Token):', '');
+        if (t) { sessionStorage.setItem('trialq-token', t.trim()); return call(method, path, body); }
+      }
+      throw e;
+    }
+  }
+
+  /* ---------------- formatting ---------------- */
+
+  const esc = s => String(s === undefined || s === null ? '' : s).replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+  const pad = n => String(n).padStart(2, '0');
+  function fmtTime(ms) {
+    if (!ms) return '—';
+    const d = new Date(ms);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+  function fmtDur(sec) {
+    if (sec === null || sec === undefined || !Number.isFinite(sec)) return '—';
+    sec = Math.max(0, Math.round(sec));
+    const d = Math.floor(sec / 86400), h = Math.floor(sec % 86400 / 3600), m = Math.floor(sec % 3600 / 60), s = sec % 60;
+    if (d) return d + 'd ' + h + 'h ' + pad(m) + 'm';
+    if (h) return h + 'h ' + pad(m) + 'm ' + pad(s) + 's';
+    if (m) return m + 'm ' + pad(s) + 's';
+    return s + 's';
+  }
+  const fmtNum = v => (typeof v === 'number' ? window.TQChart.fmt(v) : v === null || v === undefined ? '—' : String(v));
+  const fmtInt = n => Number(n || 0).toLocaleString('en-US');
+
+  /* a duration setting ("3600s", "30m", 7200) in seconds */
+  function durSeconds(v) {
+    if (typeof v === 'number') return v;
+    const m = /^\s*([0-9.]+)\s*([smhd]?)\s*$/.exec(String(v || ''));
+    if (!m) return null;
+    return parseFloat(m[1]) * ({ '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2]]);
+  }
+
+  /* trial fields from a TrialJobInfo */
+  function paramsOf(t) {
+    try { return JSON.parse(t.hyperParameters[0]).parameters || {}; } catch (e) { return {}; }
+  }
+  function metricValue(data) {
+    // NNI's double encoding: a JSON string holding the value's JSON
+    try {
+      let v = JSON.parse(data);
+      if (typeof v === 'string') v = JSON.parse(v);
+      if (v && typeof v === 'object') v = v.default;
+      return typeof v === 'number' ? v : null;
+    } catch (e) { return null; }
+  }
+  function finalOf(t) {
+    return t.finalMetricData && t.finalMetricData.length ? metricValue(t.finalMetricData[0].data) : null;
+  }
+  function durationOf(t) {
+    if (!t.startTime || t.status === 'WAITING') return null;
+    return ((t.endTime || Date.now()) - t.startTime) / 1000;
+  }
+  const paramText = p => Object.keys(p).map(k => k + '=' + (typeof p[k] === 'number' ? fmtNum(p[k]) : JSON.stringify(p[k]))).join(', ');
+
+  /* ---------------- state of the connection ---------------- */
+
+  function setReachable(ok, err) {
+    const b = $('#banner');
+    if (ok) {
+      if (!S.reachable) { S.stale.overview = S.stale.table = S.stale.charts = true; }
+      S.reachable = true;
+      S.lastOk = Date.now();
+      S.downSince = 0;
+      b.hidden = true;
+      document.body.classList.remove('offline');
+      $('#updated').textContent = 'updated ' + fmtTime(S.lastOk).slice(11);
+      return;
+    }
+    if (S.reachable) S.downSince = Date.now();
+    S.reachable = false;
+    document.body.classList.add('offline');
+    b.hidden = false;
+    b.textContent = 'The trialq api at ' + location.origin + BASE + ' is not reachable (' + err + '). ' +
+      (S.lastOk ? 'Showing data from ' + fmtTime(S.lastOk) + '. ' : 'No data could be loaded. ') +
+      'Retrying every ' + Math.max(3, S.interval / 1000 || 5) + ' s.';
+    $('#updated').textContent = 'api unreachable';
+  }
+
+  function setMsg(el, text, ok) {
+    el.textContent = text;
+    el.className = 'msg ' + (ok ? 'ok' : 'err');
+  }
+
+  /* ---------------- polling ---------------- */
+
+  async function tick(force) {
+    if (S.busy) return;
+    S.busy = true;
+    try {
+      // the first poll asks for everything at once: one round trip to a full page
+      const first = S.seq === null && !S.profile;
+      const early = first ? [loadOverview(), S.page === 'detail' ? loadTable() : null, loadCharts()]
+        .map(p => p && p.then(() => null, e => e)) : [];
+      const [profile, cs] = await Promise.all([get('experiment'), get('check-status')]);
+      const statusChanged = S.status !== cs.status;
+      S.profile = profile;
+      S.status = cs.status;
+      S.errors = cs.errors || [];
+      if (first || S.seq === null || force) {
+        S.stale.overview = S.stale.table = S.stale.charts = true;
+      } else {
+        // only what changed since the cursor: an empty list means nothing to redraw
+        const r = await get('trial-jobs?since=' + S.seq + '&limit=1000', { raw: true });
+        const changed = JSON.parse(await r.text() || '[]');
+        const next = r.headers.get('X-Trialq-Seq');
+        if (next !== null) S.seq = Number(next);
+        if (changed.length || statusChanged) S.stale.overview = S.stale.table = S.stale.charts = true;
+        if (S.dialog && changed.some(t => t.trialJobId === S.dialog.id)) S.dialog.stale = true;
+      }
+      performance.mark('tq-profile');
+      renderProfile();
+      performance.mark('tq-profile-rendered');
+      const jobs = early;
+      if (first) S.stale.overview = S.stale.table = S.stale.charts = false;
+      if (S.stale.overview) jobs.push(loadOverview());
+      if (S.stale.table && S.page === 'detail') jobs.push(loadTable());
+      if (S.stale.charts) jobs.push(loadCharts());
+      if (S.dialog) jobs.push(refreshDialog());
+      const failed = (await Promise.all(jobs)).find(r => r instanceof Error);
+      if (failed) throw failed;
+      setReachable(true);
+      // ms from the navigation to the first complete render (bench/webui_load reads it)
+      if (!document.body.dataset.firstRender) document.body.dataset.firstRender = String(Math.round(performance.now()));
+    } catch (e) {
+      if (e.status === 0 || e instanceof SyntaxError) setReachable(false, e.message);
+      else { setReachable(true); showError(e); }
+    } finally {
+      S.busy = false;
+      document.body.dataset.ticks = String(Number(document.body.dataset.ticks || 0) + 1);
+    }
+  }
+
+  function showError(e) {
+    const b = $('#banner');
+    b.hidden = false;
+    b.textContent = 'Error: ' + e.message;
+  }
+
+  function schedule() {
+    clearTimeout(S.timer);
+    const ms = S.reachable ? S.interval : Math.max(3000, S.interval || 5000);
+    if (ms > 0) S.timer = setTimeout(async () => { await tick(); schedule(); }, ms);
+  }
+
+  /* ---------------- overview ---------------- */
+
+  async function loadOverview() {
+    const o = await get('webui/overview');
+    S.overview = o;
+    if (S.seq === null) S.seq = o.seq;
+    S.stale.overview = false;
+    renderOverview();
+    performance.mark('tq-overview-rendered');
+    document.body.dataset.overviewReady = '1';
+  }
+
+  function renderProfile() {
+    const p = S.profile, c = p.params || {};
+    document.title = (c.experimentName || p.id) + ' · trialq';
+    $('#expName').textContent = (c.experimentName || 'experiment') + ' (' + p.id + ')';
+    const st = $('#expStatus');
+    st.textContent = S.status;
+    st.className = 'badge ' + S.status;
+    const ro = S.status === 'VIEWED';
+    $('#readonly').hidden = !ro;
+    const ended = ['DONE', 'STOPPED', 'ERROR', 'VIEWED', 'STOPPING'].includes(S.status);
+    $$('.edit input, .edit button').forEach(el => { el.disabled = ro || !S.reachable; });
+    $('#stopExp').disabled = ro || ended;
+    const tuner = c.tuner ? c.tuner.name : c.advisor ? c.advisor.name + ' (advisor)' : '—';
+    const start = p.startTime, end = p.endTime;
+    const rows = [
+      ['Name', c.experimentName || '—'], ['ID', p.id], ['Status', S.status],
+      ['Start', fmtTime(start)], ['End', end ? fmtTime(end) : '—'],
+      ['Running time', fmtDur(p.execDuration)],
+      ['Platform', c.trainingService ? (Array.isArray(c.trainingService) ? c.trainingService.map(t => t.platform).join(', ') : c.trainingService.platform) : '—'],
+      ['Tuner', tuner], ['Trial command', c.trialCommand || (c.trainingService && c.trainingService.trialCommand) || '—'],
+      ['Log directory', p.logDir],
+    ];
+    $('#info').innerHTML = rows.map(r => '<dt>' + esc(r[0]) + '</dt><dd>' + esc(r[1]) + '</dd>').join('');
+    $('#errors').innerHTML = S.errors.map(m => '<li>' + esc(m) + '</li>').join('');
+    // controls show the live values, unless the user is editing one
+    const setv = (sel, v) => { const el = $(sel); if (document.activeElement !== el && !el.dataset.dirty) el.value = v; };
+    setv('#concurrency', c.trialConcurrency || '');
+    setv('#maxTrials', c.maxTrialNumber || '');
+    setv('#maxDuration', c.maxExperimentDuration || '');
+    const maxSec = durSeconds(c.maxExperimentDuration);
+    bar('#timeBar', p.execDuration, maxSec);
+    $('#timeText').textContent = fmtDur(p.execDuration) + ' / ' + (maxSec ? fmtDur(maxSec) : 'unlimited');
+    if (S.overview) renderOverview();
+  }
+
+  function bar(sel, v, max) {
+    const el = $(sel);
+    const f = max ? Math.min(1, v / max) : 0;
+    el.firstElementChild.style.width = (f * 100).toFixed(1) + '%';
+    el.setAttribute('aria-valuemin', '0');
+    el.setAttribute('aria-valuenow', String(v));
+    if (max) el.setAttribute('aria-valuemax', String(max)); else el.removeAttribute('aria-valuemax');
+  }
+
+  function renderOverview() {
+    const o = S.overview, c = (S.profile && S.profile.params) || {};
+    if (!o) return;
+    const max = c.maxTrialNumber;
+    bar('#trialsBar', o.ended, max);
+    $('#trialsText').textContent = fmtInt(o.ended) + ' / ' + (max ? fmtInt(max) : 'unlimited') + ' (' + fmtInt(o.total) + ' submitted)';
+    const order = ['RUNNING', 'WAITING', 'SUCCEEDED', 'FAILED', 'USER_CANCELED', 'SYS_CANCELED', 'EARLY_STOPPED'];
+    $('#counts').innerHTML = order.map(s => '<li><button type="button" data-status="' + s + '" class="st ' + s +
+      '" aria-label="' + s + ': ' + o.counts[s] + ' trials, show them">' + s.replace('_', ' ').toLowerCase() +
+      '<b data-count="' + s + '">' + fmtInt(o.counts[s]) + '</b></button></li>').join('') +
+      '<li class="muted">concurrency ' + esc(c.trialConcurrency) + '</li>';
+    const b = o.best;
+    $('#best').innerHTML = b
+      ? '<span id="bestValue">' + esc(fmtNum(b.value)) + '</span> <button type="button" data-open="' + esc(b.trialJobId) +
+        '">trial #' + b.sequenceId + ' (' + esc(b.trialJobId) + ')</button>'
+      : '<span class="muted">no final metric yet</span>';
+    $('#nometric').textContent = (o.optimizeMode === 'maximize' ? 'Higher is better' : 'Lower is better') +
+      ' (optimize_mode ' + o.optimizeMode + ').' +
+      (o.succeededWithoutMetric ? ' ' + fmtInt(o.succeededWithoutMetric) + ' succeeded trial(s) reported no final metric and are not in the charts.' : '');
+  }
+
+  /* ---------------- table ---------------- */
+
+  async function loadTable() {
+    const t = S.table;
+    const q = new URLSearchParams({ sort: t.sort, order: t.order, limit: t.limit, offset: t.offset });
+    if (t.status) q.set('status', t.status);
+    if (t.q) q.set('q', t.q);
+    const want = q.toString();
+    const r = await get('webui/trials?' + want);
+    if (want !== tableQuery()) return; // the user changed the view meanwhile; a newer load follows
+    t.total = r.total;
+    t.rows = r.rows;
+    if (S.seq === null) S.seq = r.seq;
+    S.stale.table = false;
+    if (t.offset > 0 && t.offset >= t.total) { t.offset = Math.max(0, Math.floor((t.total - 1) / t.limit) * t.limit); return loadTable(); }
+    renderTable();
+    performance.mark('tq-table-rendered');
+    document.body.dataset.tableReady = '1';
+  }
+  function tableQuery() {
+    const t = S.table;
+    const q = new URLSearchParams({ sort: t.sort, order: t.order, limit: t.limit, offset: t.offset });
+    if (t.status) q.set('status', t.status);
+    if (t.q) q.set('q', t.q);
+    return q.toString();
+  }
+
+  function renderTable() {
+    const t = S.table, ro = S.status === 'VIEWED';
+    $$('#trials th[data-sort]').forEach(th => {
+      if (th.dataset.sort === t.sort) th.setAttribute('aria-sort', t.order === 'asc' ? 'ascending' : 'descending');
+      else th.removeAttribute('aria-sort');
+    });
+    const tb = $('#trials tbody');
+    if (!t.rows.length) {
+      tb.innerHTML = '<tr><td colspan="10" class="muted">No trials' + (t.status || t.q ? ' match the filter' : ' yet') + '.</td></tr>';
+    } else {
+      tb.innerHTML = t.rows.map(r => {
+        const p = paramText(paramsOf(r)), live = r.status === 'WAITING' || r.status === 'RUNNING';
+        const reason = r.status === 'WAITING' ? r.waitingReason || '' : r.message || '';
+        return '<tr data-id="' + esc(r.trialJobId) + '">' +
+          '<td><input type="checkbox" aria-label="Select trial ' + r.sequenceId + ' to compare"' + (S.selected.has(r.trialJobId) ? ' checked' : '') + '></td>' +
+          '<td>' + r.sequenceId + '</td><td><code>' + esc(r.trialJobId) + '</code></td>' +
+          '<td class="st ' + esc(r.status) + '">' + esc(r.status) + '</td>' +
+          '<td class="metric">' + esc(fmtNum(finalOf(r))) + '</td>' +
+          '<td>' + fmtDur(durationOf(r)) + '</td><td class="time">' + fmtTime(r.startTime) + '</td>' +
+          '<td class="params" title="' + esc(p) + '">' + esc(p) + '</td>' +
+          '<td class="reason">' + esc(reason) + '</td>' +
+          '<td class="ops"><button type="button" data-act="open">Details</button> ' +
+          '<button type="button" data-act="kill" class="danger"' + (live && !ro ? '' : ' disabled') + '>Kill</button> ' +
+          '<button type="button" data-act="rerun"' + (ro ? ' disabled' : '') + '>Re-run</button></td></tr>';
+      }).join('');
+    }
+    const from = t.total ? t.offset + 1 : 0, to = Math.min(t.total, t.offset + t.rows.length);
+    $('#pageInfo').textContent = fmtInt(from) + '–' + fmtInt(to) + ' of ' + fmtInt(t.total);
+    $('#prev').disabled = t.offset === 0;
+    $('#next').disabled = t.offset + t.limit >= t.total;
+    $('#compare').textContent = 'Compare selected (' + S.selected.size + ')';
+  }
+
+  async function trialAction(act, id, msgEl) {
+    try {
+      if (act === 'kill') {
+        if (!window.confirm('Kill trial ' + id + '?')) return;
+        await change('DELETE', 'trial-jobs/' + encodeURIComponent(id));
+        setMsg(msgEl, 'Kill of ' + id + ' requested.', true);
+      } else if (act === 'rerun') {
+        const r = await change('POST', 'trial-jobs/' + encodeURIComponent(id) + '/rerun');
+        setMsg(msgEl, 'Re-run queued as trial #' + r.sequenceId + ' (' + r.trialJobId + ').', true);
+      }
+      await tick();
+    } catch (e) {
+      setMsg(msgEl, (act === 'kill' ? 'Kill' : 'Re-run') + ' failed: ' + e.message, false);
+    }
+  }
+
+  /* ---------------- charts ---------------- */
+
+  function chartVisible() { return S.page === 'oview' || S.page === 'detail'; }
+
+  async function loadCharts() {
+    if (!chartVisible()) return;
+    // one bucket count for every page and window size: the server answers a repeated
+    // request from its cache while no trial changed
+    const buckets = 500;
+    const tab = S.page === 'oview' ? 'metric' : S.tab;
+    if (tab === 'metric' || tab === 'duration') S.charts = await get('webui/charts?buckets=' + buckets);
+    else if (tab === 'params') S.params = await get('webui/params?n=1000');
+    else if (tab === 'intermediate') S.curves = await loadCurves();
+    S.stale.charts = false;
+    performance.mark('tq-chart-data');
+    drawCharts();
+    performance.mark('tq-chart-drawn');
+  }
+
+  async function loadCurves() {
+    let ids = Array.from(S.selected).slice(0, 10), note = '';
+    if (!ids.length) {
+      const o = S.overview || {};
+      const r = await get('webui/trials?sort=metric&order=' + (o.optimizeMode === 'maximize' ? 'desc' : 'asc') + '&limit=5&status=SUCCEEDED');
+      ids = r.rows.map(t => t.trialJobId);
+      note = 'No trials selected: the 5 best are shown. Select trials in the table and press "Compare selected".';
+    } else {
+      note = 'Selected trials' + (S.selected.size > 10 ? ' (the first 10)' : '') + '.';
+    }
+    const curves = await Promise.all(ids.map(async id => {
+      const m = await get('metric-data/' + encodeURIComponent(id) + '?type=PERIODICAL');
+      return { id, points: m.map(r => [r.sequence, metricValue(r.data), id]).filter(p => p[1] !== null) };
+    }));
+    return { curves, note };
+  }
+
+  const COLORS = ['#0b5cad', '#d1495b', '#2a9d8f', '#e9c46a', '#6b4fbb', '#f4a261', '#264653', '#8ab17d', '#c86bfa', '#555'];
+
+  function drawCharts() {
+    const C = window.TQChart;
+    const onOv = S.page === 'oview';
+    const canvas = onOv ? $('#ovChart') : $('#detailChart');
+    const tab = onOv ? 'metric' : S.tab;
+    const note = $('#chartNote');
+    let pick = () => null;
+    if (tab === 'metric' && S.charts) {
+      const c = S.charts;
+      const last = c.final.points.length ? c.final.points[c.final.points.length - 1][0] : 0;
+      pick = C.xy(canvas, {
+        xLabel: 'trial No.', yLabel: 'final metric', empty: 'No final metric yet',
+        series: [
+          { name: 'final metric', kind: 'dots', color: '#0b5cad', points: c.final.points },
+          { name: 'best so far (' + c.optimizeMode + ')', kind: 'step', color: '#d1495b', points: c.best, extendTo: last, width: 2 },
+        ],
+      });
+      canvas.setAttribute('aria-label', 'Final metric of ' + c.final.count + ' trials by trial number, with the best so far');
+      if (!onOv) note.textContent = c.final.count > c.final.points.length ? fmtInt(c.final.count) + ' trials, shown as the lowest and highest of each ' + c.width + ' consecutive trials.' : '';
+    } else if (tab === 'duration' && S.charts) {
+      const c = S.charts;
+      pick = C.xy(canvas, {
+        xLabel: 'trial No.', yLabel: 'duration (s)', empty: 'No trial has ended yet',
+        series: [{ name: 'duration', kind: 'stems', color: '#2a9d8f', points: c.duration.points }],
+      });
+      canvas.setAttribute('aria-label', 'Duration of ' + c.duration.count + ' ended trials');
+      note.textContent = c.duration.count > c.duration.points.length ? fmtInt(c.duration.count) + ' trials, shown as the shortest and longest of each ' + c.width + ' consecutive trials.' : '';
+    } else if (tab === 'params' && S.params) {
+      const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {};
+      const trials = S.params.trials;
+      const names = Object.keys(ss).length ? Object.keys(ss) : Array.from(new Set(trials.flatMap(t => Object.keys(t.params))));
+      const axes = names.map(n => {
+        const spec = ss[n] || {}, type = spec._type || '';
+        const vals = trials.map(t => t.params[n]);
+        const numeric = vals.every(v => v === undefined || typeof v === 'number') && type !== 'choice';
+        if (numeric) return { name: n, kind: /log/.test(type) ? 'log' : 'num' };
+        const cats = Array.from(new Set((type === 'choice' && Array.isArray(spec._value) ? spec._value : vals).map(v => typeof v === 'string' ? v : JSON.stringify(v))));
+        return { name: n, kind: 'cat', cats };
+      });
+      axes.push({ name: 'metric', kind: 'num' });
+      const lines = trials.map(t => ({
+        top: t.top,
+        vals: axes.map(a => {
+          if (a.name === 'metric' && a === axes[axes.length - 1]) return t.metric;
+          const v = t.params[a.name];
+          return a.kind === 'cat' ? (typeof v === 'string' ? v : JSON.stringify(v)) : v;
+        }),
+      }));
+      C.parallel(canvas, { axes, lines, empty: 'No trial with a final metric yet' });
+      canvas.setAttribute('aria-label', 'Parallel coordinates of ' + trials.length + ' trials');
+      note.textContent = 'Blue: the best ' + trials.filter(t => t.top).length + ' trials; grey: a sample of the others (' + fmtInt(S.params.count) + ' trials have a final metric).';
+    } else if (tab === 'intermediate' && S.curves) {
+      pick = C.xy(canvas, {
+        xLabel: 'step (sequence)', yLabel: 'intermediate result', empty: 'The chosen trials reported no intermediate results',
+        series: S.curves.curves.map((c, i) => ({ name: c.id, kind: 'line', color: COLORS[i % COLORS.length], points: c.points })),
+      });
+      canvas.setAttribute('aria-label', 'Intermediate results of ' + S.curves.curves.length + ' trials');
+      note.textContent = S.curves.note;
+    }
+    S.pickers[canvas.id] = pick;
+  }
+
+  function hookChartPointer(canvas) {
+    const tip = $('#tip');
+    const at = ev => {
+      const r = canvas.getBoundingClientRect();
+      const f = S.pickers[canvas.id];
+      return f ? f(ev.clientX - r.left, ev.clientY - r.top) : null;
+    };
+    canvas.addEventListener('mousemove', ev => {
+      const h = at(ev);
+      if (!h) { tip.hidden = true; canvas.style.cursor = ''; return; }
+      tip.hidden = false;
+      tip.textContent = (h.s.name ? h.s.name + ': ' : '') + 'trial ' + (h.p[2] || '') + ' · x ' + fmtNum(h.p[0]) + ' · ' + fmtNum(h.p[1]);
+      tip.style.left = (ev.clientX + 12) + 'px';
+      tip.style.top = (ev.clientY + 12) + 'px';
+      canvas.style.cursor = h.p[2] ? 'pointer' : '';
+    });
+    canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
+    canvas.addEventListener('click', ev => { const h = at(ev); if (h && h.p[2]) openTrial(h.p[2]); });
+  }
+
+  /* ---------------- trial dialog ---------------- */
+
+  async function openTrial(id) {
+    S.dialog = { id, trial: null, metricSeq: null, metrics: [], log: 'stdout', stale: true };
+    $('#dlgTitle').textContent = 'Trial ' + id;
+    $('#dlgInfo').innerHTML = '';
+    $('#dlgParams').textContent = '';
+    $('#dlgLog').textContent = '';
+    $('#dlgMsg').textContent = '';
+    const d = $('#trialDialog');
+    if (!d.open) d.showModal();
+    try { await refreshDialog(); } catch (e) { setMsg($('#dlgMsg'), e.message, false); }
+  }
+
+  async function refreshDialog() {
+    const D = S.dialog;
+    if (!D) return;
+    const live = !D.trial || D.trial.status === 'WAITING' || D.trial.status === 'RUNNING';
+    if (D.stale || live) {
+      D.trial = await get('trial-jobs/' + encodeURIComponent(D.id));
+      D.stale = false;
+      renderDialogInfo();
+    }
+    // only the metrics stored since the last read of this trial
+    if (live || D.metricSeq === null) {
+      const r = await get('metric-data/' + encodeURIComponent(D.id) + '?type=PERIODICAL' + (D.metricSeq !== null ? '&since=' + D.metricSeq : ''), { raw: true });
+      const rows = JSON.parse(await r.text() || '[]');
+      const next = r.headers.get('X-Trialq-Seq');
+      if (next !== null) D.metricSeq = Number(next);
+      D.metrics = D.metrics.concat(rows.map(m => [m.sequence, metricValue(m.data), D.id]).filter(p => p[1] !== null));
+      D.metrics.sort((a, b) => a[0] - b[0]);
+      window.TQChart.xy($('#dlgChart'), { xLabel: 'step', yLabel: 'value', empty: 'No intermediate results', series: [{ name: D.id, kind: 'line', color: '#0b5cad', points: D.metrics }] });
+      $('#dlgChart').setAttribute('aria-label', D.metrics.length + ' intermediate results of trial ' + D.id);
+    }
+    // a running trial's log grows: read again at most every 15 s (a log can be large)
+    if (!D.logLoaded || (live && Date.now() - D.logAt > 15000)) await loadLog();
+  }
+
+  function renderDialogInfo() {
+    const t = S.dialog.trial, ro = S.status === 'VIEWED';
+    $('#dlgTitle').textContent = 'Trial #' + t.sequenceId + ' (' + t.trialJobId + ')';
+    const rows = [
+      ['Status', t.status], ['Final metric', t.finalMetricData && t.finalMetricData.length ? JSON.parse(t.finalMetricData[0].data) : '—'],
+      ['Start', fmtTime(t.startTime)], ['End', fmtTime(t.endTime)], ['Duration', fmtDur(durationOf(t))],
+      ['Attempt', t.attempt], ['Log path', t.logPath],
+    ];
+    if (t.waitingReason) rows.push(['Waiting reason', t.waitingReason]);
+    if (t.message) rows.push(['Message', t.message]);
+    $('#dlgInfo').innerHTML = rows.map(r => '<dt>' + esc(r[0]) + '</dt><dd' + (r[0] === 'Status' ? ' class="st ' + esc(r[1]) + '"' : '') + '>' + esc(r[1]) + '</dd>').join('');
+    let rec = {};
+    try { rec = JSON.parse(t.hyperParameters[0]); } catch (e) { /* none */ }
+    $('#dlgParams').textContent = JSON.stringify(rec.parameters || {}, null, 2) +
+      (rec.parameter_source && rec.parameter_source !== 'algorithm' ? '\n(source: ' + rec.parameter_source + ')' : '');
+    $('#dlgKill').disabled = ro || !(t.status === 'WAITING' || t.status === 'RUNNING');
+    $('#dlgRerun').disabled = ro;
+  }
+
+  async function loadLog() {
+    const D = S.dialog;
+    $$('#trialDialog [data-log]').forEach(b => b.setAttribute('aria-selected', String(b.dataset.log === D.log)));
+    let text;
+    try {
+      text = await get('trial-file/' + encodeURIComponent(D.id) + '/' + encodeURIComponent(D.log), { text: true });
+    } catch (e) {
+      if (e.status === 0) throw e;
+      text = e.status === 404 ? '(no ' + D.log + ' yet)' : e.message;
+    }
+    const MAX = 200000;
+    $('#dlgLog').textContent = text.length > MAX ? '… (' + fmtInt(text.length - MAX) + ' earlier characters not shown)\n' + text.slice(-MAX) : text;
+    D.logLoaded = true;
+    D.logAt = Date.now();
+  }
+
+  /* ---------------- pages and events ---------------- */
+
+  function show(page, push) {
+    if (!['oview', 'detail'].includes(page)) page = 'oview';
+    S.page = page;
+    $('#page-oview').hidden = page !== 'oview';
+    $('#page-detail').hidden = page !== 'detail';
+    $$('nav a').forEach(a => { if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current'); });
+    if (push) history.pushState({ page }, '', BASE + page + location.search);
+    S.stale.charts = true;
+    if (page === 'detail') S.stale.table = true;
+  }
+
+  function bind() {
+    $$('nav a').forEach(a => a.addEventListener('click', ev => {
+      ev.preventDefault();
+      show(a.dataset.page, true);
+      tick();
+    }));
+    window.addEventListener('popstate', () => { show(baseless(location.pathname), false); tick(); });
+    $('#interval').addEventListener('change', ev => { S.interval = Number(ev.target.value); schedule(); });
+    $('#refreshNow').addEventListener('click', async () => { await tick(true); schedule(); });
+
+    $$('form.edit').forEach(f => {
+      const input = f.querySelector('input');
+      input.addEventListener('input', () => { input.dataset.dirty = '1'; });
+      f.addEventListener('submit', async ev => {
+        ev.preventDefault();
+        const type = f.dataset.update, raw = input.value.trim();
+        const key = { TRIAL_CONCURRENCY: 'trialConcurrency', MAX_TRIAL_NUM: 'maxTrialNumber', MAX_EXEC_DURATION: 'maxExperimentDuration' }[type];
+        const value = type === 'MAX_EXEC_DURATION' ? (/^\d+$/.test(raw) ? Number(raw) : raw) : Number(raw);
+        try {
+          await change('PUT', 'experiment?update_type=' + type, { params: { [key]: value } });
+          delete input.dataset.dirty;
+          setMsg($('#controlMsg'), f.querySelector('label').textContent + ' set to ' + raw + '.', true);
+          await tick(true);
+        } catch (e) {
+          setMsg($('#controlMsg'), e.message, false);
+        }
+      });
+    });
+    $('#stopExp').addEventListener('click', async () => {
+      if (!window.confirm('Stop the experiment? Running trials are canceled.')) return;
+      try {
+        await change('DELETE', 'experiment');
+        setMsg($('#controlMsg'), 'Stopping…', true);
+      } catch (e) { setMsg($('#controlMsg'), e.message, false); }
+    });
+    $('#counts').addEventListener('click', ev => {
+      const b = ev.target.closest('button[data-status]');
+      if (!b) return;
+      S.table.status = b.dataset.status;
+      S.table.offset = 0;
+      $('#fStatus').value = b.dataset.status;
+      show('detail', true);
+      tick();
+    });
+    document.addEventListener('click', ev => {
+      const b = ev.target.closest('button[data-open]');
+      if (b) openTrial(b.dataset.open);
+    });
+
+    // table: sort, filter, paging, row operations
+    $$('#trials th[data-sort] button').forEach(b => b.addEventListener('click', () => {
+      const col = b.parentElement.dataset.sort, t = S.table;
+      t.order = t.sort === col && t.order === 'asc' ? 'desc' : 'asc';
+      t.sort = col;
+      t.offset = 0;
+      reload();
+    }));
+    const reload = () => { S.stale.table = true; loadTable().catch(e => setReachable(e.status !== 0, e.message)); };
+    $('#fStatus').addEventListener('change', ev => { S.table.status = ev.target.value; S.table.offset = 0; reload(); });
+    $('#fLimit').addEventListener('change', ev => { S.table.limit = Number(ev.target.value); S.table.offset = 0; reload(); });
+    let typing = null;
+    $('#fText').addEventListener('input', ev => {
+      clearTimeout(typing);
+      typing = setTimeout(() => { S.table.q = ev.target.value.trim(); S.table.offset = 0; reload(); }, 250);
+    });
+    $('#filters').addEventListener('submit', ev => ev.preventDefault());
+    $('#prev').addEventListener('click', () => { S.table.offset = Math.max(0, S.table.offset - S.table.limit); reload(); });
+    $('#next').addEventListener('click', () => { S.table.offset += S.table.limit; reload(); });
+    $('#trials tbody').addEventListener('click', ev => {
+      const tr = ev.target.closest('tr[data-id]');
+      if (!tr) return;
+      const id = tr.dataset.id;
+      if (ev.target.matches('input[type=checkbox]')) {
+        if (ev.target.checked) S.selected.add(id); else S.selected.delete(id);
+        $('#compare').textContent = 'Compare selected (' + S.selected.size + ')';
+        return;
+      }
+      const b = ev.target.closest('button[data-act]');
+      if (!b) return;
+      if (b.dataset.act === 'open') openTrial(id);
+      else trialAction(b.dataset.act, id, $('#tableMsg'));
+    });
+    $('#compare').addEventListener('click', () => { selectTab('intermediate'); });
+
+    // chart tabs (arrow keys move between them)
+    const tabs = $$('#page-detail [data-tab]');
+    tabs.forEach((b, i) => {
+      b.addEventListener('click', () => selectTab(b.dataset.tab));
+      b.addEventListener('keydown', ev => {
+        const k = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
+        if (k) { const n = tabs[(i + k + tabs.length) % tabs.length]; n.focus(); selectTab(n.dataset.tab); }
+      });
+    });
+    [$('#ovChart'), $('#detailChart')].forEach(hookChartPointer);
+
+    // dialog
+    $('#dlgClose').addEventListener('click', () => $('#trialDialog').close());
+    $('#trialDialog').addEventListener('close', () => { S.dialog = null; });
+    $('#dlgKill').addEventListener('click', () => trialAction('kill', S.dialog.id, $('#dlgMsg')));
+    $('#dlgRerun').addEventListener('click', () => trialAction('rerun', S.dialog.id, $('#dlgMsg')));
+    $$('#trialDialog [data-log]').forEach(b => b.addEventListener('click', () => {
+      S.dialog.log = b.dataset.log;
+      loadLog().catch(e => setMsg($('#dlgMsg'), e.message, false));
+    }));
+
+    let resizeT = null;
+    window.addEventListener('resize', () => { clearTimeout(resizeT); resizeT = setTimeout(drawCharts, 150); });
+  }
+
+  function selectTab(tab) {
+    S.tab = tab;
+    $$('#page-detail [data-tab]').forEach(b => b.setAttribute('aria-selected', String(b.dataset.tab === tab)));
+    S.stale.charts = true;
+    loadCharts().catch(e => setReachable(e.status !== 0, e.message));
+  }
+
+  function baseless(path) {
+    const last = path.split('/').pop();
+    return PAGES.includes(last) ? last : 'oview';
+  }
+
+  bind();
+  show(baseless(location.pathname), false);
+  tick().then(schedule);
+})();
