@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/dispatcher.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
@@ -46,11 +47,28 @@ void children_start(struct api *a)
     if (!a->spawn_workers)
         return;
     /* one worker per platform of the experiment (hybrid: one per listed platform) */
-    a->children = xcalloc(1, sizeof *a->children);
-    a->nchildren = 1;
-    a->children[0].platform = xstrdup(strcmp(a->exp.platform, "hybrid") == 0 ? "local" : a->exp.platform);
-    a->children[0].backoff_ms = BACKOFF_MIN_MS;
-    spawn(a, &a->children[0]);
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "trainingService");
+    int n = cJSON_IsArray(ts) ? cJSON_GetArraySize(ts) : 1;
+    a->children = xcalloc((size_t)n, sizeof *a->children);
+    a->nchildren = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = a->exp.platform;
+        if (cJSON_IsArray(ts)) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ts, i), "platform");
+            if (!cJSON_IsString(p))
+                continue;
+            name = p->valuestring;
+        }
+        int dup = 0; /* a platform listed twice still gets one worker */
+        for (int k = 0; k < a->nchildren && !dup; k++)
+            dup = strcmp(a->children[k].platform, name) == 0;
+        if (dup)
+            continue;
+        struct child *c = &a->children[a->nchildren++];
+        c->platform = xstrdup(name);
+        c->backoff_ms = BACKOFF_MIN_MS;
+        spawn(a, c);
+    }
 }
 
 void children_reap(struct api *a)
@@ -58,6 +76,7 @@ void children_reap(struct api *a)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        dispatcher_reaped(a, pid, status); /* a customized tuner's process (api/dispatcher.c) */
         for (int i = 0; i < a->nchildren; i++) {
             struct child *c = &a->children[i];
             if (c->pid != pid)

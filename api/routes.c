@@ -18,7 +18,9 @@
 #include <sys/queue.h>
 
 #include "api/channel.h"
+#include "api/dispatcher.h"
 #include "api/routes.h"
+#include "api/routes_webui.h"
 
 #define MAX_HEADERS (64 << 10)
 #define MAX_SEGMENTS 16
@@ -133,9 +135,31 @@ int json_int_in(const cJSON *v, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
+/* ---------------- TensorBoard: not supported ----------------
+ * NNI starts a TensorBoard process per request; trialq does not. The listing answers
+ * "no tasks" (what is true, and what the web UI asks on every page), a start says why
+ * not and what to do instead. */
+
+static void h_tensorboard_start(struct req *q)
+{
+    reply_error(q->r, 501, "TensorBoard is not supported by trialq: run `tensorboard --logdir <dir>` yourself"
+                           " on the trials' output directories (logPath in GET " API_PREFIX "/trial-jobs)");
+}
+
+static void h_tensorboard_task(struct req *q)
+{
+    reply_error(q->r, 404, "no TensorBoard task %.40s: trialq does not run TensorBoard", q->args[0]);
+}
+
+static void h_tensorboard_tasks(struct req *q)
+{
+    reply_json(q->r, 200, evhttp_request_get_command(q->r) == EVHTTP_REQ_GET ? "[]" : "");
+}
+
 /* ---------------- routing ---------------- */
 
-/* ROUTE_TOKEN: refused from another host without the experiment's token.
+/* ROUTE_TOKEN: refused without the experiment's token when the api listens beyond
+ * loopback (token_check).
  * ROUTE_MUTATES: that, and refused in view mode. */
 #define ROUTE_TOKEN 1
 #define ROUTE_MUTATES 3
@@ -173,6 +197,13 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file},
     {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data},
     {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file},
+    {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_MUTATES, h_tensorboard_start},
+    {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task},
+    {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_MUTATES, h_tensorboard_task},
+    {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_MUTATES, h_tensorboard_task},
+    {EVHTTP_REQ_GET, API "/tensorboard-tasks", 0, h_tensorboard_tasks},
+    {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_MUTATES, h_tensorboard_tasks},
+    WEBUI_ROUTES, /* the web UI and its reads (api/routes_webui.c) */
 };
 
 static const char *method_name(enum evhttp_cmd_type m)
@@ -256,48 +287,70 @@ static int match(const char *pattern, const struct segments *s, char **args)
     return i == s->n;
 }
 
-static int peer_is_loopback(struct evhttp_request *r)
+/* Whether the api listens where other hosts can reach it (bind_address, set by
+ * nnictl create --bind or nniManagerIp). */
+static int listens_beyond_loopback(const struct api *a)
 {
-    struct evhttp_connection *c = evhttp_request_get_connection(r);
-    char *addr = NULL;
-    ev_uint16_t port = 0;
-    if (!c)
-        return 0;
-    evhttp_connection_get_peer(c, &addr, &port);
-    return addr && (str_starts(addr, "127.") || strcmp(addr, "::1") == 0 || str_starts(addr, "::ffff:127."));
+    const char *b = a->exp.bind_address;
+    return !(b && (str_starts(b, "127.") || strcmp(b, "::1") == 0 || strcmp(b, "localhost") == 0));
 }
 
-/* Mutating routes from another host need the experiment's token (design: the api binds
- * loopback unless configured otherwise; then changes need the secret). */
-static int token_ok(struct req *q)
+/* Mutating routes need the experiment's token when the api listens beyond loopback
+ * (design: loopback unless configured otherwise; then changes need the secret). The
+ * rule is the listening address, not the peer's: a proxy or another local user on a
+ * shared host would otherwise pass as "loopback". 0 ok, else the status to answer. */
+static int token_check(struct req *q)
 {
-    if (peer_is_loopback(q->r))
-        return 1;
+    if (!listens_beyond_loopback(q->a))
+        return 0;
     const char *t = evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token");
     const char *want = q->a->exp.token;
-    if (!t || !want || strlen(t) != strlen(want))
-        return 0;
+    if (!t)
+        return 401;
+    if (!want || strlen(t) != strlen(want))
+        return 403;
     unsigned char diff = 0; /* constant time: the token is a secret */
     for (size_t i = 0; want[i]; i++)
         diff |= (unsigned char)(t[i] ^ want[i]);
-    return diff == 0;
+    return diff == 0 ? 0 : 403;
+}
+
+/* Removes the experiment's URL prefix (nnictl create --url_prefix) from the front of
+ * the segments. Returns 0, or -1 when the path is outside the prefix. */
+static int strip_prefix(const struct api *a, struct segments *s)
+{
+    const char *p = a->exp.url_prefix;
+    int k = 0;
+    while (p && *p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (k >= s->n || strlen(s->seg[k]) != len || strncmp(s->seg[k], p, len) != 0)
+            return -1;
+        k++;
+        p += len;
+    }
+    for (int i = 0; i < k; i++)
+        free(s->seg[i]);
+    memmove(s->seg, s->seg + k, (size_t)(s->n - k) * sizeof s->seg[0]);
+    s->n -= k;
+    return 0;
 }
 
 /* A reply larger than one write (libevent writes 16 kB at a time) ends in a small
  * segment that Nagle's algorithm holds until the client ACKs, and a keep-alive client
- * delays its ACK up to 40 ms: every listing page would take 40 ms. So: no Nagle, and
- * bigger writes. */
+ * delays its ACK up to 40 ms: every listing page would take 40 ms. So: no Nagle (set
+ * on the listening socket, server.c, and inherited by every accepted one), and bigger
+ * writes. */
 static void tune_connection(struct evhttp_request *r)
 {
     struct evhttp_connection *c = evhttp_request_get_connection(r);
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-    if (!bev)
-        return;
-    int one = 1;
-    evutil_socket_t fd = bufferevent_getfd(bev);
-    if (fd >= 0)
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    bufferevent_set_max_single_write(bev, 256 << 10);
+    if (bev)
+        bufferevent_set_max_single_write(bev, 256 << 10);
 }
 
 static void dispatch(struct evhttp_request *r, void *arg)
@@ -316,9 +369,21 @@ static void dispatch(struct evhttp_request *r, void *arg)
         segments_free(&segs);
         return;
     }
+    /* everything, the channel and the web UI too, lives under the prefix (NNI's rule) */
+    if (sp == 0 && strip_prefix(a, &segs) < 0) {
+        reply_error(r, 404, "Outside prefix \"%s\"", a->exp.url_prefix);
+        segments_free(&segs);
+        return;
+    }
     /* the trial command channel lives outside the REST API (api/channel.c) */
     if (sp == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
         channel_handle(a, r, segs.seg[1], segs.seg[2]);
+        segments_free(&segs);
+        return;
+    }
+    /* the tuner's WebSocket channel (api/dispatcher.c); /tuner/:channel is unused, as in NNI */
+    if (sp == 0 && segs.n == 1 && strcmp(segs.seg[0], "tuner") == 0) {
+        dispatcher_ws_request(a, r);
         segments_free(&segs);
         return;
     }
@@ -346,12 +411,14 @@ static void dispatch(struct evhttp_request *r, void *arg)
         size_t l = strlen(allowed);
         snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
+    int denied = found && (found->flags & ROUTE_TOKEN) ? token_check(&q) : 0;
     if (found) {
         if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
             reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);
-        else if ((found->flags & ROUTE_TOKEN) && !token_ok(&q))
-            reply_error(r, 403, "%s %.200s from another host needs the experiment's token in X-Trialq-Token",
-                        method_name(m), raw);
+        else if (denied)
+            reply_error(r, denied, "%s %.200s: the api listens on %s, so changes need the experiment's token in"
+                        " the X-Trialq-Token header (%s)", method_name(m), raw, a->exp.bind_address,
+                        denied == 401 ? "none was sent" : "the one sent is wrong");
         else
             found->fn(&q);
     } else if (allowed[0] && m == EVHTTP_REQ_OPTIONS) {
@@ -362,8 +429,10 @@ static void dispatch(struct evhttp_request *r, void *arg)
         evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
         reply_error(r, 405, "method %s not allowed on %.200s (allowed: %s)", method_name(m), raw, allowed);
     } else {
-        reply_error(r, 404, "no route %s %.200s%s", method_name(m), raw,
-                    str_starts(raw, API_PREFIX) ? "" : " (the API is under " API_PREFIX ")");
+        int under_api = segs.n >= 3 && strcmp(segs.seg[0], "api") == 0 && strcmp(segs.seg[1], "v1") == 0 &&
+                        strcmp(segs.seg[2], "nni") == 0;
+        reply_error(r, 404, "no route %s %.200s%s%s%s", method_name(m), raw, under_api ? "" : " (the API is under ",
+                    under_api ? "" : a->exp.url_prefix ? a->exp.url_prefix : "", under_api ? "" : API_PREFIX ")");
     }
     evhttp_clear_headers(&qs);
     segments_free(&segs);

@@ -103,7 +103,7 @@ static void enqueue(struct req *q, const char *parameters, const char *source, i
         json_int_in(retries, 0, 1000, &r);
     struct trial_new n = {
         .exp_id = a->exp_id,
-        .platform = strcmp(a->exp.platform, "hybrid") == 0 ? "local" : a->exp.platform,
+        .platform = a->exp.platform, /* hybrid: any listed platform's worker may claim it */
         .parameters = parameters,
         .source = source,
         .parameter_id = parameter_id,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/dispatcher.h"
 #include "common/json.h"
 
 #define STOP_GRACE_MS 20000
@@ -18,6 +19,13 @@ int sched_load_tuner(struct api *a, struct errbuf *e)
     cJSON_Delete(ss);
     if (rc < 0)
         return errprefix(e, "searchSpace");
+    /* a customized tuner, advisor or assessor: NNI's dispatcher process (api/dispatcher.c) */
+    if (dispatcher_needed(a->cfg) && dispatcher_init(a, e) < 0)
+        return -1;
+    if (a->cfg->tuner.class_name) {
+        a->tuner = &dispatcher_tuner_ops;
+        return a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, e);
+    }
     const char *name = a->cfg->tuner.name ? a->cfg->tuner.name : "Random";
     a->tuner = tuner_find(name);
     if (!a->tuner)
@@ -39,6 +47,7 @@ struct history {
     struct tuner_result *items;
     cJSON **params;
     char **ids;
+    char **labels;                /* trial.parameter_label of each item (NULL: none) */
     int n, cap;
     int *slots;                   /* open-addressing index: trial id -> item + 1 (0 = free) */
     int nslots;                   /* a power of two, at least 2 * cap */
@@ -66,10 +75,12 @@ void history_free(struct history *h)
     for (int i = 0; i < h->n; i++) {
         cJSON_Delete(h->params[i]);
         free(h->ids[i]);
+        free(h->labels[i]);
     }
     free(h->items);
     free(h->params);
     free(h->ids);
+    free(h->labels);
     free(h->slots);
     free(h);
 }
@@ -121,9 +132,11 @@ static int history_append(struct history *h, const char *id, cJSON *params)
         h->items = xrealloc(h->items, sizeof *h->items * (size_t)h->cap);
         h->params = xrealloc(h->params, sizeof *h->params * (size_t)h->cap);
         h->ids = xrealloc(h->ids, sizeof *h->ids * (size_t)h->cap);
+        h->labels = xrealloc(h->labels, sizeof *h->labels * (size_t)h->cap);
     }
     int i = h->n++;
     h->ids[i] = xstrdup(id);
+    h->labels[i] = NULL;
     h->params[i] = params;
     memset(&h->items[i], 0, sizeof h->items[i]);
     h->items[i].parameters = params;
@@ -176,11 +189,43 @@ static int history_load_imports(struct api *a, struct history *h, struct errbuf 
             h->items[i].status = "SUCCEEDED";
             h->items[i].has_value = 1;
             h->items[i].value = v;
+            h->items[i].has_latest = 1;
+            h->items[i].latest = v;
         }
         cJSON_Delete(arr);
         h->import_event = eid;
     }
     sqlite3_reset(st);
+    return 0;
+}
+
+/* For a tuner with needs_latest (Hyperband, BOHB rank a round by it): the trial's
+ * FINAL default value when it has one, whatever its status, else the default value of
+ * its PERIODICAL metric with the highest sequence, of the current attempt. NNI's
+ * advisors get both kinds of metric and keep the one of the highest sequence, a FINAL
+ * counting as the highest. */
+static int history_latest(struct api *a, struct tuner_result *r, const char *trial_id, int attempt, int has_final,
+                          double final, struct errbuf *e)
+{
+    r->has_latest = 0;
+    if (has_final) {
+        r->has_latest = 1;
+        r->latest = final;
+        return 0;
+    }
+    sqlite3_stmt *st = db_query(a->db, e, "SELECT default_value FROM metric WHERE trial_id = ? AND attempt = ?"
+                                          " AND type = 'PERIODICAL' AND default_value IS NOT NULL"
+                                          " ORDER BY sequence DESC, id DESC LIMIT 1", "sd", trial_id, attempt);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->has_latest = 1;
+        r->latest = sqlite3_column_double(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return errf(e, "history: %s", sqlite3_errmsg(a->db->h));
     return 0;
 }
 
@@ -205,8 +250,8 @@ static int history_refresh(struct api *a, struct errbuf *e)
         }
     }
     sqlite3_stmt *st = db_query(a->db, e,
-        "SELECT id, parameter_id, parameters, final_metric, status, updated_at, sequence FROM trial"
-        " WHERE experiment_id = ? AND updated_at >= ? ORDER BY sequence",
+        "SELECT id, parameter_id, parameters, final_metric, status, updated_at, sequence, parameter_label, attempt"
+        " FROM trial WHERE experiment_id = ? AND updated_at >= ? ORDER BY sequence",
         "si", a->exp_id, h->seen_until_ms - HISTORY_MARGIN_MS);
     if (!st)
         return -1;
@@ -230,6 +275,15 @@ static int history_refresh(struct api *a, struct errbuf *e)
         r->status = intern_status((const char *)sqlite3_column_text(st, 4));
         r->has_value = sqlite3_column_type(st, 3) != SQLITE_NULL && strcmp(r->status, "SUCCEEDED") == 0;
         r->value = sqlite3_column_double(st, 3);
+        if (!h->labels[i] && sqlite3_column_type(st, 7) != SQLITE_NULL) /* set at insert, never changed */
+            h->labels[i] = col_str(st, 7);
+        r->label = h->labels[i];
+        if (a->tuner->needs_latest &&
+            history_latest(a, r, id, (int)col_i64(st, 8), sqlite3_column_type(st, 3) != SQLITE_NULL,
+                           sqlite3_column_double(st, 3), e) < 0) {
+            sqlite3_reset(st);
+            return -1;
+        }
         if (col_i64(st, 5) > newest)
             newest = col_i64(st, 5);
     }
@@ -270,10 +324,13 @@ static int submit_one(struct api *a, struct errbuf *e)
         return rc;
     char *pjson = json_print_exact(params); /* what the tuner chose, to the last bit */
     cJSON_Delete(params);
+    /* the wire parameter id, when the tuner names its suggestions (Hyperband) */
+    char *label = a->tuner->label ? a->tuner->label(a->tuner_state, index) : NULL;
     const cJSON *retries = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "maxTrialRetries");
     int max_attempts = 1 + (cJSON_IsNumber(retries) ? retries->valueint : 1);
     if (db_begin(a->db, e) < 0) {
         free(pjson);
+        free(label);
         return -1;
     }
     int64_t seq = 0;
@@ -284,11 +341,11 @@ static int submit_one(struct api *a, struct errbuf *e)
         gen_trial_id(tid);
         int ins = db_run(a->db, e,
             "INSERT OR IGNORE INTO trial(id, experiment_id, sequence, parameter_id, parameter_source,"
-            " parameters, status, platform, max_attempts, submit_time, updated_at, waiting_reason)"
-            " VALUES (?,?,?,?,'algorithm',?,'WAITING',?,?,?,?,'waiting for a worker to take it')",
-            "ssiissdii", tid, a->exp_id, seq, index, pjson,
-            strcmp(a->exp.platform, "hybrid") == 0 ? "local" : a->exp.platform, max_attempts, now_ms(),
-            now_ms());
+            " parameters, status, platform, max_attempts, submit_time, updated_at, waiting_reason, parameter_label)"
+            " VALUES (?,?,?,?,'algorithm',?,'WAITING',?,?,?,?,'waiting for a worker to take it',?)",
+            "ssiissdiis", tid, a->exp_id, seq, index, pjson,
+            a->exp.platform /* hybrid: any listed platform's worker may claim it */, max_attempts, now_ms(),
+            now_ms(), label);
         if (ins < 0)
             goto fail;
         if (ins == 1) {
@@ -306,11 +363,13 @@ static int submit_one(struct api *a, struct errbuf *e)
         db_commit(a->db, e) < 0)
         goto fail;
     free(pjson);
+    free(label);
     a->next_index = index + 1;
     return 1;
 fail:
     db_rollback(a->db);
     free(pjson);
+    free(label);
     return -1;
 }
 
@@ -457,7 +516,10 @@ void sched_tick(struct api *a)
     if (!active_status)
         return;
     enforce_trial_duration(a);
-    assess_tick(a);
+    /* an advisor (Hyperband, BOHB) decides which configurations go on: NNI ignores the
+     * assessor beside it. A customized one still ticks: its process lives in there. */
+    if (!a->tuner->advisor || a->cfg->assessor.class_name)
+        assess_tick(a);
 
     int64_t active = count_trials(a, "AND status IN ('WAITING','RUNNING')");
     int64_t submitted = a->exp.next_sequence; /* every trial takes the next sequence number */

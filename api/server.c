@@ -7,11 +7,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <event2/event.h>
 #include <event2/http.h>
 
 #include "api/api.h"
 #include "api/channel.h"
+#include "api/dispatcher.h"
 
 #define TICK_MS 500
 
@@ -151,11 +156,16 @@ int api_main(int argc, char **argv)
     a->http = evhttp_new(a->base);
     evhttp_set_timeout(a->http, 30);
     routes_register(a);
-    if (!evhttp_bind_socket_with_handle(a->http, a->exp.bind_address, (ev_uint16_t)port)) {
+    struct evhttp_bound_socket *listener = evhttp_bind_socket_with_handle(a->http, a->exp.bind_address, (ev_uint16_t)port);
+    if (!listener) {
         log_error("Port %d is not idle: cannot listen on %s:%d (%s). Use --port to choose another.",
                   port, a->exp.bind_address, port, strerror(errno));
         return EXIT_PORT_BUSY;
     }
+    /* no Nagle on any connection (routes.c, tune_connection): accepted sockets inherit
+     * it from the listener, one setsockopt instead of one per request */
+    int one = 1;
+    setsockopt(evhttp_bound_socket_get_fd(listener), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
     /* this process now owns the experiment */
     if (db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
@@ -188,10 +198,12 @@ int api_main(int argc, char **argv)
     struct event *tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
     struct timeval tv = {0, TICK_MS * 1000};
     event_add(tick, &tv);
+    dispatcher_tick(a); /* a customized tuner's process starts now that the port is bound */
     sched_tick(a);
 
     event_base_dispatch(a->base);
     channel_shutdown(a); /* pending metrics stored, pending polls answered 410 */
+    dispatcher_shutdown(a); /* TE to a customized tuner's process, before the HTTP server goes */
 
     /* stopping: workers first (their trials have ended or are left to supervisors) */
     children_stop(a);

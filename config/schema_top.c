@@ -13,6 +13,35 @@
 
 /* ---- tuner / assessor / advisor (NNI's AlgorithmConfig / CustomAlgorithmConfig) ---- */
 
+/* The module of className ("pkg.mod.Class" -> pkg/mod.py or pkg/mod/__init__.py) must be
+ * in codeDirectory, where the dispatcher process imports it from (NNI appends
+ * codeDirectory to sys.path). */
+static int custom_module_check(struct vctx *c, const char *cls, const char *dot, const cJSON *dir)
+{
+    if (!cJSON_IsString(dir))
+        return 0;
+    char *mod = xstrndup(cls, (size_t)(dot - cls));
+    for (char *p = mod; *p; p++) {
+        if (*p == '.')
+            *p = '/';
+        else if (*p == '/') {
+            free(mod);
+            return cfg_err_here(c, "className", AT_VALUE, "\"%.60s\" is a Python name \"module.ClassName\","
+                                " not a path", cls);
+        }
+    }
+    char *file = xasprintf("%s/%s.py", dir->valuestring, mod);
+    char *pkg = xasprintf("%s/%s/__init__.py", dir->valuestring, mod);
+    struct stat st;
+    int ok = (stat(file, &st) == 0 && S_ISREG(st.st_mode)) || (stat(pkg, &st) == 0 && S_ISREG(st.st_mode));
+    int rc = ok ? 0 : cfg_err_here(c, "className", AT_VALUE, "module of \"%.60s\" not found: neither %s nor %s"
+                                   " exists (codeDirectory holds the module)", cls, file, pkg);
+    free(file);
+    free(pkg);
+    free(mod);
+    return rc;
+}
+
 static int algo_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
     int has_name = cJSON_GetObjectItemCaseSensitive(obj, "name") != NULL;
@@ -33,6 +62,8 @@ static int algo_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         if (!has_dir)
             return cfg_err_here(c, "codeDirectory", AT_VALUE,
                                 "required with className (the directory holding the module)");
+        if (custom_module_check(c, s, dot, cJSON_GetObjectItemCaseSensitive(obj, "codeDirectory")) < 0)
+            return -1;
     } else if (has_dir) {
         return cfg_err_here(c, "codeDirectory", AT_KEY,
                             "only used with className; a built-in algorithm has no code directory");
@@ -303,6 +334,8 @@ static const struct field experiment_fields[] = {
     {.name = "maxTrialRetries", .type = FT_INT, .def = "1", .min = 0, .max = 1000},
     /* trialq: how local trials get parameters and report metrics (docs/config.md) */
     {.name = "trialCommandChannel", .type = FT_ENUM, .choices = "file|http"}, /* unset = file */
+    /* trialq: how a customized tuner's process talks to the api (docs/config.md) */
+    {.name = "tunerCommandChannel", .type = FT_ENUM, .choices = "websocket|pipe"}, /* unset = websocket */
     {.name = "nniManagerIp", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "useAnnotation", .type = FT_CUSTOM, .custom = custom_use_annotation},
     {.name = "debug", .type = FT_BOOL, .def = "false"},

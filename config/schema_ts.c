@@ -4,6 +4,8 @@
 #include "config/config_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,57 @@ static int per_gpu_check(struct vctx *c, const cJSON *ts, const cJSON *holder, c
     return 0;
 }
 
+/* A warning that names the key with its file:line:col, like an error would. */
+static void warn_here(struct vctx *c, const char *member, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void warn_here(struct vctx *c, const char *member, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct errbuf tmp, *keep = c->e;
+    c->e = &tmp;
+    cfg_err_here(c, member, AT_KEY, "%s", msg);
+    c->e = keep;
+    cfg_warn(c, "%s", tmp.msg);
+}
+
+static int written(const struct ynode *map, const char *key)
+{
+    const struct yentry *en = map && map->kind == Y_MAP ? ymap_find(map, key) : NULL;
+    return en && en->value->kind != Y_NULL;
+}
+
+/* GPU options of one machine (`map`/`holder`: the local trainingService or a remote
+ * machineList entry; `prefix` "" or "machineList[i]."). gpuIndices without
+ * trialGpuNumber > 0 does nothing (NNI ignores it silently): warned about. Returns 1 when
+ * gpuIndices lists fewer GPUs than trialGpuNumber (no trial could start here). */
+static int gpu_options_check(struct vctx *c, const struct ynode *map, const cJSON *ts, const cJSON *holder,
+                             const char *prefix)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(ts, "trialGpuNumber");
+    int gpus = cJSON_IsNumber(n) ? n->valueint : 0;
+    /* useActiveGpu is left alone: NNI's own examples write `useActiveGpu: false` with
+     * trialGpuNumber 0, and without scheduling it changes nothing either way */
+    static const char *const opts[] = {"gpuIndices", NULL};
+    char key[96];
+    if (gpus <= 0) {
+        for (int i = 0; opts[i]; i++) {
+            snprintf(key, sizeof key, "%s%s", prefix, opts[i]);
+            if (written(map, opts[i]))
+                warn_here(c, key, "ignored: GPUs are scheduled only when trialGpuNumber > 0 (%s)",
+                          cJSON_IsNumber(n) ? "it is 0: trials get CUDA_VISIBLE_DEVICES=\"\""
+                                            : "it is not set: trials see every GPU");
+        }
+        return 0;
+    }
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(holder, "gpuIndices");
+    int listed = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+    return listed >= 0 && listed < gpus;
+}
+
 /* ---- local ---- */
 
 static int local_check(struct vctx *c, const struct ynode *map, cJSON *obj)
@@ -46,6 +99,11 @@ static int local_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         return cfg_err_here(c, "useActiveGpu", AT_VALUE,
                             "required when trialGpuNumber > 0: true to share GPUs that other "
                             "processes (e.g. a desktop) use, false to use only idle GPUs");
+    if (gpu_options_check(c, map, obj, obj, "") > 0)
+        return cfg_err_here(c, "gpuIndices", AT_VALUE, "lists %d GPU%s but trialGpuNumber is %d: no trial "
+                            "could ever start", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(obj, "gpuIndices")),
+                            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(obj, "gpuIndices")) == 1 ? "" : "s",
+                            (int)json_int(obj, "trialGpuNumber", 0));
     return per_gpu_check(c, obj, obj, "maxTrialNumberPerGpu");
 }
 
@@ -107,14 +165,29 @@ static const struct schema machine_schema = {"a remote machine", machine_fields,
 static int remote_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, "machineList");
-    int i = 0;
+    const struct yentry *ml = map && map->kind == Y_MAP ? ymap_find(map, "machineList") : NULL;
+    int i = 0, too_small = 0, machines = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, list) {
         char where[64];
-        snprintf(where, sizeof where, "machineList[%d].maxTrialNumberPerGpu", i++);
+        snprintf(where, sizeof where, "machineList[%d].maxTrialNumberPerGpu", i);
         if (per_gpu_check(c, obj, m, where) < 0)
             return -1;
+        snprintf(where, sizeof where, "machineList[%d].", i);
+        const struct ynode *mmap = ml && ml->value->kind == Y_SEQ && (size_t)i < ml->value->nitems
+                                       ? ml->value->items[i] : NULL;
+        if (gpu_options_check(c, mmap, obj, m, where) > 0) {
+            too_small++;
+            snprintf(where, sizeof where, "machineList[%d].gpuIndices", i);
+            warn_here(c, where, "lists fewer GPUs than trialGpuNumber (%d): no trial will run on this "
+                      "machine", (int)json_int(obj, "trialGpuNumber", 0));
+        }
+        machines++;
+        i++;
     }
+    if (machines > 0 && too_small == machines)
+        return cfg_err_here(c, "trialGpuNumber", AT_VALUE, "%d GPUs per trial, but every machine's gpuIndices "
+                            "lists fewer: no trial could ever start", (int)json_int(obj, "trialGpuNumber", 0));
     return 0;
 }
 
@@ -123,6 +196,10 @@ static const struct field remote_fields[] = {
     {.name = "machineList", .type = FT_LIST, .flags = F_REQUIRED | F_NONEMPTY,
      .sub = &machine_schema},
     {.name = "reuseMode", .type = FT_BOOL, .def = "false"},
+    /* trialq: host keys are checked against this OpenSSH file (default ~/.ssh/known_hosts);
+     * an unknown host is accepted and recorded there only with acceptNewHostKeys */
+    {.name = "knownHostsFile", .type = FT_PATH},
+    {.name = "acceptNewHostKeys", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
 };
 
@@ -146,6 +223,43 @@ static int openpai_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         cJSON_GetObjectItemCaseSensitive(obj, "openpaiConfigFile"))
         return cfg_err_here(c, "openpaiConfigFile", AT_KEY,
                             "set either openpaiConfig or openpaiConfigFile, not both");
+    /* NNI's Python accepts openpaiConfigFile but its TS side never reads it (spec §2.3);
+     * we load it here, so the worker sees one openpaiConfig either way */
+    const char *key = "openpaiConfig", *src = "";
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(obj, "openpaiConfigFile");
+    if (cJSON_IsString(cf)) {
+        struct ynode *root = NULL;
+        struct errbuf fe;
+        key = "openpaiConfigFile";
+        src = cf->valuestring;
+        if (yaml_parse_file(src, &root, &fe) < 0)
+            return cfg_err_here(c, key, AT_VALUE, "%s", fe.msg);
+        cJSON *j = NULL;
+        int rc = root && root->kind == Y_MAP ? ynode_to_json(c, root, &j) : 1;
+        ynode_free(root);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            return cfg_err_here(c, key, AT_VALUE, "%s must hold an OpenPAI job protocol (a mapping "
+                                "with taskRoles)", src);
+        cJSON_AddItemToObject(obj, "openpaiConfig", j);
+    }
+    const cJSON *proto = cJSON_GetObjectItemCaseSensitive(obj, "openpaiConfig");
+    if (proto) {
+        /* NNI wraps each task role's commands: they must be there */
+        const cJSON *roles = cJSON_GetObjectItemCaseSensitive(proto, "taskRoles"), *r;
+        if (!cJSON_IsObject(roles) || !roles->child)
+            return cfg_err_here(c, key, AT_VALUE, "%s%staskRoles must be a mapping of one or more "
+                                "task roles", src, *src ? ": " : "");
+        cJSON_ArrayForEach(r, roles) {
+            const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(r, "commands"), *it;
+            int ok = cJSON_IsArray(cmds) && cmds->child;
+            cJSON_ArrayForEach(it, cmds) ok = ok && cJSON_IsString(it);
+            if (!ok)
+                return cfg_err_here(c, key, AT_VALUE, "%s%staskRoles.%.60s.commands must be a list of "
+                                    "command strings", src, *src ? ": " : "", r->string);
+        }
+    }
     return 0;
 }
 
@@ -233,6 +347,8 @@ static const struct field k8s_storage_fields[] = {
     {.name = "keyVaultKey", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "server", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "path", .type = FT_STR, .flags = F_NONEMPTY},
+    /* trialq: where the share is already mounted on this host (nothing is mounted then) */
+    {.name = "localMountPoint", .type = FT_DIR},
     {.name = NULL},
 };
 
@@ -340,6 +456,8 @@ static const struct field adl_nfs_fields[] = {
     {.name = "server", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     {.name = "path", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     {.name = "containerMountPath", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* trialq: where the share is already mounted on this host (nothing is mounted then) */
+    {.name = "localMountPoint", .type = FT_DIR},
     {.name = NULL},
 };
 static const struct schema adl_nfs_schema = {"adl nfs", adl_nfs_fields, NULL, NULL};

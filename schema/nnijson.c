@@ -138,12 +138,27 @@ cJSON *nni_metric_record(sqlite3_stmt *st, int col)
     return parse_text(&sb);
 }
 
+/* A wire parameter id other than the tuner index (trial.parameter_label): Hyperband's
+ * "0-3_0_12" is a JSON string, as NNI sends it; a plain decimal integer (an advisor
+ * process's own numbering) stays a JSON number, so the trial sees the type it was sent. */
+static void nj_parameter_label(struct strbuf *sb, const char *label)
+{
+    const char *p = label + (*label == '-');
+    size_t n = strspn(p, "0123456789");
+    if (n > 0 && n < 16 && p[n] == '\0' && (n == 1 || *p != '0'))
+        sb_puts(sb, label);
+    else
+        nj_str(sb, label);
+}
+
 char *nni_param_record(const struct trial *t)
 {
     struct strbuf sb;
     sb_init(&sb);
     sb_puts(&sb, "{\"parameter_id\":");
-    if (t->parameter_id >= 0)
+    if (t->parameter_label)
+        nj_parameter_label(&sb, t->parameter_label);
+    else if (t->parameter_id >= 0)
         nj_int(&sb, t->parameter_id);
     else
         sb_puts(&sb, "null");
@@ -166,6 +181,11 @@ void nni_trial_job_text(struct strbuf *sb, const struct experiment *x, const str
     nj_int(sb, t->sequence);
     nj_key(sb, &first, "status");
     nj_str(sb, t->status);
+    /* trialq: where it runs (hybrid experiments: 'hybrid' until a platform claims it) */
+    if (t->platform) {
+        nj_key(sb, &first, "platform");
+        nj_str(sb, t->platform);
+    }
     /* NNI: the RUNNING time, else the WAITING (submit) time */
     nj_key(sb, &first, "startTime");
     nj_int(sb, t->start_time ? t->start_time : t->submit_time);
@@ -202,6 +222,10 @@ void nni_trial_job_text(struct strbuf *sb, const struct experiment *x, const str
     if (strcmp(t->status, "WAITING") == 0 && t->waiting_reason) {
         nj_key(sb, &first, "waitingReason");
         nj_str(sb, t->waiting_reason);
+    }
+    if (t->gpu_indices) { /* trialq: the GPUs scheduled for it (its CUDA_VISIBLE_DEVICES) */
+        nj_key(sb, &first, "gpuIndices");
+        nj_str(sb, t->gpu_indices);
     }
     nj_key(sb, &first, "attempt");
     nj_int(sb, t->attempt);
@@ -287,7 +311,10 @@ cJSON *nni_experiment_entry(const struct experiment *x, int alive)
         *slash = '\0';
     cJSON_AddStringToObject(j, "logDir", dir);
     free(dir);
-    cJSON_AddNullToObject(j, "prefixUrl");
+    if (x->url_prefix && *x->url_prefix) /* NNI stores it without slashes */
+        cJSON_AddStringToObject(j, "prefixUrl", x->url_prefix + 1);
+    else
+        cJSON_AddNullToObject(j, "prefixUrl");
     return j;
 }
 

@@ -10,6 +10,7 @@
 struct experiment {
     char *id, *name, *config, *search_space, *platform, *status, *desired_status;
     char *exp_dir, *bind_address, *errors, *token;
+    char *url_prefix; /* "" or "/a/b": every route is under it (migration 011) */
     int port;
     int64_t start_time, end_time, exec_duration_ms;
     int64_t max_trial_number, max_exec_seconds, max_trial_seconds; /* 0 = unlimited */
@@ -24,6 +25,8 @@ struct trial {
     char *id, *experiment_id, *parameters, *parameter_source, *status, *platform;
     char *machine, *job_id, *lease_owner, *kill_request, *waiting_reason, *trial_dir;
     char *message, *final_metric_json, *gpu_indices;
+    char *parameter_label;          /* the wire parameter_id when it is not parameter_id
+                                     * (Hyperband's "0-3_0_12"), else NULL */
     int64_t sequence, parameter_id; /* parameter_id -1 when NULL */
     int attempt, max_attempts;
     int64_t lease_expires, submit_time, start_time, end_time; /* 0 when NULL */
@@ -67,7 +70,9 @@ void trial_from_row(sqlite3_stmt *st, struct trial *t);
     " lease_owner, kill_request, waiting_reason, trial_dir, message, final_metric_json,"     \
     " gpu_indices, sequence, parameter_id, attempt, max_attempts, lease_expires,"           \
     " submit_time, start_time, end_time, exit_code, final_metric, metrics_offset,"          \
-    " stdout_offset"
+    " stdout_offset, parameter_label"
+/* The number of columns of TRIAL_COLUMNS (for columns selected after them). */
+#define TRIAL_NCOLUMNS 28
 
 /* ---- metrics ---- */
 struct metric_in {
@@ -82,6 +87,9 @@ struct metric_in {
  * "sequence","value": "<json string>"}). Strings in *m point into *owned (free it). */
 int metric_parse(const char *json, size_t len, struct metric_in *m, void **owned, struct errbuf *e);
 void metric_owned_free(void *owned);
+/* The parsed record's "trial_job_id": 1 when the key is there (*out its string, or NULL
+ * when it is not a string), 0 when absent. */
+int metric_trial_job_id(const void *owned, const char **out);
 /* INSERT OR IGNORE: a re-delivered metric is absorbed. Returns 1 inserted, 0 dup. */
 int metric_insert(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
                   struct errbuf *e);

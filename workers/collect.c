@@ -1,8 +1,11 @@
 /* collect.c: NNI's two metric framings, parsed incrementally and stored idempotently.
  *   .nni/metrics: "ME" + 6-digit decimal length + payload (payload ends with '\n')
  *   stdout:       lines NNISDK_MEb'<metric json>' */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "workers/worker.h"
 
@@ -84,4 +87,80 @@ int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const c
     }
     *used = off;
     return 0;
+}
+
+/* Bytes [off, off + 64 MiB) of a file (NUL-terminated); NULL when nothing is new. The
+ * bound keeps one pass small; the rest comes on the next. */
+static char *read_from(const char *path, int64_t off, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size > off) {
+        size_t n = (size_t)(st.st_size - off);
+        if (n > 64 << 20)
+            n = 64 << 20;
+        buf = xmalloc(n + 1);
+        ssize_t r = pread(fd, buf, n, off);
+        if (r <= 0) {
+            free(buf);
+            buf = NULL;
+        } else {
+            *len = (size_t)r;
+            buf[r] = '\0';
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+static char *default_stdout(const char *dir, const char *stdout_path)
+{
+    return stdout_path ? xstrdup(stdout_path) : xasprintf("%s/trial.stdout", dir);
+}
+
+int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, struct errbuf *e)
+{
+    char *mpath = xasprintf("%s/.nni/metrics", dir);
+    char *opath = default_stdout(dir, stdout_path);
+    int rc = 0;
+    size_t len = 0, used = 0;
+    char *buf = read_from(mpath, t->metrics_offset, &len);
+    if (buf) {
+        rc = collect_metrics_buf(db, t->id, t->attempt, buf, len, &used, e);
+        if (rc == 0)
+            t->metrics_offset += (int64_t)used;
+        free(buf);
+    }
+    if (rc == 0 && (buf = read_from(opath, t->stdout_offset, &len))) {
+        rc = collect_stdout_buf(db, t->id, t->attempt, buf, len, &used, e);
+        if (rc == 0) {
+            /* a line longer than 1 MiB without a newline cannot be a metric: skip it */
+            if (used == 0 && len > (1 << 20))
+                used = len;
+            t->stdout_offset += (int64_t)used;
+        }
+        free(buf);
+    }
+    free(mpath);
+    free(opath);
+    return rc;
+}
+
+static int grew(const char *path, int64_t off)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > off;
+}
+
+int trial_dir_grew(const struct trial *t, const char *dir, const char *stdout_path)
+{
+    char *mpath = xasprintf("%s/.nni/metrics", dir);
+    char *opath = default_stdout(dir, stdout_path);
+    int r = grew(mpath, t->metrics_offset) || grew(opath, t->stdout_offset);
+    free(mpath);
+    free(opath);
+    return r;
 }

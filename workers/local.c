@@ -29,6 +29,10 @@ struct local_state {
     char *shell;       /* /bin/bash as NNI, else /bin/sh */
     char *sdk_path;    /* our stdlib `nni` package, appended to PYTHONPATH when nni is absent */
     int real_nni;      /* python3 imports a real nni package: never shadow it */
+    int gpu_count;     /* trialGpuNumber of our trials: > 0 keeps the GPU inventory fresh */
+    int64_t gpu_next;  /* mono ms of the next inventory check */
+    int gpu_looked;    /* this worker ran (or saw) a collection already */
+    int gpu_failing;   /* the last nvidia-smi run failed (logged once) */
 };
 
 /* True when `python3 -c "import nni"` works without our SDK on the path. */
@@ -75,8 +79,43 @@ static int local_init(struct worker *w, struct errbuf *e)
     free(installed);
     free(exe);
     ls->real_nni = real_nni_installed();
+    struct gpu_need need;
+    ls->gpu_count = gpu_need_from_json(worker_ts_config(w), w->config, &need);
     w->platform = ls;
     return 0;
+}
+
+/* The GPU inventory of this host (gpu rows), read by the claim of trials that need
+ * GPUs. nvidia-smi runs at most every GPU_REFRESH_MS, whichever worker of the database
+ * runs it (the rows are shared by every experiment on this host). */
+static void local_refresh(struct worker *w)
+{
+    struct local_state *ls = w->platform;
+    if (!ls || ls->gpu_count <= 0 || mono_ms() < ls->gpu_next)
+        return;
+    ls->gpu_next = mono_ms() + 1000;
+    int64_t machine_id, waiting = 0;
+    struct errbuf e;
+    /* nothing to place, nothing to look at (an idle or finished experiment) */
+    if (db_int(w->db, &e, &waiting, "SELECT count(*) FROM (SELECT 1 FROM trial WHERE experiment_id = ?"
+                                    " AND status = 'WAITING' AND lease_owner IS NULL LIMIT 1)", "s",
+               w->exp_id) < 0 || waiting == 0)
+        return;
+    /* a worker's first look is fresh: the host may have changed since the last run */
+    int64_t max_age = ls->gpu_looked ? GPU_REFRESH_MS : 0;
+    ls->gpu_looked = 1;
+    char why[300];
+    int rc = gpu_refresh_local(w->db, max_age, &machine_id, why, sizeof why, &e);
+    if (rc < 0)
+        log_warn("GPU inventory: %s", e.msg);
+    /* say it once when the tool starts failing, and once when it works again */
+    if (rc == 1 && (why[0] != 0) != ls->gpu_failing) {
+        ls->gpu_failing = why[0] != 0;
+        if (ls->gpu_failing)
+            log_warn("GPU inventory: %s; trials needing GPUs wait", why);
+        else
+            log_info("GPU inventory: nvidia-smi answers again");
+    }
 }
 
 static void local_destroy(struct worker *w)
@@ -152,11 +191,17 @@ static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_pat
         static const char *const drop[] = {
             "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
             "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
-            "CUDA_VISIBLE_DEVICES=", NULL,
+            NULL,
         };
         int skip = 0;
         for (int d = 0; drop[d] && !skip; d++)
             skip = str_starts(v, drop[d]);
+        /* a variable we set replaces ours; one we leave unset (CUDA_VISIBLE_DEVICES without
+         * trialGpuNumber) is inherited, as NNI's trials inherit the manager's */
+        for (size_t i = 0; i < nvars && !skip; i++) {
+            size_t kl = strlen(vars[i][0]);
+            skip = vars[i][1] && strncmp(v, vars[i][0], kl) == 0 && v[kl] == '=';
+        }
         if (skip)
             continue;
         if (str_starts(v, "PYTHONPATH=")) {
@@ -260,18 +305,21 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     char seq[32], attempt[16];
     snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
     snprintf(attempt, sizeof attempt, "%d", t->attempt);
+    /* GPUs: the ones claimed with the trial (trialGpuNumber > 0); "" hides every GPU
+     * (trialGpuNumber 0, NNI v3); not set without trialGpuNumber */
     const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
     /* trialCommandChannel: http -> NNI v3's HTTP channel of the api, with this trial's
      * own token in the URL (common/chantoken.h); the file channel keeps working */
     const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    char chan_url[256], chan_tok[CHAN_TOKEN_LEN + 1];
+    char chan_url[512], chan_tok[CHAN_TOKEN_LEN + 1];
     const char *chan_env = NULL;
     if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
         chan_token(w->exp.token, t->id, chan_tok);
         const char *host = w->exp.bind_address;
         if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strchr(host, ':'))
             host = "127.0.0.1";
-        snprintf(chan_url, sizeof chan_url, "http://%s:%d/env/%s/%s", host, w->exp.port, chan_tok, t->id);
+        snprintf(chan_url, sizeof chan_url, "http://%s:%d%s/env/%s/%s", host, w->exp.port,
+                 w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok, t->id);
         chan_env = chan_url;
     }
     const char *nni_vars[][2] = {
@@ -413,76 +461,18 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
     return 0;
 }
 
-/* Reads bytes [off, size) of a file; NULL when nothing new. */
-static char *read_from(const char *path, int64_t off, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) == 0 && st.st_size > off) {
-        size_t n = (size_t)(st.st_size - off);
-        if (n > 64 << 20)
-            n = 64 << 20; /* bounded per pass; the rest comes next time */
-        buf = xmalloc(n + 1);
-        ssize_t r = pread(fd, buf, n, off);
-        if (r <= 0) {
-            free(buf);
-            buf = NULL;
-        } else {
-            *len = (size_t)r;
-            buf[r] = '\0';
-        }
-    }
-    close(fd);
-    return buf;
-}
-
 static int local_collect(struct worker *w, struct trial *t, struct errbuf *e)
 {
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
-    char *mpath = xasprintf("%s/.nni/metrics", dir);
-    char *opath = xasprintf("%s/trial.stdout", dir);
-    int rc = 0;
-    size_t len = 0, used = 0;
-    char *buf = read_from(mpath, t->metrics_offset, &len);
-    if (buf) {
-        rc = collect_metrics_buf(w->db, t->id, t->attempt, buf, len, &used, e);
-        if (rc == 0)
-            t->metrics_offset += (int64_t)used;
-        free(buf);
-    }
-    if (rc == 0 && (buf = read_from(opath, t->stdout_offset, &len))) {
-        rc = collect_stdout_buf(w->db, t->id, t->attempt, buf, len, &used, e);
-        if (rc == 0) {
-            /* a line longer than 1 MiB without a newline cannot be a metric: skip it */
-            if (used == 0 && len > (1 << 20))
-                used = len;
-            t->stdout_offset += (int64_t)used;
-        }
-        free(buf);
-    }
-    free(mpath);
-    free(opath);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, e);
     free(dir);
     return rc;
-}
-
-static int grew(const char *path, int64_t off)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_size > off;
 }
 
 static int local_pending(struct worker *w, struct trial *t)
 {
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
-    char *mpath = xasprintf("%s/.nni/metrics", dir);
-    char *opath = xasprintf("%s/trial.stdout", dir);
-    int r = grew(mpath, t->metrics_offset) || grew(opath, t->stdout_offset);
-    free(mpath);
-    free(opath);
+    int r = trial_dir_grew(t, dir, NULL);
     free(dir);
     return r;
 }
@@ -497,4 +487,5 @@ const struct platform_ops platform_local = {
     .kill = local_kill,
     .collect = local_collect,
     .destroy = local_destroy,
+    .refresh = local_refresh,
 };

@@ -25,7 +25,8 @@
 
 const struct platform_ops *platform_find(const char *name)
 {
-    static const struct platform_ops *const all[] = {&platform_local, NULL};
+    static const struct platform_ops *const all[] = {&platform_local, &platform_openpai, &platform_remote,
+                                                     &platform_kubeflow, &platform_frameworkcontroller, &platform_adl, NULL};
     for (int i = 0; all[i]; i++)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
@@ -131,8 +132,9 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
         goto fail_tx;
     int rc;
     if (js->vanished) {
-        rc = trial_requeue(w->db, t->id, w->owner, "its job vanished", &e);
-        log_warn("trial %s: job vanished; requeued or failed per maxTrialRetries", t->id);
+        const char *why = js->why[0] ? js->why : "its job vanished";
+        rc = trial_requeue(w->db, t->id, w->owner, why, &e);
+        log_warn("trial %s: %s; requeued or failed per maxTrialRetries", t->id, why);
     } else {
         char msg[128];
         const char *to = final_status(js, kill_request, msg, sizeof msg);
@@ -181,9 +183,11 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
     }
     int is_new = strncmp(job_id, "local:attached", 14) != 0 && strncmp(job_id, "local:finished", 14) != 0 &&
                  (!t->job_id || strcmp(job_id, t->job_id) != 0);
-    wt->is_child = is_new;
+    wt->is_child = is_new && w->ops->reaped; /* only a platform with reaped() has children */
     if (strcmp(t->status, "WAITING") == 0) {
-        int rc = trial_mark_running(w->db, t->id, w->owner, job_id, host_name(), dir, now_ms(), &e);
+        const char *machine = w->ops->machine_of ? w->ops->machine_of(w, t) : NULL;
+        int rc = trial_mark_running(w->db, t->id, w->owner, job_id, machine ? machine : host_name(), dir,
+                                    now_ms(), &e);
         if (rc < 0)
             log_error("trial %s: cannot record RUNNING: %s", t->id, e.msg);
     }
@@ -193,15 +197,29 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
     t->trial_dir = dir;
     free(t->status);
     t->status = xstrdup("RUNNING");
-    wt->next_poll_ms = mono_ms() + (is_new ? POLL_EVERY_MS * 4 : 0);
+    wt->next_poll_ms = mono_ms() + (is_new && wt->is_child ? POLL_EVERY_MS * 4 : 0);
+}
+
+static int poll_every(const struct worker *w, const struct worker_trial *wt)
+{
+    if (wt->is_child)
+        return POLL_EVERY_MS * 8;
+    return w->ops->poll_ms > 0 ? w->ops->poll_ms : POLL_EVERY_MS;
 }
 
 static void claim_all(struct worker *w)
 {
+    if (w->ops->refresh)
+        w->ops->refresh(w);
     for (;;) {
         struct trial t;
         struct errbuf e;
-        int rc = queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, &t, &e);
+        if (w->ops->can_claim && !w->ops->can_claim(w))
+            return;
+        if (!hybrid_may_claim(w)) /* hybrid: each platform's fair share first */
+            return;
+        int rc = w->ops->claim ? w->ops->claim(w, &t, &e)
+                               : queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, &t, &e);
         if (rc < 0) {
             log_error("claim: %s", e.msg);
             return;
@@ -303,7 +321,7 @@ static void reap(struct worker *w)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: trialq worker --platform local --experiment ID [--home DIR] [--log-level L]\n");
+    fprintf(stderr, "usage: trialq worker --platform local|remote --experiment ID [--home DIR] [--log-level L]\n");
 }
 
 int worker_main(int argc, char **argv)
@@ -315,13 +333,14 @@ int worker_main(int argc, char **argv)
         {"log-level", required_argument, NULL, 'l'},
         {"parent-death", no_argument, NULL, 'D'},
         {"drain", no_argument, NULL, 'X'},
+        {"cleanup", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     const char *platform = "local", *exp_id = NULL, *home_opt = NULL;
-    int parent_death = 0, drain = 0;
+    int parent_death = 0, drain = 0, cleanup = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:e:H:l:DX", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:e:H:l:DXC", opts, NULL)) != -1) {
         switch (c) {
         case 'p': platform = optarg; break;
         case 'e': exp_id = optarg; break;
@@ -334,6 +353,7 @@ int worker_main(int argc, char **argv)
         }
         case 'D': parent_death = 1; break;
         case 'X': drain = 1; break;
+        case 'C': cleanup = 1; break;
         default: usage(); return 2;
         }
     }
@@ -374,9 +394,23 @@ int worker_main(int argc, char **argv)
     w.config = cJSON_Parse(w.exp.config);
     w.lease_ms = LEASE_MS;
     w.owner = queue_owner_id();
-    if (w.ops->init(&w, &e) < 0) {
+    int init_rc = w.ops->init(&w, &e);
+    if (init_rc < 0)
         log_error("platform %s: %s", platform, e.msg);
-        return 1;
+    if (init_rc < 0 || cleanup) {
+        /* nnictl stop: the platform removes what it holds for the experiment */
+        int crc = init_rc < 0 ? -1 : w.ops->cleanup ? w.ops->cleanup(&w, &e) : 0;
+        if (crc < 0 && init_rc == 0)
+            log_error("platform %s: cleanup: %s", platform, e.msg);
+        if (init_rc == 0)
+            w.ops->destroy(&w);
+        cJSON_Delete(w.config);
+        exp_clear(&w.exp);
+        db_close(w.db);
+        free(w.owner);
+        free(w.exp_id);
+        free(w.home);
+        return crc < 0 ? 1 : 0;
     }
 
     sigset_t mask;
@@ -400,8 +434,9 @@ int worker_main(int argc, char **argv)
     if (drain) {
         /* nnictl stop found trials without a live api: end them all, then exit */
         drain_deadline = mono_ms() + 25000;
-        sqlite3_stmt *st = db_query(w.db, &e, "SELECT id FROM trial WHERE experiment_id = ?"
-                                              " AND " SQL_TRIAL_STARTED, "s", exp_id);
+        /* (hybrid: only this platform's; nnictl stop drains each platform) */
+        sqlite3_stmt *st = db_query(w.db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND platform = ?"
+                                              " AND " SQL_TRIAL_STARTED, "ss", exp_id, w.ops->name);
         char **ids = NULL;
         int n = 0;
         while (st && sqlite3_step(st) == SQLITE_ROW) {
@@ -437,6 +472,8 @@ int worker_main(int argc, char **argv)
             if (!w.trials[i].is_child && w.trials[i].next_poll_ms < next)
                 next = w.trials[i].next_poll_ms;
         int timeout = next > now ? (int)(next - now) : 0;
+        if (w.wake && !drain)
+            timeout = 0; /* a trial ended during the last pass: claim the next one now */
         struct pollfd pfd = {.fd = sfd, .events = POLLIN};
         int pr = poll(&pfd, 1, timeout);
         if (pr < 0 && errno != EINTR)
@@ -468,7 +505,7 @@ int worker_main(int argc, char **argv)
             struct worker_trial *wt = &w.trials[i];
             /* our own children report by SIGCHLD; poll them rarely as a safety net */
             if (wt->next_poll_ms <= now) {
-                wt->next_poll_ms = now + (wt->is_child ? POLL_EVERY_MS * 8 : POLL_EVERY_MS);
+                wt->next_poll_ms = now + poll_every(&w, wt);
                 int before = w.ntrials;
                 poll_one(&w, wt);
                 if (w.ntrials < before)
@@ -501,8 +538,8 @@ int worker_main(int argc, char **argv)
         }
         if (drain) {
             int64_t left = 0;
-            db_int(w.db, &e, &left, "SELECT count(*) FROM trial WHERE experiment_id = ?"
-                                    " AND " SQL_TRIAL_STARTED, "s", exp_id);
+            db_int(w.db, &e, &left, "SELECT count(*) FROM trial WHERE experiment_id = ? AND platform = ?"
+                                    " AND " SQL_TRIAL_STARTED, "ss", exp_id, w.ops->name);
             if (left == 0)
                 break;
             if (now >= drain_deadline) {

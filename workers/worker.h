@@ -17,6 +17,7 @@ struct job_state {
     int exit_code;
     int signal;            /* killed by this signal (0 = exited) */
     int64_t end_time;
+    char why[200];         /* optional: why the job vanished (the trial's message) */
 };
 
 struct platform_ops {
@@ -36,6 +37,22 @@ struct platform_ops {
     /* Cheap check without the database: may collect find something new? */
     int (*pending)(struct worker *w, struct trial *t);
     void (*destroy)(struct worker *w);
+    /* Optional (NULL/0 = the local defaults): how often to poll a job (ms); the host a
+     * started job runs on (trial.machine); whether a trial can be placed now (a claim
+     * is made only then, so no trial is taken while every machine is down or full). */
+    int poll_ms;
+    const char *(*machine_of)(struct worker *w, const struct trial *t);
+    int (*can_claim)(struct worker *w);
+    /* Optional: at experiment stop, removes what the platform holds for the experiment,
+     * also jobs the database lost track of (Kubernetes: every job labelled with it).
+     * Run by `trialq worker --cleanup` (nnictl stop). */
+    int (*cleanup)(struct worker *w, struct errbuf *e);
+    /* Optional: upkeep before each claim pass, e.g. the GPU inventory (rate-limited by
+     * the platform itself; local runs nvidia-smi at most every GPU_REFRESH_MS). */
+    void (*refresh)(struct worker *w);
+    /* Optional: takes the next trial instead of queue_claim (remote: per machine, with
+     * its GPU slots in the same transaction). 1 claimed, 0 none, -1 error. */
+    int (*claim)(struct worker *w, struct trial *out, struct errbuf *e);
 };
 
 struct worker_trial {
@@ -68,6 +85,23 @@ const struct platform_ops *platform_find(const char *name);
 const cJSON *worker_ts_config(const struct worker *w);
 const cJSON *worker_config_item(const struct worker *w, const char *key);
 extern const struct platform_ops platform_local;
+extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
+/* Checks a Kubernetes-family platform at `nnictl create` (kubeconfig, API server,
+ * credentials, CRD, storage): 0 when usable or not of that family (workers/kube_platforms.c). */
+int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e);
+extern const struct platform_ops platform_remote;
+/* nnictl create's check of a remote trainingService: the code directory's limits, and
+ * each machine (connect, host key, auth, a command, its work dir); e names each failure. */
+int remote_preflight(const cJSON *ts, const cJSON *config, struct errbuf *e);
+extern const struct platform_ops platform_openpai;
+/* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
+ * clear message when it is rejected or the REST server cannot be reached. */
+int openpai_preflight(const cJSON *ts, struct errbuf *e);
+
+/* Hybrid mode (workers/hybrid.c): may this worker claim another trial now? Always 1 for
+ * a single platform; in a hybrid experiment each live platform gets an equal share of
+ * trialConcurrency first, more only for trials the others leave waiting. */
+int hybrid_may_claim(struct worker *w);
 
 /* `trialq worker --platform P --experiment ID` */
 int worker_main(int argc, char **argv);
@@ -79,5 +113,11 @@ int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const 
 /* Scans complete stdout lines for NNISDK_MEb'<json>' and stores those metrics. */
 int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
                        size_t *used, struct errbuf *e);
+/* Stores what a trial dir on this host holds beyond t's stored offsets: the records of
+ * <dir>/.nni/metrics and the NNISDK_MEb lines of stdout_path (NULL: <dir>/trial.stdout),
+ * advancing t->metrics_offset / t->stdout_offset. Inside the caller's transaction. */
+int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, struct errbuf *e);
+/* Cheap, without the database: has either file grown past its stored offset? */
+int trial_dir_grew(const struct trial *t, const char *dir, const char *stdout_path);
 
 #endif

@@ -491,12 +491,12 @@ static const struct platform_case platform_cases[] = {
             "  platform: openpai\n  host: pai.example.com\n  username: alice\n  token: jwt\n"
             "  trialCpuNumber: 2\n  trialMemorySize: 8gb\n  storageConfigName: confignfs-data\n"
             "  localStorageMountPoint: .\n  containerStorageMountPoint: /mnt/data\n"
-            "  openpaiConfig: {taskRoles: {}}\n",
+            "  openpaiConfig: {taskRoles: {main: {commands: [python3 mnist.py]}}}\n",
      {"trainingService.host=\"https://pai.example.com\"",
       "trainingService.dockerImage=\"msranni/nni:latest\"", "trainingService.reuseMode=true",
       "trainingService.trialGpuNumber=1", "trainingService.trialMemorySize=\"8gb\"",
       "trainingService.localStorageMountPoint=\"@TMP@\"",
-      "trainingService.openpaiConfig={\"taskRoles\":{}}"}},
+      "trainingService.openpaiConfig={\"taskRoles\":{\"main\":{\"commands\":[\"python3 mnist.py\"]}}}"}},
     {"kubeflow",
      SS_TOP "trainingService:\n  platform: kubeflow\n  operator: tf-operator\n  apiVersion: v1\n"
             "  storage: {storageType: nfs, server: 10.0.0.9, path: /exports}\n"

@@ -782,8 +782,10 @@ static void test_evolution_failures_and_empty_population(void **state)
     cJSON_Delete(pr);
     hist_add(&h, 2, p, 0, 0, "RUNNING");
     /* now 0 and 1 succeed and the tournament child 2 fails */
-    h.items[0] = (struct tuner_result){0, h.params[0], 1, 3, "SUCCEEDED"};
-    h.items[1] = (struct tuner_result){1, h.params[1], 1, 4, "SUCCEEDED"};
+    h.items[0] = (struct tuner_result){.parameter_id = 0, .parameters = h.params[0], .has_value = 1, .value = 3,
+                                         .status = "SUCCEEDED"};
+    h.items[1] = (struct tuner_result){.parameter_id = 1, .parameters = h.params[1], .has_value = 1, .value = 4,
+                                         .status = "SUCCEEDED"};
     h.items[2].status = "FAILED";
     p = suggest(&tuner_evolution, t, 3, &h);
     pr = suggest(&tuner_random, r, 3, NULL);
