@@ -185,6 +185,7 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, API "/experiment-metadata", 0, h_experiment_metadata},
     {EVHTTP_REQ_GET, API "/experiments-info", 0, h_experiments_info},
     {EVHTTP_REQ_GET, API "/job-statistics", 0, h_job_statistics},
+    {EVHTTP_REQ_GET, API "/machines", 0, h_machines},
     {EVHTTP_REQ_GET, API "/trial-jobs", 0, h_trial_jobs},
     {EVHTTP_REQ_POST, API "/trial-jobs", ROUTE_MUTATES, h_trial_job_post},
     {EVHTTP_REQ_GET, API "/trial-jobs/:id", 0, h_trial_job_get},

@@ -90,6 +90,7 @@ void h_trial_job_post(struct req *q);
 void h_trial_job_delete(struct req *q);
 void h_trial_job_rerun(struct req *q);
 void h_job_statistics(struct req *q);
+void h_machines(struct req *q);
 /* routes_metrics.c */
 void h_metric_data(struct req *q);
 void h_metric_data_trial(struct req *q);

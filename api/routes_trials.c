@@ -202,3 +202,11 @@ void h_job_statistics(struct req *q)
     }
     reply_cjson(q->r, arr);
 }
+
+/* trialq: the machines the experiment runs on (local host, remote machineList), with
+ * health (a remote machine that stopped answering is healthy: false, lastError says
+ * why) and GPUs (trialShare: the share of it trials hold now). */
+void h_machines(struct req *q)
+{
+    reply_cjson(q->r, machines_json(q->a->db, &q->a->exp));
+}

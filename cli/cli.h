@@ -25,6 +25,7 @@ extern const struct cli_cmd cmd_trial_ls, cmd_trial_kill;
 extern const struct cli_cmd cmd_update_searchspace, cmd_update_concurrency, cmd_update_duration, cmd_update_trialnum;
 extern const struct cli_cmd cmd_top, cmd_experiment_export, cmd_experiment_import;
 extern const struct cli_cmd cmd_log_stdout, cmd_log_stderr, cmd_log_trial;
+extern const struct cli_cmd cmd_experiment_machines;
 extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, cmd_trial_rerun;
 extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 

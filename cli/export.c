@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "tuners/tuner.h"
 #include "config/config.h"
 #include "schema/history.h"
 
@@ -230,6 +231,10 @@ static int tuner_takes_imports(const struct experiment *x)
     if (config_from_json(x->config, &cfg, &e) < 0)
         return 0;
     const char *name = cfg->tuner.name;
+    /* names are case-insensitive and have aliases: compare the canonical one */
+    const struct tuner_ops *ops = name ? tuner_find(name) : NULL;
+    if (ops)
+        name = ops->name;
     int rc = 0;
     if (!name) {
         rc = 0; /* a customized tuner decides itself */

@@ -13,7 +13,7 @@ static const struct cli_cmd *const commands[] = {
     &cmd_experiment_export, &cmd_experiment_import, &cmd_experiment_save, &cmd_experiment_load,
     &cmd_update_searchspace, &cmd_update_concurrency, &cmd_update_duration, &cmd_update_trialnum,
     &cmd_top, &cmd_log_stdout, &cmd_log_stderr, &cmd_log_trial,
-    &cmd_webui_url, &cmd_config_show, &cmd_platform_clean,
+    &cmd_webui_url, &cmd_experiment_machines, &cmd_config_show, &cmd_platform_clean,
     NULL,
 };
 

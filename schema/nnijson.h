@@ -58,4 +58,8 @@ cJSON *nni_experiment_entry(const struct experiment *x, int alive);
  * "intermediate"). */
 void nni_export_open(struct strbuf *sb, const char *trial_id, const char *parameters, const char *final_json);
 
+/* machines.c: the machines of an experiment's trainingService (local host, remote
+ * machineList) with health and GPUs, as a JSON array (GET /machines, nnictl). */
+cJSON *machines_json(struct db *db, const struct experiment *x);
+
 #endif

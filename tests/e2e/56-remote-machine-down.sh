@@ -49,6 +49,20 @@ err=$(sql "SELECT last_error FROM machine WHERE platform='remote' AND port=${SSH
 echo "$err" | grep -qi "unreachable\|connect\|lost" || fail "machine 2's last_error does not say why: $err"
 [ "$(sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[1]}")" = 1 ] || fail "machine 1 not healthy"
 pass "machine 2 marked down after $(( $(date +%s) - t_down ))s: $err"
+# ... and users see it: GET /machines and nnictl experiment machines
+curl -sf "http://127.0.0.1:$port/api/v1/nni/machines" > "$WORK/machines.json" || fail "GET /machines"
+$PY - "$WORK/machines.json" "${SSHD_PORT[1]}" "${SSHD_PORT[2]}" <<'PY' || fail "GET /machines: $(cat "$WORK/machines.json")"
+import json, sys
+ms = {m["port"]: m for m in json.load(open(sys.argv[1]))}
+p1, p2 = int(sys.argv[2]), int(sys.argv[3])
+assert set(ms) == {p1, p2}, ms
+assert ms[p1]["healthy"] is True and ms[p2]["healthy"] is False, ms
+assert ms[p2]["lastError"], ms
+PY
+nnictl experiment machines "$id" > "$WORK/machines.out"
+grep -q "@127.0.0.1:${SSHD_PORT[2]} *DOWN" "$WORK/machines.out" || fail "nnictl experiment machines: $(cat "$WORK/machines.out")"
+grep -q "@127.0.0.1:${SSHD_PORT[1]} *healthy" "$WORK/machines.out" || fail "nnictl experiment machines: $(cat "$WORK/machines.out")"
+pass "machine health shown by GET /machines and nnictl experiment machines"
 
 for v in $victims; do
     for _ in $(seq 1 600); do

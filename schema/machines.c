@@ -1,0 +1,110 @@
+/* machines.c: the machines an experiment runs on, with their health and GPUs, for
+ * GET /api/v1/nni/machines and `nnictl experiment machines` (both read this). Machine
+ * rows are shared by every experiment of the database (one per host and platform); an
+ * experiment's are those its trainingService names: the local host, each machineList
+ * entry. */
+#include <string.h>
+
+#include "schema/nnijson.h"
+
+static void add_gpus(struct db *db, int64_t machine_id, cJSON *m)
+{
+    struct errbuf e;
+    cJSON *gpus = cJSON_AddArrayToObject(m, "gpus");
+    sqlite3_stmt *st = db_query(db, &e,
+        "SELECT g.idx, g.name, g.memory_total, g.memory_used, g.utilization, g.active_procs,"
+        " (SELECT coalesce(sum(c.share), 0) FROM gpu_claim c JOIN trial t ON t.id = c.trial_id"
+        "  WHERE c.machine_id = g.machine_id AND c.gpu_idx = g.idx AND t.status IN ('WAITING','RUNNING'))"
+        " FROM gpu g WHERE g.machine_id = ? ORDER BY g.idx", "i", machine_id);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *g = cJSON_CreateObject();
+        cJSON_AddNumberToObject(g, "index", (double)col_i64(st, 0));
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            cJSON_AddStringToObject(g, "name", (const char *)sqlite3_column_text(st, 1));
+        cJSON_AddNumberToObject(g, "memoryTotalMiB", (double)col_i64(st, 2));
+        cJSON_AddNumberToObject(g, "memoryUsedMiB", (double)col_i64(st, 3));
+        cJSON_AddNumberToObject(g, "utilization", sqlite3_column_double(st, 4));
+        cJSON_AddNumberToObject(g, "activeProcesses", (double)col_i64(st, 5));
+        cJSON_AddNumberToObject(g, "trialShare", sqlite3_column_double(st, 6));
+        cJSON_AddItemToArray(gpus, g);
+    }
+    if (st)
+        sqlite3_reset(st);
+}
+
+static void add_rows(struct db *db, cJSON *out, const char *platform, const char *host, int port, const char *user)
+{
+    struct errbuf e;
+    static const char sql[] =
+        "SELECT id, platform, host, port, user, healthy, last_error, last_seen, gpu_checked, gpu_error FROM machine"
+        " WHERE experiment_id IS NULL AND platform = ?1 AND (?2 IS NULL OR (host = ?2 AND coalesce(port, 0) = ?3"
+        " AND coalesce(user, '') = coalesce(?4, ''))) ORDER BY host, port";
+    sqlite3_stmt *st = host ? db_query(db, &e, sql, "ssds", platform, host, port, user)
+                            : db_query(db, &e, sql, "snnn", platform);
+    int64_t ids[64];
+    cJSON *rows[64];
+    int n = 0;
+    while (st && n < 64 && sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *m = cJSON_CreateObject();
+        ids[n] = col_i64(st, 0);
+        cJSON_AddStringToObject(m, "platform", (const char *)sqlite3_column_text(st, 1));
+        cJSON_AddStringToObject(m, "host", (const char *)sqlite3_column_text(st, 2));
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL && col_i64(st, 3) > 0)
+            cJSON_AddNumberToObject(m, "port", (double)col_i64(st, 3));
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+            cJSON_AddStringToObject(m, "user", (const char *)sqlite3_column_text(st, 4));
+        cJSON_AddBoolToObject(m, "healthy", col_i64(st, 5) != 0);
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+            cJSON_AddStringToObject(m, "lastError", (const char *)sqlite3_column_text(st, 6));
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL)
+            cJSON_AddNumberToObject(m, "lastSeen", (double)col_i64(st, 7));
+        if (sqlite3_column_type(st, 8) != SQLITE_NULL)
+            cJSON_AddNumberToObject(m, "gpuChecked", (double)col_i64(st, 8));
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+            cJSON_AddStringToObject(m, "gpuError", (const char *)sqlite3_column_text(st, 9));
+        rows[n++] = m;
+    }
+    if (st)
+        sqlite3_reset(st);
+    for (int i = 0; i < n; i++) {
+        add_gpus(db, ids[i], rows[i]);
+        cJSON_AddItemToArray(out, rows[i]);
+    }
+}
+
+static void add_entry(struct db *db, cJSON *out, const cJSON *ts)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ts, "platform");
+    if (!cJSON_IsString(p))
+        return;
+    if (strcmp(p->valuestring, "local") == 0) {
+        add_rows(db, out, "local", NULL, 0, NULL);
+        return;
+    }
+    if (strcmp(p->valuestring, "remote") != 0)
+        return;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(ts, "machineList")) {
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(m, "host");
+        const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "port");
+        const cJSON *user = cJSON_GetObjectItemCaseSensitive(m, "user");
+        if (cJSON_IsString(host))
+            add_rows(db, out, "remote", host->valuestring, cJSON_IsNumber(port) ? port->valueint : 22,
+                     cJSON_IsString(user) ? user->valuestring : NULL);
+    }
+}
+
+cJSON *machines_json(struct db *db, const struct experiment *x)
+{
+    cJSON *out = cJSON_CreateArray();
+    cJSON *cfg = x->config ? cJSON_Parse(x->config) : NULL;
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService"), *it;
+    if (cJSON_IsArray(ts)) {
+        cJSON_ArrayForEach(it, ts)
+            add_entry(db, out, it);
+    } else if (cJSON_IsObject(ts)) {
+        add_entry(db, out, ts);
+    }
+    cJSON_Delete(cfg);
+    return out;
+}
