@@ -33,5 +33,9 @@ struct code_list {
 /* Walks root honouring every .nniignore on the way; fails with NNI's limits named. */
 int code_list_build(const char *root, struct code_list *out, struct errbuf *e);
 void code_list_free(struct code_list *l);
+/* Copies what code_list_build keeps of src to dst on a filesystem of this host (a shared
+ * storage mount): into a temporary sibling first, renamed into place when complete, so
+ * that dst is whole or absent; a dst another worker completed first is kept. */
+int code_copy_tree(const char *src, const char *dst, struct errbuf *e);
 
 #endif

@@ -1,97 +1,12 @@
-/* openpai_code.c: helpers of the OpenPAI platform that involve no HTTP: shipping the
- * code directory to the shared storage (the walk with .nniignore and NNI's limits is
- * workers/nniignore.c's, shared with the remote platform), the YAML form of the job
- * protocol, sizes and shell quoting. */
-#include <errno.h>
-#include <fcntl.h>
+/* openpai_code.c: helpers of the OpenPAI platform that involve no HTTP: the YAML form
+ * of the job protocol, sizes and shell quoting. (The code directory is shipped by
+ * workers/nniignore.c's code_copy_tree, shared with the Kubernetes platforms.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "workers/nniignore.h"
 #include "workers/openpai.h"
-
-/* ---------------- code directory ---------------- */
-
-static int copy_file(const char *from, const char *to, mode_t mode, struct errbuf *e)
-{
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return errf(e, "cannot read %s: %s", from, strerror(errno));
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 0777);
-    if (out < 0) {
-        close(in);
-        return errf(e, "cannot create %s: %s", to, strerror(errno));
-    }
-    char buf[65536];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0) {
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = write(out, buf + off, (size_t)(n - off));
-            if (w < 0) {
-                rc = errf(e, "cannot write %s: %s", to, strerror(errno));
-                goto done;
-            }
-            off += w;
-        }
-    }
-    if (n < 0)
-        rc = errf(e, "cannot read %s: %s", from, strerror(errno));
-done:
-    close(in);
-    if (close(out) < 0 && rc == 0)
-        rc = errf(e, "cannot write %s: %s", to, strerror(errno));
-    return rc;
-}
-
-int pai_copy_tree(const char *src, const char *dst, struct errbuf *e)
-{
-    /* the list (and the limits) first: nothing is written when the dir is too big */
-    struct code_list list;
-    if (code_list_build(src, &list, e) < 0)
-        return -1;
-    char *tmp = xasprintf("%s.tmp%d", dst, (int)getpid());
-    rm_rf(tmp);
-    int rc = 0;
-    if (mkdir(tmp, 0755) < 0)
-        rc = errf(e, "cannot create %s: %s", tmp, strerror(errno));
-    /* parents come before their children in the list */
-    for (size_t off = 0; rc == 0 && off < list.len; off += strlen(list.paths + off) + 1) {
-        const char *rel = list.paths + off;
-        char *from = xasprintf("%s/%s", src, rel);
-        char *to = xasprintf("%s/%s", tmp, rel);
-        struct stat st;
-        if (lstat(from, &st) < 0) {
-            rc = errf(e, "cannot stat %s: %s", from, strerror(errno));
-        } else if (S_ISDIR(st.st_mode)) {
-            if (mkdir(to, 0755) < 0 && errno != EEXIST)
-                rc = errf(e, "cannot create %s: %s", to, strerror(errno));
-        } else if (S_ISREG(st.st_mode)) {
-            rc = copy_file(from, to, st.st_mode, e);
-        } else if (S_ISLNK(st.st_mode)) {
-            char target[4096];
-            ssize_t n = readlink(from, target, sizeof target - 1);
-            if (n < 0 || (target[n] = '\0', symlink(target, to) < 0))
-                rc = errf(e, "cannot copy the symbolic link %s: %s", from, strerror(errno));
-        } /* sockets, fifos, devices: not code */
-        free(from);
-        free(to);
-    }
-    code_list_free(&list);
-    if (rc == 0 && rename(tmp, dst) < 0) {
-        if (errno == ENOTEMPTY || errno == EEXIST)
-            rc = 0; /* another worker finished the same copy first */
-        else
-            rc = errf(e, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-    }
-    rm_rf(tmp);
-    free(tmp);
-    return rc;
-}
 
 /* ---------------- YAML ---------------- */
 
