@@ -10,6 +10,7 @@
 #   usage: bench/history_api.sh [BUILD_DIR] (default build)   env: N=100000 M=20 REQS=1000
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRC/bench/lib/history_db.sh"
 BUILD=${1:-$SRC/build}
 N=${N:-100000}
 M=${M:-20}
@@ -38,33 +39,7 @@ while [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT status FROM experiment WH
 "$BUILD/nnictl" stop "$id" > /dev/null
 
 t0=$(date +%s.%N)
-sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
-PRAGMA foreign_keys = ON;
-BEGIN;
--- ids: a letter and four digits (5 characters, NNI's shape); statuses like a real run
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
-INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, status, platform, attempt, max_attempts,
-                  submit_time, start_time, end_time, exit_code, message, final_metric, final_metric_json, updated_at)
-SELECT printf('%s%04d', char(65 + i / 10000 + (CASE WHEN i / 10000 >= 26 THEN 6 ELSE 0 END)), i % 10000), '$id', i, i,
-       printf('{"lr":%.6g,"batch":%d}', 0.0001 + (i % 997) / 10000.0, 16 << (i % 4)),
-       CASE WHEN i % 20 = 0 THEN 'FAILED' WHEN i % 50 = 1 THEN 'EARLY_STOPPED' ELSE 'SUCCEEDED' END,
-       'local', 1, 2, 1700000000000 + i * 1000, 1700000000100 + i * 1000, 1700000030000 + i * 1000,
-       CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 20 = 0 THEN 'exit code 1' END,
-       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE (i % 1000) / 1000.0 END,
-       CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE printf('%.3f', (i % 1000) / 1000.0) END,
-       1700000030000 + i * 1000
-FROM n;
-WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < $M - 1)
-INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
-SELECT t.id, 1, t.parameter_id, 'PERIODICAL', k.j, printf('%.4f', (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M),
-       (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M, t.start_time + 1000 * (k.j + 1)
-FROM trial t CROSS JOIN k WHERE t.experiment_id = '$id' AND t.sequence >= 1 ORDER BY t.sequence, k.j;
-INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
-SELECT id, 1, parameter_id, 'FINAL', 0, final_metric_json, final_metric, end_time FROM trial
-WHERE experiment_id = '$id' AND final_metric_json IS NOT NULL AND sequence >= 1 ORDER BY sequence;
-UPDATE experiment SET next_sequence = $N + 1, max_trial_number = $N + 1 WHERE id = '$id';
-COMMIT;
-SQL
+build_history "$DB" "$id" "$N" "$M"
 t1=$(date +%s.%N)
 ntrials=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
 nmetrics=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric")

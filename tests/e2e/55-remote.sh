@@ -5,12 +5,7 @@
 # and `stop` leave no process on the remote hosts.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/remote.sh"
-remote_need_root
-remote_user tqremote1
-remote_user tqremote2
-remote_keys
-remote_sshd 1
-remote_sshd 2
+remote_machines
 
 mkdir -p "$WORK/exp/data"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"

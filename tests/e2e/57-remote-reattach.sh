@@ -5,12 +5,7 @@
 # SUCCEEDED as attempt 1, each started exactly once, no metric counted twice.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/remote.sh"
-remote_need_root
-remote_user tqremote1
-remote_user tqremote2
-remote_keys
-remote_sshd 1
-remote_sshd 2
+remote_machines
 
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"

@@ -6,12 +6,7 @@
 # CUDA_VISIBLE_DEVICES of its slot, never two on one GPU; the others wait with a reason.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/remote.sh"
-remote_need_root
-remote_user tqremote1
-remote_user tqremote2
-remote_keys
-remote_sshd 1
-remote_sshd 2
+remote_machines
 
 # the fake tool for each machine (run as the machine's user)
 cp "$TRIALQ_SRC/tests/e2e/fake/nvidia-smi" "$WORK/nvidia-smi.py"

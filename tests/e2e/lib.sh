@@ -82,7 +82,8 @@ port_is_free() {
     $PY -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$1))" 2>/dev/null
 }
 
-# metrics_experiment <dir> <concurrency> <max trials> <seed>: a config for trials/metrics.sh
+# metrics_experiment <dir> <concurrency> <max trials> <seed> [<trainingService block>]:
+# a config for trials/metrics.sh (the block: indented YAML lines; default local)
 metrics_experiment() {
     mkdir -p "$1"
     cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$1/"
@@ -94,7 +95,8 @@ trialCodeDirectory: .
 trialConcurrency: $2
 maxTrialNumber: $3
 tuner: {name: Random, classArgs: {seed: $4}}
-trainingService: {platform: local}
+trainingService:
+${5:-  platform: local}
 YML
 }
 

@@ -41,18 +41,7 @@ pai_fail() { curl -sf -X POST -d "$1" "$PAI_URL/_test/fail" > /dev/null; }
 
 # pai_experiment <dir> <concurrency> <max trials> <seed>: a metrics.sh experiment on openpai
 pai_experiment() {
-    mkdir -p "$1"
-    cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$1/"
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: $2
-maxTrialNumber: $3
-tuner: {name: Random, classArgs: {seed: $4}}
-trainingService:
-  platform: openpai
+    metrics_experiment "$1" "$2" "$3" "$4" "  platform: openpai
   host: $PAI_URL/
   username: $PAI_USER
   token: $PAI_TOKEN
@@ -63,8 +52,7 @@ trainingService:
   virtualCluster: vc1
   storageConfigName: confignfs
   localStorageMountPoint: $PAI_LOCAL
-  containerStorageMountPoint: $PAI_CONT
-YML
+  containerStorageMountPoint: $PAI_CONT"
 }
 
 # pai_trial_dirs <exp>: the trial dirs on the storage (current attempts)

@@ -60,6 +60,17 @@ CFG
     fail "sshd $n did not listen on $port"
 }
 
+# remote_machines: the common setup of the remote tests: root check, the two test
+# users, the client keys, and machines 1 and 2 (sshd each)
+remote_machines() {
+    remote_need_root
+    remote_user tqremote1
+    remote_user tqremote2
+    remote_keys
+    remote_sshd 1
+    remote_sshd 2
+}
+
 # the known_hosts line of machine N, as `ssh-keyscan -p PORT 127.0.0.1` would print it
 remote_known_host() {
     echo "[127.0.0.1]:${SSHD_PORT[$1]} $(cut -d' ' -f1,2 "$WORK/hostkey-$1.pub")"

@@ -1,0 +1,34 @@
+# bench/lib/history_db.sh: a long finished history in one experiment of a trialq
+# database, made in one transaction (sourced by bench/history_api.sh and
+# bench/webui_load.sh). Trial ids are a letter and four digits (NNI's 5-character
+# shape); statuses, durations, parameters and metrics vary as in a real run.
+#   build_history DB EXPERIMENT_ID TRIALS METRICS_PER_TRIAL
+build_history() {
+    local DB=$1 id=$2 N=$3 M=$4
+    sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
+    PRAGMA foreign_keys = ON;
+    BEGIN;
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
+    INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, status, platform, attempt, max_attempts,
+                      submit_time, start_time, end_time, exit_code, message, final_metric, final_metric_json, updated_at)
+    SELECT printf('%s%04d', char(65 + i / 10000 + (CASE WHEN i / 10000 >= 26 THEN 6 ELSE 0 END)), i % 10000), '$id', i, i,
+           printf('{"lr":%.6g,"batch":%d,"dropout":%.4f}', 0.0001 + (i % 997) / 10000.0, 16 << (i % 4), (i % 503) / 1006.0),
+           CASE WHEN i % 20 = 0 THEN 'FAILED' WHEN i % 50 = 1 THEN 'EARLY_STOPPED' ELSE 'SUCCEEDED' END,
+           'local', 1, 2, 1700000000000 + i * 1000, 1700000000100 + i * 1000, 1700000030000 + i * 1000 + (i % 89) * 100,
+           CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 20 = 0 THEN 'exit code 1' END,
+           CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE (i % 1000) / 1000.0 END,
+           CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN NULL ELSE printf('%.3f', (i % 1000) / 1000.0) END,
+           1700000030000 + i * 1000
+    FROM n;
+    WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < $M - 1)
+    INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+    SELECT t.id, 1, t.parameter_id, 'PERIODICAL', k.j, printf('%.4f', (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M),
+           (t.sequence % 1000) / 1000.0 * (k.j + 1) / $M, t.start_time + 1000 * (k.j + 1)
+    FROM trial t CROSS JOIN k WHERE t.experiment_id = '$id' AND t.sequence >= 1 ORDER BY t.sequence, k.j;
+    INSERT INTO metric(trial_id, attempt, parameter_id, type, sequence, value, default_value, time)
+    SELECT id, 1, parameter_id, 'FINAL', 0, final_metric_json, final_metric, end_time FROM trial
+    WHERE experiment_id = '$id' AND final_metric_json IS NOT NULL AND sequence >= 1 ORDER BY sequence;
+    UPDATE experiment SET next_sequence = $N + 1, max_trial_number = $N + 1 WHERE id = '$id';
+    COMMIT;
+SQL
+}
