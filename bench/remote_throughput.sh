@@ -14,12 +14,7 @@ C=${C:-8}
 export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/e2e/lib.sh"
 . "$SRC/tests/e2e/lib/remote.sh"
-remote_need_root
-remote_user tqremote1
-remote_user tqremote2
-remote_keys
-remote_sshd 1
-remote_sshd 2
+remote_machines
 
 mkdir -p "$WORK/code"
 cp "$SRC/examples/quickstart/trial.sh" "$WORK/code/trial.sh"
