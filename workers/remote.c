@@ -614,15 +614,9 @@ static int held_on(struct worker *w, struct rmachine *m)
 static int remote_can_claim(struct worker *w)
 {
     struct remote_state *rs = w->platform;
-    /* a stop was asked for: start nothing new (its kill requests may be placed already) */
-    char *desired = NULL;
+    /* (no trial is claimed once a stop is asked for: the queue's claim checks that for
+     * every platform) */
     struct errbuf e;
-    if (db_text(w->db, &e, &desired, "SELECT desired_status FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
-        desired && strcmp(desired, "STOPPED") == 0) {
-        free(desired);
-        return 0;
-    }
-    free(desired);
     int any = 0;
     for (int i = 0; i < rs->n; i++)
         if (machine_usable(w, &rs->m[i]))

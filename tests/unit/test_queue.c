@@ -122,6 +122,28 @@ static void test_claim_lease_finish(void **s)
     db_close(db);
 }
 
+/* Once a stop is asked for (nnictl stop writes desired_status first) or under way, no
+ * worker of any platform starts a trial: one started after the api's kill pass would
+ * outlive the stop. A resume clears it and the queued trials run. */
+static void test_no_claim_while_stopping(void **s)
+{
+    (void)s;
+    struct db *db = open_fresh();
+    struct errbuf e;
+    add_experiment(db, "ex6");
+    add_trials(db, "ex6", 2, 1);
+    struct trial t;
+    assert_int_equal(db_run(db, &e, "UPDATE experiment SET desired_status = 'STOPPED' WHERE id = 'ex6'", ""), 1);
+    assert_int_equal(queue_claim(db, "ex6", "local", "w:1:1", 10000, &t, &e), 0);
+    assert_int_equal(db_run(db, &e, "UPDATE experiment SET desired_status = NULL, status = 'STOPPING'"
+                                    " WHERE id = 'ex6'", ""), 1);
+    assert_int_equal(queue_claim(db, "ex6", "local", "w:1:1", 10000, &t, &e), 0);
+    assert_int_equal(db_run(db, &e, "UPDATE experiment SET status = 'RUNNING' WHERE id = 'ex6'", ""), 1);
+    assert_int_equal(queue_claim(db, "ex6", "local", "w:1:1", 10000, &t, &e), 1);
+    trial_clear(&t);
+    db_close(db);
+}
+
 static void test_adopt_expired_and_dead(void **s)
 {
     (void)s;
@@ -309,6 +331,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migrate_from_older),
         cmocka_unit_test(test_claim_lease_finish),
+        cmocka_unit_test(test_no_claim_while_stopping),
         cmocka_unit_test(test_adopt_expired_and_dead),
         cmocka_unit_test(test_kill_request),
         cmocka_unit_test(test_metrics_idempotent),
