@@ -22,6 +22,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "api/chan_http.h"
 #include "api/channel.h"
 #include "api/routes.h"
 #include "common/chantoken.h"
@@ -30,7 +31,7 @@
 #define POLL_MS 1000
 #define MAX_QUEUED 16      /* commands waiting for a GET, per trial */
 #define GROUP_WINDOW_US 2000 /* the longest a metric waits for others to join its commit */
-#define GROUP_MAX 512       /* metrics per transaction at most */
+#define GROUP_MAX 512       /* metrics per transaction at most, without a writer thread */
 #define ACTIVE_MS 20        /* a connection that sent a metric this recently may send more */
 #define MAX_ACTIVE 256
 
@@ -39,12 +40,12 @@ struct chan {
     char *trial_id;
     char *queue[MAX_QUEUED];
     int nqueued;
-    struct evhttp_request *waiting; /* a pending GET */
+    struct cconn *waiting; /* a pending GET */
     struct event *timer;
 };
 
 struct pending_metric {
-    struct evhttp_request *r;
+    struct cconn *r;
     char *trial_id;
     struct metric_in m;
     void *owned;
@@ -107,9 +108,9 @@ static int closed(struct api *a)
     return a->stopping || a->detach;
 }
 
-static void reply_empty(struct evhttp_request *r, int code)
+static void reply_empty(struct cconn *c, int code)
 {
-    reply_json(r, code, "");
+    cconn_reply(c, code, "");
 }
 
 static struct chan *chan_get(struct chan_state *s, const char *trial_id)
@@ -124,29 +125,15 @@ static struct chan *chan_get(struct chan_state *s, const char *trial_id)
     return c;
 }
 
-/* Whether the client of a pending request is still connected: libevent notices a
- * closed connection only when it next reads, and a poll holds no reply yet. */
-static int peer_alive(struct evhttp_request *r)
-{
-    struct evhttp_connection *conn = evhttp_request_get_connection(r);
-    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    if (fd < 0)
-        return 0;
-    char b;
-    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
-}
-
 /* Answers the pending GET with the first queued command, if both exist. */
 static void chan_deliver(struct chan *c)
 {
     if (!c->waiting || c->nqueued == 0)
         return;
-    if (!peer_alive(c->waiting)) {
+    if (!cconn_alive(c->waiting)) {
         /* the poller went away: the command waits for the next poll; the reply only
          * frees the request (or goes nowhere) */
-        struct evhttp_request *gone = c->waiting;
+        struct cconn *gone = c->waiting;
         c->waiting = NULL;
         if (c->timer)
             event_del(c->timer);
@@ -156,11 +143,11 @@ static void chan_deliver(struct chan *c)
     char *cmd = c->queue[0];
     memmove(c->queue, c->queue + 1, (size_t)(c->nqueued - 1) * sizeof c->queue[0]);
     c->nqueued--;
-    struct evhttp_request *r = c->waiting;
+    struct cconn *r = c->waiting;
     c->waiting = NULL;
     if (c->timer)
         event_del(c->timer);
-    reply_json(r, 200, cmd);
+    cconn_reply(r, 200, cmd);
     free(cmd);
 }
 
@@ -171,7 +158,7 @@ static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
     struct chan_state *s = state_of(NULL);
     if (!c->waiting)
         return;
-    struct evhttp_request *r = c->waiting;
+    struct cconn *r = c->waiting;
     c->waiting = NULL;
     reply_empty(r, closed(s->a) ? 410 : 408);
 }
@@ -194,12 +181,15 @@ static void chan_push(struct chan *c, char *cmd)
  * killed; a power loss may lose the last moments, docs/rest-api.md). A commit costs
  * much more than a row, so metrics share commits, and the commits run in a writer
  * thread with its own connection, so that the event loop reads the next requests
- * meanwhile (the two halves use the two cores). The open batch goes to the writer when
- * the writer is free and the batch is complete: every connection that reported within
- * the last ACTIVE_MS is waiting in it (nobody else is about to send: no reason to
- * wait), GROUP_WINDOW_US after its first metric, or at GROUP_MAX metrics; what gathers
- * while the writer is busy goes as soon as it is free. A lone trial is answered at
- * once, and N busy trials share one transaction per round. */
+ * meanwhile (the two halves use the two cores). A metric goes to its commit as soon as
+ * the writer is free; what arrives while the writer commits gathers in the open batch
+ * and goes, whole, the moment that commit ends. A lone trial is answered at once, and
+ * under load the batches grow by themselves to what arrives during one commit, with
+ * the loop and the writer both busy (measured: better than holding a batch until every
+ * recently active connection has joined it, which made the two wait on each other).
+ * Without a writer thread (it could not start), commits run in the loop: the open
+ * batch is complete when every connection that reported within the last ACTIVE_MS is
+ * waiting in it, GROUP_WINDOW_US after its first metric, or at GROUP_MAX metrics. */
 
 /* Records that conn just sent a metric; returns how many connections are active. */
 static int active_touch(struct chan_state *s, const void *conn)
@@ -229,14 +219,12 @@ static void batch_commit(struct db *db, const char *exp_id, struct batch *b)
     b->ok = db_begin(db, &e) == 0;
     for (int i = 0; b->ok && i < b->n; i++) {
         struct pending_metric *p = &b->m[i];
-        /* the attempt is read inside the transaction: a retried trial's metrics go to
-         * its new attempt, and the read costs no lock of its own */
-        int64_t attempt = 0;
-        int rc = db_int(db, &e, &attempt, "SELECT attempt FROM trial WHERE id = ? AND experiment_id = ?", "ss",
-                        p->trial_id, exp_id);
-        if (rc < 0 || (rc == 1 && metric_insert(db, p->trial_id, (int)attempt, &p->m, &e) < 0))
+        /* the attempt is read inside the transaction, by the INSERT: a retried trial's
+         * metrics go to its new attempt */
+        int found = 0;
+        if (metric_insert_current(db, exp_id, p->trial_id, &p->m, &found, &e) < 0)
             b->ok = 0;
-        b->found[i] = (char)(rc == 1);
+        b->found[i] = (char)found;
     }
     if (b->ok && db_commit(db, &e) < 0)
         b->ok = 0;
@@ -259,11 +247,11 @@ static void batch_reply(struct chan_state *s, struct batch *b)
     for (int i = 0; i < b->n; i++) {
         struct pending_metric *p = &b->m[i];
         if (!b->ok)
-            reply_error(p->r, 503, "metric not stored: %s", b->err); /* the SDK retries 503 */
+            cconn_error(p->r, 503, "metric not stored: %s", b->err); /* the SDK retries 503 */
         else if (!b->found[i])
-            reply_error(p->r, 404, "trial %.40s: not in this experiment", p->trial_id);
+            cconn_error(p->r, 404, "trial %.40s: not in this experiment", p->trial_id);
         else
-            evhttp_send_reply(p->r, 200, "OK", NULL);
+            cconn_reply(p->r, 200, "");
         free(p->trial_id);
         metric_owned_free(p->owned);
     }
@@ -362,6 +350,10 @@ static void writer_start(struct chan_state *s)
         free(w);
         return;
     }
+    /* the one statement this connection writes (metric_insert_current) inserts only
+     * for a trial it reads in the same statement: the foreign-key check of each row
+     * would look the same trial up again */
+    db_run(w->db, &e, "PRAGMA foreign_keys = OFF", "");
     w->exp_id = xstrdup(s->a->exp_id);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -410,7 +402,7 @@ static void batch_ready(evutil_socket_t fd, short ev, void *arg)
     dispatch_open(arg);
 }
 
-static void batch_add(struct chan_state *s, struct evhttp_request *r, const char *trial_id,
+static void batch_add(struct chan_state *s, struct cconn *r, const char *trial_id,
                       const struct metric_in *m, void *owned)
 {
     struct batch *b = &s->open;
@@ -429,7 +421,13 @@ static void batch_add(struct chan_state *s, struct evhttp_request *r, const char
     }
     if (!s->writer_tried)
         writer_start(s);
-    int active = active_touch(s, evhttp_request_get_connection(r));
+    if (s->w) {
+        /* the writer takes it now if free; else on_writer_done hands it over */
+        if (!event_pending(s->flush, EV_TIMEOUT, NULL))
+            event_active(s->flush, EV_TIMEOUT, 0);
+        return;
+    }
+    int active = active_touch(s, r);
     if (b->n >= active || b->n >= GROUP_MAX) {
         /* complete: committed after the callbacks already active in this pass of the
          * loop, so that requests read in the same pass still join */
@@ -443,40 +441,28 @@ static void batch_add(struct chan_state *s, struct evhttp_request *r, const char
 
 /* ---------------- requests ---------------- */
 
-static int json_content_type(struct evhttp_request *r)
-{
-    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r), "Content-Type");
-    if (!ct)
-        return 0;
-    size_t n = strlen("application/json");
-    return strncasecmp(ct, "application/json", n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
-}
-
-static void on_put(struct chan_state *s, struct evhttp_request *r, const char *trial_id)
+static void on_put(struct chan_state *s, struct cconn *r, const char *trial_id, const struct chan_req *q)
 {
     struct api *a = s->a;
-    if (!json_content_type(r)) {
-        reply_error(r, 415, "PUT %s: Content-Type must be application/json", trial_id);
+    if (!q->json_body) {
+        cconn_error(r, 415, "PUT %s: Content-Type must be application/json", trial_id);
         return;
     }
-    struct evbuffer *b = evhttp_request_get_input_buffer(r);
-    size_t n = evbuffer_get_length(b);
-    const char *p = n ? (const char *)evbuffer_pullup(b, -1) : NULL;
-    cJSON *cmd = p ? cJSON_ParseWithLength(p, n) : NULL;
+    cJSON *cmd = q->body_len ? cJSON_ParseWithLength(q->body, q->body_len) : NULL;
     if (!cJSON_IsObject(cmd)) {
         cJSON_Delete(cmd);
-        reply_error(r, 400, "body: not a JSON object (a trial command)");
+        cconn_error(r, 400, "body: not a JSON object (a trial command)");
         return;
     }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(cmd, "type");
     if (!cJSON_IsString(type)) {
-        reply_error(r, 400, "body: the command has no string \"type\"");
+        cconn_error(r, 400, "body: the command has no string \"type\"");
     } else if (strcmp(type->valuestring, "request_parameter") == 0) {
         struct trial t;
         struct errbuf e;
         int rc = trial_load(a->db, trial_id, &t, &e);
         if (rc <= 0) {
-            reply_error(r, rc < 0 ? 500 : 404, "trial %s: %s", trial_id, rc < 0 ? e.msg : "not found");
+            cconn_error(r, rc < 0 ? 500 : 404, "trial %s: %s", trial_id, rc < 0 ? e.msg : "not found");
         } else {
             char *rec = nni_param_record(&t);
             struct strbuf sb;
@@ -495,14 +481,14 @@ static void on_put(struct chan_state *s, struct evhttp_request *r, const char *t
         void *owned = NULL;
         struct errbuf e;
         if (!cJSON_IsString(metric)) {
-            reply_error(r, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
+            cconn_error(r, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
         } else if (metric_parse(metric->valuestring, strlen(metric->valuestring), &m, &owned, &e) < 0) {
-            reply_error(r, 400, "%s", e.msg);
+            cconn_error(r, 400, "%s", e.msg);
         } else {
             /* the record names its trial: only this URL's own */
             const char *tj = NULL;
             if (metric_trial_job_id(owned, &tj) && !(tj && strcmp(tj, trial_id) == 0)) {
-                reply_error(r, 403, "metric of trial %.40s refused on the channel of trial %s", tj ? tj : "?",
+                cconn_error(r, 403, "metric of trial %.40s refused on the channel of trial %s", tj ? tj : "?",
                             trial_id);
                 metric_owned_free(owned);
             } else {
@@ -516,11 +502,11 @@ static void on_put(struct chan_state *s, struct evhttp_request *r, const char *t
     cJSON_Delete(cmd);
 }
 
-static void on_get(struct chan_state *s, struct evhttp_request *r, const char *trial_id)
+static void on_get(struct chan_state *s, struct cconn *r, const char *trial_id)
 {
     struct chan *c = chan_get(s, trial_id);
     if (c->waiting) { /* one poll at a time: the older one ends as if it timed out */
-        struct evhttp_request *old = c->waiting;
+        struct cconn *old = c->waiting;
         c->waiting = NULL;
         reply_empty(old, 408);
     }
@@ -535,36 +521,56 @@ static void on_get(struct chan_state *s, struct evhttp_request *r, const char *t
     evtimer_add(c->timer, &tv);
 }
 
-void channel_handle(struct api *a, struct evhttp_request *r, const char *token, const char *trial_id)
+void channel_request(struct api *a, struct cconn *r, const struct chan_req *q)
 {
     struct chan_state *s = state_of(a);
-    enum evhttp_cmd_type m = evhttp_request_get_command(r);
-    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_PUT) {
-        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", "GET, PUT");
-        reply_error(r, 405, "the trial command channel takes GET and PUT");
+    if (q->method == CHAN_OTHER) {
+        cconn_error(r, 405, "the trial command channel takes GET and PUT");
         return;
     }
-    if (!chan_token_ok(a->exp.token, trial_id, token)) {
-        reply_error(r, 403, "not the channel of trial %.40s", trial_id);
+    if (!chan_token_ok(a->exp.token, q->trial_id, q->token)) {
+        cconn_error(r, 403, "not the channel of trial %.40s", q->trial_id);
         return;
     }
     if (closed(a) || a->readonly) {
         reply_empty(r, 410);
         return;
     }
-    if (m == EVHTTP_REQ_PUT) {
-        on_put(s, r, trial_id); /* a metric's trial is looked up in its commit */
+    if (q->method == CHAN_PUT) {
+        on_put(s, r, q->trial_id, q); /* a metric's trial is looked up in its commit */
         return;
     }
     int64_t attempt = 0;
     struct errbuf e;
     int rc = db_int(a->db, &e, &attempt, "SELECT attempt FROM trial WHERE id = ? AND experiment_id = ?", "ss",
-                    trial_id, a->exp_id);
+                    q->trial_id, a->exp_id);
     if (rc <= 0) {
-        reply_error(r, rc < 0 ? 500 : 404, "trial %.40s: %s", trial_id, rc < 0 ? e.msg : "not in this experiment");
+        cconn_error(r, rc < 0 ? 500 : 404, "trial %.40s: %s", q->trial_id, rc < 0 ? e.msg : "not in this experiment");
         return;
     }
-    on_get(s, r, trial_id);
+    on_get(s, r, q->trial_id);
+}
+
+void channel_handle(struct api *a, struct evhttp_request *r, const char *token, const char *trial_id)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(r);
+    struct evbuffer *b = evhttp_request_get_input_buffer(r);
+    size_t n = evbuffer_get_length(b);
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r), "Content-Type");
+    size_t jl = strlen("application/json");
+    struct chan_req q = {
+        .method = m == EVHTTP_REQ_GET ? CHAN_GET : m == EVHTTP_REQ_PUT ? CHAN_PUT : CHAN_OTHER,
+        .token = token, .trial_id = trial_id,
+        .body = n ? (const char *)evbuffer_pullup(b, -1) : NULL, .body_len = n,
+        .json_body = ct && strncasecmp(ct, "application/json", jl) == 0 && (ct[jl] == '\0' || ct[jl] == ';' || ct[jl] == ' '),
+    };
+    /* the connection is the channel's from now on (api/chan_http.c) */
+    struct cconn *c = cconn_adopt(a, r);
+    if (!c) {
+        reply_error(r, 500, "trial channel: the connection could not be taken over");
+        return;
+    }
+    channel_request(a, c, &q);
 }
 
 void channel_shutdown(struct api *a)
@@ -575,14 +581,8 @@ void channel_shutdown(struct api *a)
     dispatch_open(s);
     for (struct chan *c = s->chans, *next; c; c = next) {
         next = c->next;
-        if (c->waiting) {
-            /* the loop has ended: the reply is written here, or it would never leave */
-            struct evhttp_connection *conn = evhttp_request_get_connection(c->waiting);
-            reply_empty(c->waiting, 410);
-            struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-            if (bev && bufferevent_getfd(bev) >= 0)
-                evbuffer_write(bufferevent_get_output(bev), bufferevent_getfd(bev));
-        }
+        if (c->waiting)
+            reply_empty(c->waiting, 410); /* sent at once: the loop has ended */
         if (c->timer)
             event_free(c->timer);
         for (int i = 0; i < c->nqueued; i++)
@@ -596,6 +596,7 @@ void channel_shutdown(struct api *a)
         event_free(s->window);
     }
     s->flush = s->window = NULL;
+    cconn_close_all();
     if (s->stored)
         log_info("trial channel: %lld metrics stored in %lld transactions", (long long)s->stored,
                  (long long)s->batches);

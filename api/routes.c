@@ -23,7 +23,6 @@
 #include "api/routes_webui.h"
 
 #define MAX_HEADERS (64 << 10)
-#define MAX_SEGMENTS 16
 
 /* ---------------- replies ---------------- */
 
@@ -219,12 +218,7 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
-struct segments {
-    char *seg[MAX_SEGMENTS]; /* decoded */
-    int n;
-};
-
-static void segments_free(struct segments *s)
+void segments_free(struct segments *s)
 {
     for (int i = 0; i < s->n; i++)
         free(s->seg[i]);
@@ -234,7 +228,7 @@ static void segments_free(struct segments *s)
 /* Splits the raw path on '/' and decodes each segment on its own, so that an encoded
  * slash (%2F) stays inside its segment. A trailing slash is ignored, as Express does.
  * Returns 0, 1 when there are too many segments (no route), -1 for a NUL byte. */
-static int split_path(const char *raw, struct segments *out)
+int split_path(const char *raw, struct segments *out)
 {
     out->n = 0;
     const char *p = raw;
@@ -318,7 +312,7 @@ static int token_check(struct req *q)
 
 /* Removes the experiment's URL prefix (nnictl create --url_prefix) from the front of
  * the segments. Returns 0, or -1 when the path is outside the prefix. */
-static int strip_prefix(const struct api *a, struct segments *s)
+int strip_prefix(const struct api *a, struct segments *s)
 {
     const char *p = a->exp.url_prefix;
     int k = 0;

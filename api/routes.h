@@ -21,6 +21,19 @@ struct req {
     struct evkeyvalq *query;   /* parsed query string */
 };
 
+/* ---- paths ---- */
+#define MAX_SEGMENTS 16
+struct segments {
+    char *seg[MAX_SEGMENTS]; /* decoded */
+    int n;
+};
+/* Splits a raw path on '/' and decodes each segment on its own (an encoded slash stays
+ * in its segment; a trailing slash is ignored). 0; 1: too many segments; -1: a NUL. */
+int split_path(const char *raw, struct segments *out);
+/* Drops the --url_prefix segments from the front: 0, or -1 when the path is outside. */
+int strip_prefix(const struct api *a, struct segments *s);
+void segments_free(struct segments *s);
+
 /* ---- replies ---- */
 void reply_json(struct evhttp_request *r, int code, const char *body);
 void reply_cjson(struct evhttp_request *r, cJSON *j); /* 200; takes ownership */

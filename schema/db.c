@@ -147,6 +147,8 @@ void db_close(struct db *db)
             sqlite3_finalize(db->cache->st[i]);
             free(db->cache->sql[i]);
         }
+    sqlite3_finalize(db->begin);
+    sqlite3_finalize(db->commit);
     if (db->h)
         sqlite3_close(db->h);
     free(db->cache);
@@ -154,12 +156,22 @@ void db_close(struct db *db)
     free(db);
 }
 
+/* Steps a transaction statement (prepared on first use) once; SQLite's result code. */
+static int step_tx(struct db *db, sqlite3_stmt **st, const char *sql)
+{
+    if (!*st && sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+        return sqlite3_errcode(db->h);
+    int rc = sqlite3_step(*st);
+    sqlite3_reset(*st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 int db_begin(struct db *db, struct errbuf *e)
 {
     /* busy_timeout applies to BEGIN IMMEDIATE; retry a few times beyond it
      * so that a long checkpoint elsewhere does not fail a state change */
     for (int tries = 0;; tries++) {
-        int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        int rc = step_tx(db, &db->begin, "BEGIN IMMEDIATE");
         if (rc == SQLITE_OK) {
             db->in_tx = 1;
             return 0;
@@ -171,7 +183,7 @@ int db_begin(struct db *db, struct errbuf *e)
 
 int db_commit(struct db *db, struct errbuf *e)
 {
-    int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+    int rc = step_tx(db, &db->commit, "COMMIT");
     if (rc != SQLITE_OK) {
         errf(e, "commit: %s", sqlite3_errmsg(db->h));
         db_rollback(db);

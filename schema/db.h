@@ -13,6 +13,7 @@ struct db {
     char *path;
     int in_tx;
     struct db_stmt_cache *cache;
+    sqlite3_stmt *begin, *commit; /* prepared once: a transaction costs no parse */
 };
 
 /* Opens (creating 0600 if absent) and migrates to the newest schema. */

@@ -134,6 +134,14 @@ void metric_owned_free(void *p)
     free(o);
 }
 
+/* first FINAL wins, as in NNI */
+static int final_update(struct db *db, const char *trial_id, const struct metric_in *m, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET final_metric = ?, final_metric_json = ?, updated_at = ?"
+                         " WHERE id = ? AND final_metric_json IS NULL",
+                  "Fsis", m->has_default ? m->default_value : NAN, m->value, now_ms(), trial_id) < 0 ? -1 : 0;
+}
+
 int metric_insert(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
                   struct errbuf *e)
 {
@@ -142,15 +150,31 @@ int metric_insert(struct db *db, const char *trial_id, int attempt, const struct
         " default_value, time) VALUES (?,?,?,?,?,?,?,?)",
         "sdssisFi", trial_id, attempt, m->parameter_id ? m->parameter_id : "", m->type, m->sequence,
         m->value, m->has_default ? m->default_value : NAN, now_ms());
+    if (rc == 1 && strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, m, e) < 0)
+        return -1;
+    return rc;
+}
+
+int metric_insert_current(struct db *db, const char *exp_id, const char *trial_id, const struct metric_in *m,
+                          int *found, struct errbuf *e)
+{
+    *found = 0;
+    int rc = db_run(db, e,
+        "INSERT OR IGNORE INTO metric(trial_id, attempt, parameter_id, type, sequence, value,"
+        " default_value, time) SELECT id, attempt, ?, ?, ?, ?, ?, ? FROM trial WHERE id = ? AND experiment_id = ?",
+        "ssisFiss", m->parameter_id ? m->parameter_id : "", m->type, m->sequence, m->value,
+        m->has_default ? m->default_value : NAN, now_ms(), trial_id, exp_id);
     if (rc < 0)
         return -1;
-    if (rc == 1 && strcmp(m->type, "FINAL") == 0) {
-        /* first FINAL wins, as in NNI */
-        if (db_run(db, e, "UPDATE trial SET final_metric = ?, final_metric_json = ?, updated_at = ?"
-                          " WHERE id = ? AND final_metric_json IS NULL",
-                   "Fsis", m->has_default ? m->default_value : NAN, m->value,
-                   now_ms(), trial_id) < 0)
-            return -1;
+    if (rc == 1) {
+        *found = 1;
+        return strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, m, e) < 0 ? -1 : 1;
     }
-    return rc;
+    /* a duplicate, or no such trial */
+    int64_t one = 0;
+    int q = db_int(db, e, &one, "SELECT 1 FROM trial WHERE id = ? AND experiment_id = ?", "ss", trial_id, exp_id);
+    if (q < 0)
+        return -1;
+    *found = q == 1;
+    return 0;
 }

@@ -93,6 +93,11 @@ int metric_trial_job_id(const void *owned, const char **out);
 /* INSERT OR IGNORE: a re-delivered metric is absorbed. Returns 1 inserted, 0 dup. */
 int metric_insert(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
                   struct errbuf *e);
+/* The same for the trial's current attempt, read by the INSERT itself (one statement
+ * for the usual case). *found: whether the trial is in experiment exp_id (nothing is
+ * stored when it is not). Returns 1 inserted, 0 dup or not found, -1 error. */
+int metric_insert_current(struct db *db, const char *exp_id, const char *trial_id, const struct metric_in *m,
+                          int *found, struct errbuf *e);
 
 /* ---- processes ---- */
 int proc_register(struct db *db, const char *exp_id, const char *role, int pid, uint64_t pid_start,

@@ -1,0 +1,547 @@
+/* chan_http.c: the trial command channel's own HTTP/1.1 connections.
+ *
+ * A trial's SDK keeps one keep-alive connection to /env/<token>/<trial> and sends one
+ * request at a time: PUT a command, GET (long-poll) the next one. Through evhttp each
+ * request cost a list of allocated headers, four changes of the socket's epoll
+ * interest and a reply written only on the next pass of the loop: at thousands of
+ * metrics a second that was most of the api's time (bench/metric_ingest). So the first
+ * channel request on a connection takes the connection over from evhttp, as the
+ * tuner's WebSocket does (api/dispatcher.c): from then on its socket is read here,
+ * requests are parsed here (the part of HTTP/1.1 the channel needs: Content-Length
+ * bodies, keep-alive, Expect: 100-continue) and each reply goes out at once in one
+ * send(). The evhttp connection stays allocated, its first request unanswered as far as
+ * evhttp knows, until the connection ends: evhttp_connection_free then closes the
+ * socket.
+ *
+ * A taken-over connection carries channel requests only: another path gets 400 and
+ * the connection closes (the client opens a new one for the REST API). Malformed
+ * requests get 400 (431 for headers over 8 kB, 413 for a body over the API's limit,
+ * 501 for a chunked body, 505 for an HTTP version other than 1.0/1.1) and the
+ * connection closes. An idle connection closes after IDLE_MS. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+
+#include "api/chan_http.h"
+#include "api/routes.h"
+#include "schema/nnijson.h"
+
+#define MAX_HEAD (8 << 10) /* request line + headers of a channel request */
+#define READ_CHUNK 16384
+#define IDLE_MS 120000     /* a keep-alive connection with nothing pending */
+#define SWEEP_MS 10000
+
+struct cconn {
+    struct cconn *prev, *next;
+    struct api *a;
+    struct evhttp_connection *evcon; /* owns the socket */
+    evutil_socket_t fd;
+    struct event *rev, *wev, *kick;
+    char *in;
+    size_t in_len, in_cap;
+    size_t scanned;       /* bytes of in already searched for the end of the head */
+    char *out;
+    size_t out_len, out_off;
+    int pending;          /* a request waits for its reply */
+    int close_after;      /* close once the reply is out */
+    int peer_gone;        /* EOF or an error: nothing more is read or written */
+    int continued;        /* 100 Continue sent for the request being read */
+    int in_cb;
+    int64_t last_ms;
+};
+
+static struct cconn *conns;
+static struct event *sweep_ev;
+
+/* ---------------- writing ---------------- */
+
+static void conn_free(struct cconn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    event_free(c->rev);
+    event_free(c->wev);
+    event_free(c->kick);
+    free(c->in);
+    free(c->out);
+    evhttp_connection_free(c->evcon); /* closes the socket */
+    free(c);
+}
+
+static int out_empty(const struct cconn *c)
+{
+    return c->out_off == c->out_len;
+}
+
+/* Frees the connection when nothing more can happen on it. Only from the top of a
+ * callback of this file (never under a caller that still holds c). */
+static void settle(struct cconn *c)
+{
+    if (c->pending)
+        return;
+    if (c->peer_gone || (c->close_after && out_empty(c)))
+        conn_free(c);
+}
+
+static void gone(struct cconn *c)
+{
+    c->peer_gone = 1;
+    event_del(c->rev);
+    event_del(c->wev);
+    c->out_off = c->out_len = 0;
+}
+
+static void out_write(struct cconn *c, const char *p, size_t n)
+{
+    if (c->peer_gone)
+        return;
+    if (out_empty(c)) {
+        c->out_off = c->out_len = 0;
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w == (ssize_t)n)
+            return;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            gone(c);
+            return;
+        }
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        }
+    }
+    c->out = xrealloc(c->out, c->out_len + n);
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    event_add(c->wev, NULL);
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct cconn *c = arg;
+    while (!out_empty(c)) {
+        ssize_t w = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return;
+            gone(c);
+            break;
+        }
+        c->out_off += (size_t)w;
+    }
+    event_del(c->wev);
+    c->out_off = c->out_len = 0;
+    if (!c->pending && c->in_len && !c->close_after && !c->peer_gone)
+        event_active(c->kick, EV_TIMEOUT, 0); /* a request waited behind this reply */
+    settle(c);
+}
+
+static const char *reason(int code)
+{
+    switch (code) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 410: return "Gone";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return code < 300 ? "OK" : code < 500 ? "Bad Request" : "Server Error";
+    }
+}
+
+void cconn_reply(struct cconn *c, int code, const char *body)
+{
+    size_t blen = body ? strlen(body) : 0;
+    char head[256];
+    int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, reason(code),
+                     blen ? "Content-Type: application/json\r\n" : "", blen,
+                     code == 405 ? "Allow: GET, PUT\r\n" : "", c->close_after ? "Connection: close\r\n" : "");
+    if (blen) {
+        char *msg = xmalloc((size_t)n + blen);
+        memcpy(msg, head, (size_t)n);
+        memcpy(msg + n, body, blen);
+        out_write(c, msg, (size_t)n + blen);
+        free(msg);
+    } else {
+        out_write(c, head, (size_t)n);
+    }
+    c->pending = 0;
+    c->last_ms = mono_ms();
+    /* what comes next (the next request already read, closing) happens at the top of
+     * the loop, not under the caller */
+    if (!c->in_cb && (c->in_len || c->peer_gone || c->close_after))
+        event_active(c->kick, EV_TIMEOUT, 0);
+}
+
+void cconn_error(struct cconn *c, int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"error\":");
+    nj_str(&sb, msg);
+    sb_puts(&sb, "}");
+    cconn_reply(c, code, sb.buf);
+    sb_free(&sb);
+}
+
+int cconn_alive(struct cconn *c)
+{
+    if (c->peer_gone)
+        return 0;
+    char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
+/* ---------------- reading ---------------- */
+
+struct head {
+    enum chan_method method;
+    const char *target;
+    size_t target_len;
+    int http10;
+    size_t head_len;      /* request line + headers + the empty line */
+    long long content_length;
+    int json_body, expect_continue, keep_alive, close;
+};
+
+static int tchar(int ch)
+{
+    return ch > 32 && ch < 127 && !strchr("()<>@,;:\\\"/[]?={}", ch);
+}
+
+/* The value of a header line's "name: value", trimmed. */
+static void trim(const char **v, const char **end)
+{
+    while (*v < *end && (**v == ' ' || **v == '\t'))
+        (*v)++;
+    while (*end > *v && ((*end)[-1] == ' ' || (*end)[-1] == '\t' || (*end)[-1] == '\r'))
+        (*end)--;
+}
+
+static int token_in(const char *v, const char *end, const char *tok)
+{
+    size_t tl = strlen(tok);
+    while (v < end) {
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        const char *s = v;
+        while (v < end && *v != ',')
+            v++;
+        const char *e = v;
+        trim(&s, &e);
+        if ((size_t)(e - s) == tl && strncasecmp(s, tok, tl) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Parses the head at the start of c->in. 0: incomplete; 1: h filled; or an HTTP error
+ * code with msg. */
+static int parse_head(struct cconn *c, struct head *h, const char **msg)
+{
+    /* the end of the head: an empty line (CRLF CRLF, or bare LFs as evhttp accepts) */
+    const char *in = c->in, *eoh = NULL;
+    size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
+    for (size_t i = from; i < c->in_len; i++)
+        if (in[i] == '\n' && ((i >= 1 && in[i - 1] == '\n') || (i >= 2 && in[i - 1] == '\r' && in[i - 2] == '\n'))) {
+            eoh = in + i + 1;
+            break;
+        }
+    if (!eoh) {
+        c->scanned = c->in_len;
+        if (c->in_len > MAX_HEAD)
+            return *msg = "request head over 8 kB", 431;
+        return 0;
+    }
+    c->scanned = 0;
+    memset(h, 0, sizeof *h);
+    h->head_len = (size_t)(eoh - in);
+    if (h->head_len > MAX_HEAD)
+        return *msg = "request head over 8 kB", 431;
+    h->content_length = -1;
+
+    /* request line: METHOD SP target SP HTTP/1.x */
+    const char *p = in, *eol = memchr(p, '\n', (size_t)(eoh - p));
+    const char *sp = p;
+    while (sp < eol && tchar((unsigned char)*sp))
+        sp++;
+    if (sp == p || sp >= eol || *sp != ' ')
+        return *msg = "malformed request line", 400;
+    size_t ml = (size_t)(sp - p);
+    h->method = ml == 3 && memcmp(p, "GET", 3) == 0 ? CHAN_GET : ml == 3 && memcmp(p, "PUT", 3) == 0 ? CHAN_PUT
+                                                                                                     : CHAN_OTHER;
+    const char *t = sp + 1, *te = t;
+    while (te < eol && *te != ' ')
+        te++;
+    if (te == t || te >= eol || *t != '/')
+        return *msg = "malformed request line: the target must be a path", 400;
+    h->target = t;
+    h->target_len = (size_t)(te - t);
+    const char *v = te + 1, *ve = eol;
+    trim(&v, &ve);
+    if ((size_t)(ve - v) != 8 || memcmp(v, "HTTP/1.", 7) != 0)
+        return *msg = "malformed request line: no HTTP version", (ve - v) >= 5 && memcmp(v, "HTTP/", 5) == 0 ? 505 : 400;
+    if (v[7] != '0' && v[7] != '1')
+        return *msg = "only HTTP/1.0 and HTTP/1.1", 505;
+    h->http10 = v[7] == '0';
+
+    /* headers */
+    for (p = eol + 1; p < eoh; p = eol + 1) {
+        eol = memchr(p, '\n', (size_t)(eoh - p));
+        const char *le = eol;
+        if (le > p && le[-1] == '\r')
+            le--;
+        if (le == p)
+            break; /* the empty line */
+        if (*p == ' ' || *p == '\t')
+            return *msg = "folded header lines are not accepted", 400;
+        const char *colon = p;
+        while (colon < le && tchar((unsigned char)*colon))
+            colon++;
+        if (colon == p || colon >= le || *colon != ':')
+            return *msg = "malformed header line", 400;
+        size_t nl = (size_t)(colon - p);
+        const char *hv = colon + 1, *he = le;
+        trim(&hv, &he);
+        if (nl == 14 && strncasecmp(p, "Content-Length", nl) == 0) {
+            long long n = 0;
+            if (hv == he || he - hv > 18)
+                return *msg = "bad Content-Length", 400;
+            for (const char *d = hv; d < he; d++) {
+                if (*d < '0' || *d > '9')
+                    return *msg = "bad Content-Length", 400;
+                n = n * 10 + (*d - '0');
+            }
+            if (h->content_length >= 0 && h->content_length != n)
+                return *msg = "two different Content-Length headers", 400;
+            if (n > MAX_BODY)
+                return *msg = "body over the API's limit", 413;
+            h->content_length = n;
+        } else if (nl == 17 && strncasecmp(p, "Transfer-Encoding", nl) == 0) {
+            return *msg = "Transfer-Encoding is not supported on the trial channel: send Content-Length", 501;
+        } else if (nl == 12 && strncasecmp(p, "Content-Type", nl) == 0) {
+            size_t jl = strlen("application/json");
+            h->json_body = (size_t)(he - hv) >= jl && strncasecmp(hv, "application/json", jl) == 0 &&
+                           (hv + jl == he || hv[jl] == ';' || hv[jl] == ' ');
+        } else if (nl == 10 && strncasecmp(p, "Connection", nl) == 0) {
+            h->close |= token_in(hv, he, "close");
+            h->keep_alive |= token_in(hv, he, "keep-alive");
+        } else if (nl == 6 && strncasecmp(p, "Expect", nl) == 0) {
+            if ((size_t)(he - hv) != 12 || strncasecmp(hv, "100-continue", 12) != 0)
+                return *msg = "unsupported Expect", 417;
+            h->expect_continue = 1;
+        }
+    }
+    if (h->content_length < 0)
+        h->content_length = 0;
+    return 1;
+}
+
+/* The request of a complete head and body: the channel's, or a 4xx. */
+static void handle(struct cconn *c, const struct head *h, const char *body)
+{
+    struct api *a = c->a;
+    char *raw = xstrndup(h->target, h->target_len);
+    char *q = strchr(raw, '?');
+    if (q)
+        *q = '\0';
+    struct segments segs = {.n = 0};
+    int sp = split_path(raw, &segs);
+    c->pending = 1;
+    if (sp == 0 && strip_prefix(a, &segs) == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
+        struct chan_req r = {.method = h->method, .token = segs.seg[1], .trial_id = segs.seg[2],
+                             .body = body, .body_len = (size_t)h->content_length, .json_body = h->json_body};
+        channel_request(a, c, &r);
+    } else {
+        c->close_after = 1;
+        cconn_error(c, 400, "%.200s: this connection carries a trial command channel (/env/...); open another"
+                    " connection for other routes", raw);
+    }
+    segments_free(&segs);
+    free(raw);
+}
+
+/* Reads what the socket has; 0, or -1 when the peer is gone. */
+static int read_some(struct cconn *c)
+{
+    for (;;) {
+        if (c->in_cap - c->in_len < READ_CHUNK) {
+            c->in_cap = c->in_len + READ_CHUNK * 2;
+            c->in = xrealloc(c->in, c->in_cap);
+        }
+        size_t room = c->in_cap - c->in_len;
+        ssize_t n = recv(c->fd, c->in + c->in_len, room, 0);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            c->last_ms = mono_ms();
+            if ((size_t)n < room)
+                return 0; /* drained for now */
+            if (c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD)
+                return 0; /* parsed (and refused) before any more is read */
+            continue;
+        }
+        if (n == 0)
+            return -1;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
+/* Serves the requests waiting in the buffer, one at a time. */
+static void serve(struct cconn *c)
+{
+    c->in_cb = 1;
+    while (!c->pending && !c->peer_gone && !c->close_after && out_empty(c) && c->in_len) {
+        struct head h;
+        const char *msg = NULL;
+        int rc = parse_head(c, &h, &msg);
+        if (rc == 0)
+            break;
+        if (rc != 1) {
+            c->close_after = 1;
+            c->pending = 1;
+            cconn_error(c, rc, "trial channel: %s", msg);
+            break;
+        }
+        size_t total = h.head_len + (size_t)h.content_length;
+        if (c->in_len < total) {
+            if (h.expect_continue && !c->continued) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                out_write(c, cont, sizeof cont - 1);
+                c->continued = 1;
+            }
+            break;
+        }
+        c->continued = 0;
+        if (h.close || (h.http10 && !h.keep_alive))
+            c->close_after = 1;
+        handle(c, &h, c->in + h.head_len);
+        memmove(c->in, c->in + total, c->in_len - total);
+        c->in_len -= total;
+    }
+    c->in_cb = 0;
+    /* a client may send its next request while this one waits, but not without end */
+    if (c->pending && c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD)
+        event_del(c->rev);
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    struct cconn *c = arg;
+    if (read_some(c) < 0)
+        gone(c);
+    serve(c);
+    settle(c);
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    struct cconn *c = arg;
+    if (!c->peer_gone && !c->pending)
+        event_add(c->rev, NULL); /* reading again if a long wait had stopped it */
+    serve(c);
+    settle(c);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what; (void)arg;
+    int64_t now = mono_ms();
+    for (struct cconn *c = conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->pending && out_empty(c) && now - c->last_ms > IDLE_MS)
+            conn_free(c);
+    }
+}
+
+struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(r);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0 || evbuffer_get_length(bufferevent_get_output(bev)))
+        return NULL;
+    /* from here evhttp sees no more of this connection: its callbacks are gone and its
+     * request stays unanswered until evhttp_connection_free (conn_free) */
+    bufferevent_disable(bev, EV_READ | EV_WRITE);
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    struct cconn *c = xcalloc(1, sizeof *c);
+    c->a = a;
+    c->evcon = evcon;
+    c->fd = fd;
+    c->last_ms = mono_ms();
+    struct evbuffer *left = bufferevent_get_input(bev); /* bytes after the first request */
+    size_t n = evbuffer_get_length(left);
+    c->in_cap = n + READ_CHUNK * 2;
+    c->in = xmalloc(c->in_cap);
+    if (n)
+        evbuffer_remove(left, c->in, n);
+    c->in_len = n;
+    const char *conn_hdr = evhttp_find_header(evhttp_request_get_input_headers(r), "Connection");
+    int keep = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "keep-alive");
+    int close = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "close");
+    c->close_after = close || (r->major == 1 && r->minor == 0 && !keep);
+    c->rev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->wev = event_new(a->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    c->kick = event_new(a->base, -1, 0, on_kick, c);
+    event_add(c->rev, NULL);
+    c->next = conns;
+    if (conns)
+        conns->prev = c;
+    conns = c;
+    if (!sweep_ev) {
+        sweep_ev = event_new(a->base, -1, EV_PERSIST, on_sweep, NULL);
+        struct timeval tv = {SWEEP_MS / 1000, 0};
+        event_add(sweep_ev, &tv);
+    }
+    c->pending = 1; /* the request it was adopted with */
+    return c;
+}
+
+void cconn_close_all(void)
+{
+    while (conns) {
+        struct cconn *c = conns;
+        if (!out_empty(c) && !c->peer_gone) /* the loop has ended: one last try */
+            if (send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+            }
+        conn_free(c);
+    }
+    if (sweep_ev)
+        event_free(sweep_ev);
+    sweep_ev = NULL;
+}

@@ -1,0 +1,44 @@
+/* chan_http.h: the trial command channel's own HTTP/1.1 connections (api/chan_http.c).
+ * channel.c decides what a request means; this file reads requests off the socket and
+ * writes the replies. */
+#ifndef TRIALQ_CHAN_HTTP_H
+#define TRIALQ_CHAN_HTTP_H
+
+#include <stddef.h>
+
+#include <event2/http.h>
+
+#include "api/api.h"
+
+struct cconn;
+
+enum chan_method { CHAN_GET, CHAN_PUT, CHAN_OTHER };
+
+/* One request to /env/<token>/<trial_id>; everything in it lives until the handler
+ * returns (the handler copies what it keeps). */
+struct chan_req {
+    enum chan_method method;
+    const char *token, *trial_id; /* decoded path segments */
+    const char *body;
+    size_t body_len;
+    int json_body;                /* Content-Type: application/json */
+};
+
+/* channel.c: handles one request. It answers with cconn_reply/cconn_error, now or
+ * later; until then the connection reads no further request (one at a time). */
+void channel_request(struct api *a, struct cconn *c, const struct chan_req *q);
+
+/* Takes over the connection of r (an evhttp request to the channel, answered by no
+ * one else afterwards); NULL when it cannot (r is then still evhttp's to answer). */
+struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r);
+/* The reply to the connection's pending request; body is JSON or "" (no body). */
+void cconn_reply(struct cconn *c, int code, const char *body);
+/* A 4xx/5xx with {"error": message}. */
+void cconn_error(struct cconn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether the client is still there to read a reply (a long poll it gave up on is not). */
+int cconn_alive(struct cconn *c);
+/* At api exit, after channel.c answered what was pending: writes what is left and
+ * closes every connection. */
+void cconn_close_all(void);
+
+#endif
