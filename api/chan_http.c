@@ -444,7 +444,9 @@ static void serve(struct cconn *c)
             break;
         }
         c->continued = 0;
-        if (h.close || (h.http10 && !h.keep_alive))
+        /* other methods (HEAD among them: a reply with a body would desync the client)
+         * get their 405 and the connection ends */
+        if (h.close || (h.http10 && !h.keep_alive) || h.method == CHAN_OTHER)
             c->close_after = 1;
         handle(c, &h, c->in + h.head_len);
         memmove(c->in, c->in + total, c->in_len - total);
@@ -514,7 +516,9 @@ struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
     const char *conn_hdr = evhttp_find_header(evhttp_request_get_input_headers(r), "Connection");
     int keep = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "keep-alive");
     int close = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "close");
-    c->close_after = close || (r->major == 1 && r->minor == 0 && !keep);
+    enum evhttp_cmd_type m = evhttp_request_get_command(r);
+    c->close_after = close || (r->major == 1 && r->minor == 0 && !keep) ||
+                     (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_PUT);
     c->rev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(a->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
     c->kick = event_new(a->base, -1, 0, on_kick, c);

@@ -57,6 +57,10 @@ api_pid=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WH
 tck=$(getconf CLK_TCK)
 api_cpu_ms() { awk -v t="$tck" '{ print int(($14 + $15) * 1000 / t) }' "/proc/$api_pid/stat"; }
 cpu0=$(api_cpu_ms)
+# busy CPU time of the whole machine (ms), to tell what else ran meanwhile
+busy_ms() { awk -v t="$tck" '/^cpu / { print int(($2 + $3 + $4 + $7 + $8 + $9) * 1000 / t) }' /proc/stat; }
+busy0=$(busy_ms)
+t0=$(date +%s%3N)
 if [ "${CLIENT:-c}" = python ]; then
     # the same load from Python's http.client (what NNI's SDK uses): the client, not
     # the api, is then the limit on 2 cores
@@ -94,6 +98,8 @@ else
     out=$("$BUILD/bench/metric_ingest_client" "$port" "$DUR" "$WORK/channels" || true)
 fi
 cpu1=$(api_cpu_ms)
+busy1=$(busy_ms)
+t1=$(date +%s%3N)
 read -r _ acked _ errors _ p50 _ p99 _ client_ms <<< "$out"
 stored=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric JOIN trial ON trial.id = metric.trial_id WHERE trial.experiment_id = '$id'")
 echo "client=${CLIENT:-c} clients=$C seconds=$DUR acknowledged=$acked stored=$stored"
@@ -103,6 +109,9 @@ awk -v s="$stored" -v a=$((cpu1 - cpu0)) -v c="${client_ms:-0}" 'BEGIN { if (s =
     printf "CPU per metric: api %.1f us", a * 1000 / s
     if (c > 0) printf ", clients %.1f us (both together on 2 idle cores: ~%.0f metrics/s)", c * 1000 / s, 2e6 / ((a + c) * 1000 / s)
     printf "\n" }'
+awk -v b=$((busy1 - busy0)) -v a=$((cpu1 - cpu0)) -v c="${client_ms:-0}" -v ms=$((t1 - t0)) 'BEGIN {
+    o = b - a - c; if (o < 0) o = 0
+    printf "other processes meanwhile: %.2f cores busy (the figures above are for what they left)\n", o / ms }'
 [ "$stored" = "$acked" ] || { echo "FAIL: $acked acknowledged but $stored stored" >&2; exit 1; }
 [ "$errors" = 0 ] || { echo "FAIL: $errors clients got an error reply" >&2; exit 1; }
 "$BUILD/nnictl" stop "$id" > /dev/null

@@ -161,11 +161,15 @@ c.send(put(pathA, b'{"type":"metric",'))
 assert c.reply()[0] == 400
 c.send(b"PUT " + pathA.encode() + b" HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}")
 assert c.reply()[0] == 415
+ok(c, A, 2302)
+print("ok: 403/400/415 keep the connection")
 c.send(b"DELETE " + pathA.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
 code, h, _ = c.reply()
 assert code == 405 and h.get("allow") == "GET, PUT", (code, h)
-ok(c, A, 2302)
-print("ok: 403/400/415/405 keep the connection")
+assert c.closed(), "left open after a 405"
+c = Conn()
+ok(c, A, 2303 - 1000)
+print("ok: another method: 405, connection closed")
 
 # 6. Connection: close on a later request: the reply says so, then EOF
 ok(c, A, 2303, b"Connection: close\r\n")
