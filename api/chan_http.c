@@ -34,7 +34,6 @@
 
 #include "api/chan_http.h"
 #include "api/routes.h"
-#include "schema/nnijson.h"
 
 #define MAX_HEAD (8 << 10) /* request line + headers of a channel request */
 #define READ_CHUNK 16384
@@ -199,18 +198,12 @@ void cconn_reply(struct cconn *c, int code, const char *body)
 
 void cconn_error(struct cconn *c, int code, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *body = error_body(fmt, ap);
     va_end(ap);
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "{\"error\":");
-    nj_str(&sb, msg);
-    sb_puts(&sb, "}");
-    cconn_reply(c, code, sb.buf);
-    sb_free(&sb);
+    cconn_reply(c, code, body);
+    free(body);
 }
 
 int cconn_alive(struct cconn *c)

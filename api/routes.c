@@ -54,20 +54,26 @@ void reply_cjson(struct evhttp_request *r, cJSON *j)
     cJSON_Delete(j);
 }
 
-void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
+char *error_body(const char *fmt, va_list ap)
 {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     struct strbuf sb;
     sb_init(&sb);
     sb_puts(&sb, "{\"error\":");
     nj_str(&sb, msg);
     sb_puts(&sb, "}");
-    reply_json(r, code, sb.buf);
-    sb_free(&sb);
+    return sb_detach(&sb);
+}
+
+void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *body = error_body(fmt, ap);
+    va_end(ap);
+    reply_json(r, code, body);
+    free(body);
 }
 
 /* ---------------- request parsing ---------------- */

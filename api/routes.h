@@ -4,6 +4,8 @@
 #ifndef TRIALQ_ROUTES_H
 #define TRIALQ_ROUTES_H
 
+#include <stdarg.h>
+
 #include <event2/http.h>
 
 #include "api/api.h"
@@ -38,6 +40,8 @@ void segments_free(struct segments *s);
 void reply_json(struct evhttp_request *r, int code, const char *body);
 void reply_cjson(struct evhttp_request *r, cJSON *j); /* 200; takes ownership */
 void reply_error(struct evhttp_request *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The JSON of an error reply, {"error": "<message>"} (free it). */
+char *error_body(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* The API's common headers (JSON content type, NNI's CORS headers). */
 void add_api_headers(struct evhttp_request *r, const char *content_type);
 
@@ -81,6 +85,12 @@ const char *stream_keep(struct stream *s, const char *str);
 void stream_drop(struct stream *s);
 /* Sends the listing; takes ownership of s. seq >= 0 adds the X-Trialq-Seq header. */
 void stream_start(struct stream *s, int64_t seq);
+/* A history listing (GET /trial-jobs, /metric-data): a stream whose page has the
+ * request's limit, offset and since (NULL with a 4xx/500 sent). The caller sets the
+ * rest of the page, then stream_page_start reads the cursor with cursor_fn and sends. */
+struct stream *stream_paged(struct req *q);
+void stream_page_start(struct req *q, struct stream *s,
+                       int (*cursor_fn)(struct db *, struct page *, int64_t *, struct errbuf *), stream_fill_fn fill);
 
 /* ---- handlers ---- */
 /* routes_experiment.c */

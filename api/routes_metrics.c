@@ -28,11 +28,7 @@ static void metric_listing(struct req *q, const char *trial_id, int64_t seq_min,
         reply_error(q->r, 400, "query parameter type: must be FINAL or PERIODICAL (got '%.64s')", type);
         return;
     }
-    int64_t limit = -1, offset = 0, since = -1;
-    if (query_int(q, "limit", 0, 1000000000, &limit) < 0 || query_int(q, "offset", 0, INT64_MAX / 4, &offset) < 0 ||
-        query_int(q, "since", 0, INT64_MAX / 4, &since) < 0)
-        return;
-    struct stream *s = stream_new(q);
+    struct stream *s = stream_paged(q);
     if (!s)
         return;
     struct page *p = &s->page;
@@ -40,20 +36,7 @@ static void metric_listing(struct req *q, const char *trial_id, int64_t seq_min,
     p->trial_id = stream_keep(s, trial_id);
     p->seq_min = seq_min;
     p->seq_max = seq_max;
-    p->limit = limit;
-    p->offset = offset;
-    p->incremental = since >= 0;
-    p->since = since;
-    struct errbuf e;
-    int64_t cursor;
-    if (metric_page_cursor(q->a->db, p, &cursor, &e) < 0) {
-        reply_error(q->r, 500, "%s", e.msg);
-        stream_drop(s);
-        return;
-    }
-    p->upto = cursor;
-    s->fill = fill_metrics;
-    stream_start(s, cursor);
+    stream_page_start(q, s, metric_page_cursor, fill_metrics);
 }
 
 void h_metric_data(struct req *q)

@@ -165,3 +165,34 @@ void stream_start(struct stream *s, int64_t seq)
     evhttp_connection_set_closecb(s->conn, on_close, s);
     send_piece(s, &sb, 1);
 }
+
+struct stream *stream_paged(struct req *q)
+{
+    int64_t limit = -1, offset = 0, since = -1;
+    if (query_int(q, "limit", 0, 1000000000, &limit) < 0 || query_int(q, "offset", 0, INT64_MAX / 4, &offset) < 0 ||
+        query_int(q, "since", 0, INT64_MAX / 4, &since) < 0)
+        return NULL;
+    struct stream *s = stream_new(q);
+    if (!s)
+        return NULL;
+    s->page.limit = limit;
+    s->page.offset = offset;
+    s->page.incremental = since >= 0;
+    s->page.since = since;
+    return s;
+}
+
+void stream_page_start(struct req *q, struct stream *s,
+                       int (*cursor_fn)(struct db *, struct page *, int64_t *, struct errbuf *), stream_fill_fn fill)
+{
+    struct errbuf e;
+    int64_t cursor;
+    if (cursor_fn(q->a->db, &s->page, &cursor, &e) < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
+        stream_drop(s);
+        return;
+    }
+    s->page.upto = cursor;
+    s->fill = fill;
+    stream_start(s, cursor);
+}

@@ -31,29 +31,11 @@ void h_trial_jobs(struct req *q)
             return;
         }
     }
-    int64_t limit = -1, offset = 0, since = -1;
-    if (query_int(q, "limit", 0, 1000000000, &limit) < 0 || query_int(q, "offset", 0, INT64_MAX / 4, &offset) < 0 ||
-        query_int(q, "since", 0, INT64_MAX / 4, &since) < 0)
-        return;
-    struct stream *s = stream_new(q);
+    struct stream *s = stream_paged(q);
     if (!s)
         return;
-    struct page *p = &s->page;
-    p->status = stream_keep(s, status);
-    p->limit = limit;
-    p->offset = offset;
-    p->incremental = since >= 0;
-    p->since = since;
-    struct errbuf e;
-    int64_t cursor;
-    if (trial_page_cursor(q->a->db, p, &cursor, &e) < 0) {
-        reply_error(q->r, 500, "%s", e.msg);
-        stream_drop(s);
-        return;
-    }
-    p->upto = cursor;
-    s->fill = fill_trials;
-    stream_start(s, cursor);
+    s->page.status = stream_keep(s, status);
+    stream_page_start(q, s, trial_page_cursor, fill_trials);
 }
 
 /* The trial when it belongs to this experiment; else a 404 is sent. 1 found, 0 not. */
