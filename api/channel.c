@@ -29,9 +29,12 @@
 #define GROUP_MAX 512       /* metrics per transaction at most */
 #define ACTIVE_MS 20        /* a connection that sent a metric this recently may send more */
 #define MAX_ACTIVE 256
+#define CHAN_BUCKETS 1024   /* trials with a command queued or a poll pending, by id */
 
+/* A trial with a command queued or a poll pending; freed when it has neither, so
+ * memory does not grow with the trials that ever polled. */
 struct chan {
-    struct chan *next;
+    struct chan *next;      /* in its bucket */
     char *trial_id;
     char *queue[MAX_QUEUED];
     int nqueued;
@@ -64,7 +67,7 @@ struct batch {
 
 struct chan_state {
     struct api *a;
-    struct chan *chans;
+    struct chan *chans[CHAN_BUCKETS];
     struct batch open;         /* metrics waiting for their commit to start */
     struct event *flush;       /* made active when the open batch is complete */
     struct event *window;      /* the window timer of the oldest pending metric */
@@ -92,16 +95,47 @@ static void reply_empty(struct cconn *c, int code)
     cconn_reply(c, code, "");
 }
 
+static struct chan **chan_slot(struct chan_state *s, const char *trial_id)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = trial_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    struct chan **pp = &s->chans[h % CHAN_BUCKETS];
+    while (*pp && strcmp((*pp)->trial_id, trial_id) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
 static struct chan *chan_get(struct chan_state *s, const char *trial_id)
 {
-    for (struct chan *c = s->chans; c; c = c->next)
-        if (strcmp(c->trial_id, trial_id) == 0)
-            return c;
-    struct chan *c = xcalloc(1, sizeof *c);
-    c->trial_id = xstrdup(trial_id);
-    c->next = s->chans;
-    s->chans = c;
-    return c;
+    struct chan **pp = chan_slot(s, trial_id);
+    if (!*pp) {
+        *pp = xcalloc(1, sizeof **pp);
+        (*pp)->trial_id = xstrdup(trial_id);
+    }
+    return *pp;
+}
+
+static void chan_free(struct chan *c)
+{
+    if (c->timer)
+        event_free(c->timer);
+    for (int i = 0; i < c->nqueued; i++)
+        free(c->queue[i]);
+    free(c->trial_id);
+    free(c);
+}
+
+/* Frees c when nothing waits on it. */
+static void chan_release(struct chan *c)
+{
+    if (c->waiting || c->nqueued)
+        return;
+    struct chan **pp = chan_slot(state_of(NULL), c->trial_id);
+    if (*pp == c) {
+        *pp = c->next;
+        chan_free(c);
+    }
 }
 
 /* Answers the pending GET with the first queued command, if both exist. */
@@ -128,6 +162,7 @@ static void chan_deliver(struct chan *c)
         event_del(c->timer);
     cconn_reply(r, 200, cmd);
     free(cmd);
+    chan_release(c);
 }
 
 static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
@@ -140,6 +175,7 @@ static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
     struct cconn *r = c->waiting;
     c->waiting = NULL;
     reply_empty(r, closed(s->a) ? 410 : 408);
+    chan_release(c);
 }
 
 static void chan_push(struct chan *c, char *cmd)
@@ -424,18 +460,15 @@ void channel_shutdown(struct api *a)
     struct chan_state *s = state_of(a);
     /* every pending metric is stored and answered before the api exits */
     dispatch_open(s);
-    for (struct chan *c = s->chans, *next; c; c = next) {
-        next = c->next;
-        if (c->waiting)
-            reply_empty(c->waiting, 410); /* sent at once: the loop has ended */
-        if (c->timer)
-            event_free(c->timer);
-        for (int i = 0; i < c->nqueued; i++)
-            free(c->queue[i]);
-        free(c->trial_id);
-        free(c);
+    for (int b = 0; b < CHAN_BUCKETS; b++) {
+        for (struct chan *c = s->chans[b], *next; c; c = next) {
+            next = c->next;
+            if (c->waiting)
+                reply_empty(c->waiting, 410); /* sent at once: the loop has ended */
+            chan_free(c);
+        }
+        s->chans[b] = NULL;
     }
-    s->chans = NULL;
     if (s->flush) {
         event_free(s->flush);
         event_free(s->window);
