@@ -34,6 +34,10 @@ extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 struct db *cli_open_db(const char *home_opt, char **home_out);
 /* Prints "ERROR: ..." to stderr and returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Options of the commands that take [ID] [--home H] (and [--trial_id/-T T] when
+ * trial_id is not NULL): 0, or 1 after a usage error naming cmd's usage. The ID is
+ * argv[optind] afterwards, when optind < argc. */
+int cli_home_trial_opts(int argc, char **argv, const struct cli_cmd *cmd, const char **home, const char **trial_id);
 /* 1 when the experiment's api process runs. */
 int cli_api_alive(const struct experiment *x);
 /* 1 when nothing listens on addr:port (and so we could bind it); addr NULL = 127.0.0.1. */

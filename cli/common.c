@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <netdb.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +25,24 @@ int cli_error(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
+}
+
+int cli_home_trial_opts(int argc, char **argv, const struct cli_cmd *cmd, const char **home, const char **trial_id)
+{
+    static const struct option opts[] = {
+        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, trial_id ? "T:H:" : "H:", trial_id ? opts : opts + 1, NULL)) != -1) {
+        if (c == 'T')
+            *trial_id = optarg;
+        else if (c == 'H')
+            *home = optarg;
+        else
+            return cli_error("usage: %s", cmd->usage);
+    }
+    return 0;
 }
 
 struct db *cli_open_db(const char *home_opt, char **home_out)

@@ -10,16 +10,9 @@
 
 static int cmd_show_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {{"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
     const char *home_opt = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
-        if (c == 'H')
-            home_opt = optarg;
-        else
-            return cli_error("usage: %s", cmd_config_show.usage);
-    }
+    if (cli_home_trial_opts(argc, argv, &cmd_config_show, &home_opt, NULL))
+        return 1;
     struct cli_target t;
     if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;

@@ -90,20 +90,9 @@ static int cmd_stderr_fn(int argc, char **argv)
 
 static int cmd_trial_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *trial_id = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "T:H:", opts, NULL)) != -1) {
-        if (c == 'T')
-            trial_id = optarg;
-        else if (c == 'H')
-            home_opt = optarg;
-        else
-            return cli_error("usage: %s", cmd_log_trial.usage);
-    }
+    if (cli_home_trial_opts(argc, argv, &cmd_log_trial, &home_opt, &trial_id))
+        return 1;
     struct cli_target t;
     if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;

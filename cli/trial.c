@@ -154,20 +154,9 @@ static int cmd_ls_fn(int argc, char **argv)
 
 static int cmd_kill_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *trial_id = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "T:H:", opts, NULL)) != -1) {
-        if (c == 'T')
-            trial_id = optarg;
-        else if (c == 'H')
-            home_opt = optarg;
-        else
-            return cli_error("usage: %s", cmd_trial_kill.usage);
-    }
+    if (cli_home_trial_opts(argc, argv, &cmd_trial_kill, &home_opt, &trial_id))
+        return 1;
     if (!trial_id)
         return cli_error("the following arguments are required: --trial_id/-T");
     char *home;
