@@ -339,7 +339,8 @@ void h_webui_overview(struct req *q)
 #define PAGE_MAX 500
 
 /* sort=<column> to an SQL expression (*nullable: some trials have no value for it);
- * param:<name> sorts by that parameter. NULL for an unknown column. */
+ * param:<name> sorts by that parameter, metric:<key> by that key of a dict final metric.
+ * NULL for an unknown column. */
 static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *nullable)
 {
     static const struct {
@@ -366,6 +367,15 @@ static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *n
         snprintf(path, pathsz, "$.\"%s\"", n);
         *nullable = 1;
         return "json_extract(parameters, :path)";
+    }
+    if (str_starts(sort, "metric:")) {
+        /* a key of a dict final metric ({"default": .., "loss": ..}); a number has none */
+        const char *n = sort + 7;
+        if (!*n || strlen(n) > 100 || strpbrk(n, "\"\\"))
+            return NULL;
+        snprintf(path, pathsz, "$.\"%s\"", n);
+        *nullable = 1;
+        return "(CASE WHEN json_valid(final_metric_json) THEN json_extract(final_metric_json, :path) END)";
     }
     return NULL;
 }
@@ -432,7 +442,7 @@ static int run_page(struct db *db, const char *sql, const struct binds *b, struc
     return rc == SQLITE_DONE ? 0 : errf(e, "trial page: %s", sqlite3_errmsg(db->h));
 }
 
-/* ?sort=sequence|id|status|metric|duration|start|end|param:<name> &order=asc|desc
+/* ?sort=sequence|id|status|metric|duration|start|end|param:<name>|metric:<key> &order=asc|desc
  * &status=S[,S...] &q=<text> &limit=1..500 (50) &offset=N
  * -> {"seq", "total", "offset", "rows": [TrialJobInfo...]}. Trials without a value for
  * the sort column come last in both orders; ties go by sequence. A nullable column is
@@ -453,7 +463,7 @@ void h_webui_trials(struct req *q)
     const char *expr = sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable);
     if (!expr) {
         reply_error(q->r, 400, "query parameter sort: unknown column '%.64s' (sequence, id, status, metric, duration,"
-                               " start, end, param:<name>)", sort);
+                               " start, end, param:<name>, metric:<key>)", sort);
         return;
     }
     int desc = 0;

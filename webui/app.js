@@ -40,7 +40,16 @@
     stale: { overview: true, table: true, charts: true },
     dialog: null,           // {id, trial, metricSeq, metrics, log}
     pickers: {},
+    cols: loadCols(),       // the user's column choices: {key: true|false}
+    paramKeys: new Set(),   // hyperparameter names seen (search space, rows)
+    metricKeys: new Set(),  // keys of dict final metrics seen, other than "default"
+    exps: { rows: [], sort: 'startTime', order: 'desc', status: '', platform: '', q: '', from: null, to: null },
+    custom: null,           // {from: trial, msgEl} of the customized-trial dialog
   };
+
+  function loadCols() {
+    try { const c = JSON.parse(localStorage.getItem('trialq-columns') || '{}'); return c && typeof c === 'object' ? c : {}; } catch (e) { return {}; }
+  }
 
   /* ---------------- HTTP ---------------- */
 
@@ -127,6 +136,15 @@
       return typeof v === 'number' ? v : null;
     } catch (e) { return null; }
   }
+  /* the final metric as reported (a number or a dict), or null */
+  function finalObjOf(t) {
+    if (!t.finalMetricData || !t.finalMetricData.length) return null;
+    try {
+      let v = JSON.parse(t.finalMetricData[0].data);
+      if (typeof v === 'string') v = JSON.parse(v);
+      return v;
+    } catch (e) { return null; }
+  }
   function finalOf(t) {
     return t.finalMetricData && t.finalMetricData.length ? metricValue(t.finalMetricData[0].data) : null;
   }
@@ -173,7 +191,8 @@
     try {
       // the first poll asks for everything at once: one round trip to a full page
       const first = S.seq === null && !S.profile;
-      const early = first ? [loadOverview(), S.page === 'detail' ? loadTable() : null, loadCharts()]
+      const early = first ? [loadOverview(), S.page === 'detail' ? loadTable() : null, loadCharts(),
+        S.page === 'experiment' ? loadExperiments() : null]
         .map(p => p && p.then(() => null, e => e)) : [];
       const [profile, cs] = await Promise.all([get('experiment'), get('check-status')]);
       const statusChanged = S.status !== cs.status;
@@ -198,6 +217,7 @@
       if (first) S.stale.overview = S.stale.table = S.stale.charts = false;
       if (S.stale.overview) jobs.push(loadOverview());
       if (S.stale.table && S.page === 'detail') jobs.push(loadTable());
+      if (S.page === 'experiment') jobs.push(loadExperiments());
       if (S.stale.charts) jobs.push(loadCharts());
       if (S.dialog) jobs.push(refreshDialog());
       const failed = (await Promise.all(jobs)).find(r => r instanceof Error);
@@ -271,6 +291,8 @@
     bar('#timeBar', p.execDuration, maxSec);
     $('#timeText').textContent = fmtDur(p.execDuration) + ' / ' + (maxSec ? fmtDur(maxSec) : 'unlimited');
     if (S.overview) renderOverview();
+    // the search space names the hyperparameter columns: draw the table again once known
+    if (!S.profileSeen) { S.profileSeen = true; if (S.table.rows.length) renderTable(); }
   }
 
   function bar(sel, v, max) {
@@ -330,30 +352,102 @@
     return q.toString();
   }
 
+  /* ---------------- table columns ---------------- */
+
+  /* The columns of the trial table: the fixed ones, then one per hyperparameter and one
+   * per other key of dict final metrics ("Add/Remove columns"; kept in localStorage). */
+  const FIXED_COLS = [
+    { key: 'sequence', label: 'Trial No.', sort: 'sequence', on: true },
+    { key: 'id', label: 'ID', sort: 'id', on: true },
+    { key: 'status', label: 'Status', sort: 'status', on: true },
+    { key: 'metric', label: 'Default metric', sort: 'metric', on: true },
+    { key: 'duration', label: 'Duration', sort: 'duration', on: true },
+    { key: 'start', label: 'Start time', sort: 'start', on: true },
+    { key: 'end', label: 'End time', sort: 'end', on: false },
+    { key: 'params', label: 'Parameters', on: true },
+    { key: 'reason', label: 'Waiting reason / message', on: true },
+  ];
+
+  function allCols() {
+    const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {};
+    Object.keys(ss).forEach(k => S.paramKeys.add(k));
+    const cols = FIXED_COLS.slice();
+    for (const k of S.paramKeys) cols.push({ key: 'param:' + k, label: k, sort: 'param:' + k, on: false, group: 'Hyperparameters' });
+    for (const k of S.metricKeys) cols.push({ key: 'mkey:' + k, label: k, sort: 'metric:' + k, on: false, group: 'Other metrics' });
+    return cols;
+  }
+  const colOn = c => (c.key in S.cols ? !!S.cols[c.key] : c.on);
+
+  function renderColPicker() {
+    const box = $('#colList');
+    const cols = allCols();
+    const sig = cols.map(c => c.key).join('|');
+    if (box.dataset.sig === sig) { // the same choices: only their state, the focus stays
+      $$('#colList input[data-col]').forEach(i => { const c = cols.find(x => x.key === i.dataset.col); if (c) i.checked = colOn(c); });
+      return;
+    }
+    box.dataset.sig = sig;
+    let group = '';
+    box.innerHTML = cols.map(c => {
+      const head = c.group && c.group !== group ? '<div class="colgroup">' + esc(c.group) + '</div>' : '';
+      group = c.group || group;
+      return head + '<label><input type="checkbox" data-col="' + esc(c.key) + '"' + (colOn(c) ? ' checked' : '') + '> ' + esc(c.label) + '</label>';
+    }).join('');
+  }
+
+  function cell(c, r) {
+    const k = c.key;
+    if (k === 'sequence') return '<td>' + r.sequenceId + '</td>';
+    if (k === 'id') return '<td><code>' + esc(r.trialJobId) + '</code></td>';
+    if (k === 'status') return '<td class="st ' + esc(r.status) + '">' + esc(r.status) + '</td>';
+    if (k === 'metric') return '<td class="metric">' + esc(fmtNum(finalOf(r))) + '</td>';
+    if (k === 'duration') return '<td>' + fmtDur(durationOf(r)) + '</td>';
+    if (k === 'start') return '<td class="time">' + fmtTime(r.startTime) + '</td>';
+    if (k === 'end') return '<td class="time end">' + fmtTime(r.endTime) + '</td>';
+    if (k === 'params') { const p = paramText(paramsOf(r)); return '<td class="params" title="' + esc(p) + '">' + esc(p) + '</td>'; }
+    if (k === 'reason') return '<td class="reason">' + esc(r.status === 'WAITING' ? r.waitingReason || '' : r.message || '') + '</td>';
+    let v;
+    if (k.startsWith('param:')) v = paramsOf(r)[k.slice(6)];
+    else { const m = finalObjOf(r); v = m && typeof m === 'object' ? m[k.slice(5)] : undefined; }
+    const txt = v === undefined ? '—' : typeof v === 'number' ? fmtNum(v) : typeof v === 'string' ? v : JSON.stringify(v);
+    return '<td class="xcol" data-col="' + esc(k) + '">' + esc(txt) + '</td>';
+  }
+
   function renderTable() {
     const t = S.table, ro = S.status === 'VIEWED';
+    for (const r of t.rows) {
+      Object.keys(paramsOf(r)).forEach(k => S.paramKeys.add(k));
+      const m = finalObjOf(r);
+      if (m && typeof m === 'object') Object.keys(m).forEach(k => { if (k !== 'default') S.metricKeys.add(k); });
+    }
+    const cols = allCols().filter(colOn);
+    renderColPicker();
+    // the head is rebuilt only when the columns change, so that a sort button keeps the focus
+    const head = $('#trials thead tr'), sig = cols.map(c => c.key).join('|');
+    if (head.dataset.sig !== sig) {
+      head.dataset.sig = sig;
+      head.innerHTML = '<th scope="col"><span class="sr-only">Select</span></th>' +
+        cols.map(c => '<th scope="col" data-col="' + esc(c.key) + '"' + (c.sort ? ' data-sort="' + esc(c.sort) + '"' +
+          '><button type="button">' + esc(c.label) + '</button>' : '>' + esc(c.label)) + '</th>').join('') +
+        '<th scope="col">Operation</th>';
+    }
     $$('#trials th[data-sort]').forEach(th => {
       if (th.dataset.sort === t.sort) th.setAttribute('aria-sort', t.order === 'asc' ? 'ascending' : 'descending');
       else th.removeAttribute('aria-sort');
     });
     const tb = $('#trials tbody');
     if (!t.rows.length) {
-      tb.innerHTML = '<tr><td colspan="10" class="muted">No trials' + (t.status || t.q ? ' match the filter' : ' yet') + '.</td></tr>';
+      tb.innerHTML = '<tr><td colspan="' + (cols.length + 2) + '" class="muted">No trials' + (t.status || t.q ? ' match the filter' : ' yet') + '.</td></tr>';
     } else {
       tb.innerHTML = t.rows.map(r => {
-        const p = paramText(paramsOf(r)), live = r.status === 'WAITING' || r.status === 'RUNNING';
-        const reason = r.status === 'WAITING' ? r.waitingReason || '' : r.message || '';
+        const live = r.status === 'WAITING' || r.status === 'RUNNING';
         return '<tr data-id="' + esc(r.trialJobId) + '">' +
           '<td><input type="checkbox" aria-label="Select trial ' + r.sequenceId + ' to compare"' + (S.selected.has(r.trialJobId) ? ' checked' : '') + '></td>' +
-          '<td>' + r.sequenceId + '</td><td><code>' + esc(r.trialJobId) + '</code></td>' +
-          '<td class="st ' + esc(r.status) + '">' + esc(r.status) + '</td>' +
-          '<td class="metric">' + esc(fmtNum(finalOf(r))) + '</td>' +
-          '<td>' + fmtDur(durationOf(r)) + '</td><td class="time">' + fmtTime(r.startTime) + '</td>' +
-          '<td class="params" title="' + esc(p) + '">' + esc(p) + '</td>' +
-          '<td class="reason">' + esc(reason) + '</td>' +
+          cols.map(c => cell(c, r)).join('') +
           '<td class="ops"><button type="button" data-act="open">Details</button> ' +
           '<button type="button" data-act="kill" class="danger"' + (live && !ro ? '' : ' disabled') + '>Kill</button> ' +
-          '<button type="button" data-act="rerun"' + (ro ? ' disabled' : '') + '>Re-run</button></td></tr>';
+          '<button type="button" data-act="rerun"' + (ro ? ' disabled' : '') + '>Re-run</button> ' +
+          '<button type="button" data-act="custom"' + (ro ? ' disabled' : '') + ' aria-label="Customized trial from trial ' + r.sequenceId + '">Customize</button></td></tr>';
       }).join('');
     }
     const from = t.total ? t.offset + 1 : 0, to = Math.min(t.total, t.offset + t.rows.length);
@@ -554,6 +648,7 @@
       (rec.parameter_source && rec.parameter_source !== 'algorithm' ? '\n(source: ' + rec.parameter_source + ')' : '');
     $('#dlgKill').disabled = ro || !(t.status === 'WAITING' || t.status === 'RUNNING');
     $('#dlgRerun').disabled = ro;
+    $('#dlgCustom').disabled = ro;
   }
 
   async function loadLog() {
@@ -572,13 +667,307 @@
     D.logAt = Date.now();
   }
 
+  /* ---------------- compare ---------------- */
+
+  /* The selected trials (at most 10): their intermediate curves on one chart and their
+   * parameters and metrics side by side, one column per trial. */
+  async function openCompare() {
+    const ids = Array.from(S.selected).slice(0, 10);
+    if (!ids.length) {
+      setMsg($('#tableMsg'), 'Select trials with the boxes of the first column, then press Compare.', false);
+      return;
+    }
+    const d = $('#compareDialog');
+    $('#cmpTitle').textContent = 'Compare ' + ids.length + ' trial' + (ids.length > 1 ? 's' : '') + (S.selected.size > 10 ? ' (the first 10 selected)' : '');
+    $('#cmpMsg').textContent = 'Loading…';
+    $('#cmpMsg').className = 'msg';
+    if (!d.open) d.showModal();
+    let data;
+    try {
+      data = await Promise.all(ids.map(async id => {
+        const [t, m] = await Promise.all([get('trial-jobs/' + encodeURIComponent(id)),
+          get('metric-data/' + encodeURIComponent(id) + '?type=PERIODICAL')]);
+        return { id, t, points: m.map(r => [r.sequence, metricValue(r.data), id]).filter(p => p[1] !== null).sort((a, b) => a[0] - b[0]) };
+      }));
+    } catch (e) {
+      setMsg($('#cmpMsg'), 'Compare: ' + e.message, false);
+      return;
+    }
+    $('#cmpMsg').textContent = '';
+    const C = window.TQChart, canvas = $('#cmpChart');
+    S.pickers[canvas.id] = C.xy(canvas, {
+      xLabel: 'step (sequence)', yLabel: 'intermediate result', empty: 'The selected trials reported no intermediate results',
+      series: data.map((x, i) => ({ name: '#' + x.t.sequenceId, kind: 'line', color: COLORS[i % COLORS.length], points: x.points })),
+    });
+    canvas.setAttribute('aria-label', 'Intermediate results of trials ' + data.map(x => '#' + x.t.sequenceId + ' (' + x.points.length + ')').join(', '));
+    const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {};
+    const pkeys = Array.from(new Set(Object.keys(ss).concat(...data.map(x => Object.keys(paramsOf(x.t))))));
+    const mkeys = Array.from(new Set([].concat(...data.map(x => { const m = finalObjOf(x.t); return m && typeof m === 'object' ? Object.keys(m).filter(k => k !== 'default') : []; }))));
+    const show = v => (v === undefined ? '—' : typeof v === 'number' ? fmtNum(v) : typeof v === 'string' ? v : JSON.stringify(v));
+    const rows = [
+      ['id', 'ID', x => x.t.trialJobId],
+      ['status', 'Status', x => x.t.status],
+      ['metric', 'Default metric', x => fmtNum(finalOf(x.t))],
+      ['duration', 'Duration', x => fmtDur(durationOf(x.t))],
+      ['start', 'Start time', x => fmtTime(x.t.startTime)],
+      ['end', 'End time', x => fmtTime(x.t.endTime)],
+    ].concat(pkeys.map(k => ['param:' + k, k, x => show(paramsOf(x.t)[k])]),
+      mkeys.map(k => ['mkey:' + k, k + ' (metric)', x => { const m = finalObjOf(x.t); return show(m && typeof m === 'object' ? m[k] : undefined); }]),
+      [['intermediate', 'Intermediate results', x => String(x.points.length)]]);
+    $('#cmpTable').innerHTML = '<caption class="sr-only">The selected trials side by side</caption><thead><tr><th scope="col">Trial No.</th>' +
+      data.map((x, i) => '<th scope="col" data-id="' + esc(x.id) + '"><span class="swatch" style="background:' + COLORS[i % COLORS.length] +
+        '" aria-hidden="true"></span>#' + x.t.sequenceId + '</th>').join('') + '</tr></thead><tbody>' +
+      rows.map(r => '<tr data-row="' + esc(r[0]) + '"><th scope="row">' + esc(r[1]) + '</th>' +
+        data.map(x => '<td' + (r[0] === 'status' ? ' class="st ' + esc(x.t.status) + '"' : '') + '>' + esc(r[2](x)) + '</td>').join('') + '</tr>').join('') +
+      '</tbody>';
+    document.body.dataset.compareReady = ids.join(',');
+  }
+
+  /* ---------------- customized trial ---------------- */
+
+  const NUMERIC = ['uniform', 'quniform', 'loguniform', 'qloguniform', 'randint', 'normal', 'qnormal', 'lognormal', 'qlognormal'];
+
+  /* NNI's "Customized trial": a trial's parameters copied into a form, edited, sent as
+   * a new trial (POST trial-jobs); the reply's sequenceId is the new trial number. */
+  async function openCustom(id, msgEl) {
+    let t;
+    try {
+      t = await get('trial-jobs/' + encodeURIComponent(id));
+    } catch (e) {
+      setMsg(msgEl, 'Customized trial: ' + e.message, false);
+      return;
+    }
+    S.custom = { from: t, msgEl };
+    const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {};
+    const params = paramsOf(t);
+    const keys = Array.from(new Set(Object.keys(ss).concat(Object.keys(params))));
+    $('#custTitle').textContent = 'Customized trial from #' + t.sequenceId;
+    $('#custNote').textContent = 'The parameters of trial #' + t.sequenceId + ' (' + t.trialJobId + '). Edit them and submit: a new trial runs with them.';
+    $('#custMsg').textContent = '';
+    $('#custFields').innerHTML = keys.map((k, i) => {
+      const spec = ss[k] || {}, type = spec._type || '', v = params[k], fid = 'cust-' + i;
+      let input;
+      if (type === 'choice' && Array.isArray(spec._value) && spec._value.every(o => o === null || typeof o !== 'object')) {
+        const opts = spec._value.slice();
+        if (v !== undefined && !opts.some(o => o === v)) opts.push(v);
+        input = '<select id="' + fid + '" data-param="' + esc(k) + '" data-kind="choice">' + opts.map(o =>
+          '<option value="' + esc(JSON.stringify(o)) + '"' + (o === v ? ' selected' : '') + '>' + esc(typeof o === 'string' ? o : JSON.stringify(o)) + '</option>').join('') + '</select>';
+      } else if (typeof v === 'number' || (v === undefined && NUMERIC.includes(type))) {
+        input = '<input id="' + fid + '" type="number" step="any" required data-param="' + esc(k) + '" data-kind="number" value="' + esc(v === undefined ? '' : v) + '">';
+      } else {
+        const text = typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v);
+        input = '<input id="' + fid + '" type="text" data-param="' + esc(k) + '" data-kind="' + (typeof v === 'string' || v === undefined ? 'string' : 'json') + '" value="' + esc(text) + '">';
+      }
+      const range = type ? type + ' ' + JSON.stringify(spec._value) : 'not in the search space';
+      return '<label for="' + fid + '">' + esc(k) + '</label>' + input + '<span class="hint" id="' + fid + '-hint">' + esc(range) + '</span>';
+    }).join('') || '<p class="muted">This trial has no parameters.</p>';
+    $$('#custFields [data-param]').forEach(el => { const h = $('#' + el.id + '-hint'); if (h) el.setAttribute('aria-describedby', h.id); });
+    const d = $('#customDialog');
+    if (!d.open) d.showModal();
+    const first = $('#custFields [data-param]');
+    if (first) first.focus();
+  }
+
+  /* a warning (not a refusal, as NNI) when a value is outside its search-space range */
+  function customWarning(el) {
+    const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {};
+    const spec = ss[el.dataset.param];
+    if (el.dataset.kind !== 'number' || !spec || !Array.isArray(spec._value)) return '';
+    const v = Number(el.value), [lo, hi] = spec._value;
+    if (el.value === '' || !Number.isFinite(v)) return 'a number is needed';
+    if (['uniform', 'quniform', 'loguniform', 'qloguniform'].includes(spec._type) && (v < lo || v > hi)) return 'outside the search space [' + lo + ', ' + hi + ']';
+    if (spec._type === 'randint' && (v < lo || v >= hi || !Number.isInteger(v))) return 'outside the search space (an integer from ' + lo + ' to ' + (hi - 1) + ')';
+    return '';
+  }
+  function checkCustomField(el) {
+    const h = $('#' + el.id + '-hint'), w = customWarning(el);
+    const ss = (S.profile && S.profile.params && S.profile.params.searchSpace) || {}, spec = ss[el.dataset.param];
+    h.textContent = w ? '⚠ ' + w : spec ? spec._type + ' ' + JSON.stringify(spec._value) : 'not in the search space';
+    h.classList.toggle('warn', !!w);
+    return w;
+  }
+
+  async function submitCustom() {
+    const params = {}, bad = [], warn = [];
+    for (const el of $$('#custFields [data-param]')) {
+      const k = el.dataset.param, kind = el.dataset.kind;
+      if (kind === 'choice') params[k] = JSON.parse(el.value);
+      else if (kind === 'number') {
+        if (el.value.trim() === '' || !Number.isFinite(Number(el.value))) { bad.push(k + ': a number is needed'); continue; }
+        params[k] = Number(el.value);
+        const w = checkCustomField(el);
+        if (w) warn.push(k + ' ' + w);
+      } else if (kind === 'json') {
+        try { params[k] = JSON.parse(el.value); } catch (e) { bad.push(k + ': not valid JSON (' + e.message + ')'); }
+      } else params[k] = el.value;
+    }
+    if (bad.length) { setMsg($('#custMsg'), bad.join('; '), false); return; }
+    if (warn.length && !window.confirm('Outside the search space: ' + warn.join('; ') + '. Submit anyway?')) return;
+    try {
+      const r = await change('POST', 'trial-jobs', params);
+      const text = 'Customized trial queued as trial #' + r.sequenceId + ' (' + r.trialJobId + ').';
+      $('#customDialog').close();
+      setMsg(S.custom.msgEl, text, true);
+      await tick();
+    } catch (e) {
+      setMsg($('#custMsg'), 'Submit failed: ' + e.message, false);
+    }
+  }
+
+  /* ---------------- nav panels: summary and log ---------------- */
+
+  let summaryUrl = null;
+  function openPanel(title) {
+    $('#panelTitle').textContent = title;
+    $('#panelTabs').innerHTML = '';
+    $('#panelTabs').hidden = true;
+    $('#panelActions').innerHTML = '';
+    $('#panelText').textContent = 'Loading…';
+    const d = $('#panelDialog');
+    if (!d.open) d.showModal();
+  }
+  const MAXTEXT = 200000;
+  const tail = text => (text.length > MAXTEXT ? '… (' + fmtInt(text.length - MAXTEXT) + ' earlier characters not shown)\n' + text.slice(-MAXTEXT) : text);
+
+  /* NNI's summary: {experimentParameters: the profile, trialMessage: the trials, each
+   * with "intermediate": its metric records}, downloadable as experiment.json */
+  async function openSummary() {
+    const n = S.overview ? S.overview.total : 0;
+    if (n > 20000 && !window.confirm('The summary holds all ' + fmtInt(n) + ' trials and every metric record, read at once. Continue?')) return;
+    openPanel('Summary');
+    try {
+      const [profile, trials, metrics] = await Promise.all([get('experiment'), get('trial-jobs'), get('metric-data')]);
+      const by = new Map();
+      for (const m of metrics) {
+        if (!by.has(m.trialJobId)) by.set(m.trialJobId, []);
+        by.get(m.trialJobId).push(m);
+      }
+      const trialMessage = trials.map(t => Object.assign({}, t, { intermediate: by.get(t.trialJobId) || [] }));
+      const text = JSON.stringify({ experimentParameters: profile, trialMessage }, null, 2);
+      if (summaryUrl) URL.revokeObjectURL(summaryUrl);
+      summaryUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+      $('#panelActions').innerHTML = '<a class="button" id="summaryDownload" href="' + summaryUrl + '" download="experiment.json">Download experiment.json</a>' +
+        '<span class="muted">' + fmtInt(trialMessage.length) + ' trials, ' + fmtInt(metrics.length) + ' metric records</span>';
+      $('#panelText').textContent = tail(text);
+    } catch (e) {
+      $('#panelText').textContent = 'Summary: ' + e.message;
+    }
+  }
+
+  /* NNI's Config panel: the search space and the config (GET experiment's params) */
+  function panelTabs(names, showTab) {
+    const tabs = $('#panelTabs');
+    tabs.hidden = false;
+    tabs.innerHTML = names.map((f, i) => '<button type="button" role="tab" data-file="' + esc(f) + '" aria-selected="' + (i === 0) + '">' + esc(f) + '</button>').join('');
+    const bs = $$('#panelTabs [data-file]');
+    const pick = f => { bs.forEach(b => b.setAttribute('aria-selected', String(b.dataset.file === f))); return showTab(f); };
+    bs.forEach((b, i) => {
+      b.addEventListener('click', () => pick(b.dataset.file));
+      b.addEventListener('keydown', ev => {
+        const k = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
+        if (k) { const n = bs[(i + k + bs.length) % bs.length]; n.focus(); pick(n.dataset.file); }
+      });
+    });
+    return pick(names[0]);
+  }
+
+  async function openConfig() {
+    openPanel('Config');
+    let p;
+    try { p = await get('experiment'); } catch (e) { $('#panelText').textContent = 'Config: ' + e.message; return; }
+    const params = p.params || {};
+    panelTabs(['Search space', 'Config'], f => {
+      $('#panelText').textContent = JSON.stringify(f === 'Config' ? params : params.searchSpace || {}, null, 2);
+    });
+  }
+
+  /* the experiment's log files (GET logs/<file>, served from <logDir>/log) */
+  async function openLogs() {
+    openPanel('Log');
+    const c = (S.profile && S.profile.params) || {};
+    const files = ['nnictl_stderr.log', 'nnictl_stdout.log'];
+    if ((c.tuner && c.tuner.className) || (c.assessor && c.assessor.className) || (c.advisor && c.advisor.className)) files.push('dispatcher.log');
+    let shown = 0;
+    const showFile = async f => {
+      const mine = ++shown; // a slow earlier read must not overwrite a later tab
+      $('#panelActions').innerHTML = '<a class="button" id="logDownload" href="' + esc(BASE + 'logs/' + encodeURIComponent(f)) + '" download="' + esc(f) + '">Download ' + esc(f) + '</a>';
+      $('#panelText').textContent = 'Loading…';
+      try {
+        const r = await fetch(BASE + 'logs/' + encodeURIComponent(f), { cache: 'no-store' });
+        const text = await r.text();
+        if (mine !== shown) return;
+        $('#panelText').textContent = r.ok ? tail(text) || '(' + f + ' is empty)' : r.status === 404 ? '(no ' + f + ')' : text;
+      } catch (e) {
+        $('#panelText').textContent = 'the api does not answer (' + e.message + ')';
+      }
+    };
+    await panelTabs(files, showFile);
+  }
+
+  /* ---------------- all experiments ---------------- */
+
+  const EXP_STATUSES = ['INITIALIZED', 'RUNNING', 'ERROR', 'STOPPING', 'STOPPED', 'VIEWED', 'DONE', 'NO_MORE_TRIAL', 'TUNER_NO_MORE_TRIAL'];
+
+  /* every experiment of the database (GET experiments-info: NNI's .experiment entries;
+   * "port" only while its api runs) */
+  async function loadExperiments() {
+    const rows = await get('experiments-info');
+    S.exps.rows = Array.isArray(rows) ? rows : [];
+    renderExperiments();
+    document.body.dataset.experimentsReady = '1';
+  }
+
+  function fillSelect(sel, values, current) {
+    const sig = values.join('|');
+    if (sel.dataset.sig === sig) return;
+    sel.dataset.sig = sig;
+    sel.innerHTML = '<option value="">all</option>' + values.map(v => '<option' + (v === current ? ' selected' : '') + '>' + esc(v) + '</option>').join('');
+  }
+
+  function expUrl(r) {
+    if (r.id === (S.profile && S.profile.id)) return BASE + 'oview';
+    return location.protocol + '//' + location.hostname + ':' + r.port + (r.prefixUrl ? '/' + r.prefixUrl : '') + '/oview';
+  }
+
+  function renderExperiments() {
+    const E = S.exps;
+    fillSelect($('#eStatus'), Array.from(new Set(EXP_STATUSES.concat(E.rows.map(r => r.status)))), E.status);
+    fillSelect($('#ePlatform'), Array.from(new Set(E.rows.map(r => r.platform))).sort(), E.platform);
+    const q = E.q.toLowerCase();
+    const rows = E.rows.filter(r => (!E.status || r.status === E.status) && (!E.platform || r.platform === E.platform) &&
+      (!q || String(r.id).toLowerCase().includes(q) || String(r.experimentName || '').toLowerCase().includes(q)) &&
+      (E.from === null || r.startTime >= E.from) && (E.to === null || (typeof r.endTime === 'number' && r.endTime <= E.to)));
+    const key = r => { const v = E.sort === 'name' ? r.experimentName : r[E.sort]; return typeof v === 'number' ? v : v === undefined || v === null || v === 'N/A' ? null : String(v).toLowerCase(); };
+    rows.sort((a, b) => {
+      const x = key(a), y = key(b);
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1; // no value: last
+      return (x < y ? -1 : x > y ? 1 : 0) * (E.order === 'asc' ? 1 : -1) || (a.id < b.id ? -1 : 1);
+    });
+    $$('#experiments th[data-esort]').forEach(th => {
+      if (th.dataset.esort === E.sort) th.setAttribute('aria-sort', E.order === 'asc' ? 'ascending' : 'descending');
+      else th.removeAttribute('aria-sort');
+    });
+    const self = S.profile && S.profile.id;
+    $('#experiments tbody').innerHTML = rows.length ? rows.map(r =>
+      '<tr data-exp="' + esc(r.id) + '"><td class="ename">' + esc(r.experimentName || '—') + '</td><td>' +
+      (r.port ? '<a class="eid" href="' + esc(expUrl(r)) + '">' + esc(r.id) + '</a>' : '<code class="eid">' + esc(r.id) + '</code>') +
+      (r.id === self ? ' <span class="muted">(this one)</span>' : '') + '</td>' +
+      '<td class="st ' + esc(r.status) + '">' + esc(r.status) + '</td><td class="eport">' + esc(r.port || '—') + '</td>' +
+      '<td class="eplat">' + esc(r.platform) + '</td><td class="time">' + fmtTime(r.startTime) + '</td>' +
+      '<td class="time">' + (typeof r.endTime === 'number' ? fmtTime(r.endTime) : '—') + '</td></tr>').join('')
+      : '<tr><td colspan="7" class="muted">' + (E.rows.length ? 'No experiment matches the filter.' : 'No experiments.') + '</td></tr>';
+    $('#expInfo').textContent = fmtInt(rows.length) + ' of ' + fmtInt(E.rows.length) + ' experiments of the database' +
+      (E.rows.length ? ' (' + fmtInt(E.rows.filter(r => r.port).length) + ' with a running api: their ID opens their web UI)' : '') + '.';
+  }
+
   /* ---------------- pages and events ---------------- */
 
   function show(page, push) {
-    if (!['oview', 'detail'].includes(page)) page = 'oview';
+    if (!PAGES.includes(page)) page = 'oview';
     S.page = page;
     $('#page-oview').hidden = page !== 'oview';
     $('#page-detail').hidden = page !== 'detail';
+    $('#page-experiment').hidden = page !== 'experiment';
     $$('nav a').forEach(a => { if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current'); });
     if (push) history.pushState({ page }, '', BASE + page + location.search);
     S.stale.charts = true;
@@ -635,13 +1024,30 @@
     });
 
     // table: sort, filter, paging, row operations
-    $$('#trials th[data-sort] button').forEach(b => b.addEventListener('click', () => {
+    $('#trials thead').addEventListener('click', ev => {
+      const b = ev.target.closest('th[data-sort] button');
+      if (!b) return;
       const col = b.parentElement.dataset.sort, t = S.table;
       t.order = t.sort === col && t.order === 'asc' ? 'desc' : 'asc';
       t.sort = col;
       t.offset = 0;
       reload();
-    }));
+    });
+    $('#colList').addEventListener('change', ev => {
+      const k = ev.target.dataset.col;
+      if (!k) return;
+      S.cols[k] = ev.target.checked;
+      try { localStorage.setItem('trialq-columns', JSON.stringify(S.cols)); } catch (e) { /* private mode */ }
+      renderTable();
+    });
+    $('#colReset').addEventListener('click', () => {
+      S.cols = {};
+      try { localStorage.removeItem('trialq-columns'); } catch (e) { /* private mode */ }
+      renderTable();
+    });
+    document.addEventListener('keydown', ev => {
+      if (ev.key === 'Escape' && $('#colPick').open && !document.querySelector('dialog[open]')) { $('#colPick').open = false; $('#colPick summary').focus(); }
+    });
     const reload = () => { S.stale.table = true; loadTable().catch(e => setReachable(e.status !== 0, e.message)); };
     $('#fStatus').addEventListener('change', ev => { S.table.status = ev.target.value; S.table.offset = 0; reload(); });
     $('#fLimit').addEventListener('change', ev => { S.table.limit = Number(ev.target.value); S.table.offset = 0; reload(); });
@@ -665,9 +1071,42 @@
       const b = ev.target.closest('button[data-act]');
       if (!b) return;
       if (b.dataset.act === 'open') openTrial(id);
+      else if (b.dataset.act === 'custom') openCustom(id, $('#tableMsg'));
       else trialAction(b.dataset.act, id, $('#tableMsg'));
     });
-    $('#compare').addEventListener('click', () => { selectTab('intermediate'); });
+    $('#compare').addEventListener('click', () => openCompare());
+    $('#cmpClose').addEventListener('click', () => $('#compareDialog').close());
+    hookChartPointer($('#cmpChart'));
+
+    // customized trial
+    $('#dlgCustom').addEventListener('click', () => openCustom(S.dialog.id, $('#dlgMsg')));
+    $('#custClose').addEventListener('click', () => $('#customDialog').close());
+    $('#custCancel').addEventListener('click', () => $('#customDialog').close());
+    $('#custForm').addEventListener('submit', ev => { ev.preventDefault(); submitCustom(); });
+    $('#custFields').addEventListener('input', ev => { if (ev.target.dataset.param) checkCustomField(ev.target); });
+
+    // nav panels: summary and log
+    $('#summaryBtn').addEventListener('click', () => openSummary());
+    $('#configBtn').addEventListener('click', () => openConfig());
+    $('#logBtn').addEventListener('click', () => openLogs());
+    $('#panelClose').addEventListener('click', () => $('#panelDialog').close());
+
+    // all experiments
+    const expFilter = () => renderExperiments();
+    $('#eStatus').addEventListener('change', ev => { S.exps.status = ev.target.value; expFilter(); });
+    $('#ePlatform').addEventListener('change', ev => { S.exps.platform = ev.target.value; expFilter(); });
+    $('#eText').addEventListener('input', ev => { S.exps.q = ev.target.value.trim(); expFilter(); });
+    // a day in the browser's time zone: from its first millisecond, to its last
+    const day = (v, end) => { if (!v) return null; const [y, m, d] = v.split('-').map(Number); return new Date(y, m - 1, d + (end ? 1 : 0)).getTime() - (end ? 1 : 0); };
+    $('#eFrom').addEventListener('change', ev => { S.exps.from = day(ev.target.value, false); expFilter(); });
+    $('#eTo').addEventListener('change', ev => { S.exps.to = day(ev.target.value, true); expFilter(); });
+    $('#expFilters').addEventListener('submit', ev => ev.preventDefault());
+    $$('#experiments th[data-esort] button').forEach(b => b.addEventListener('click', () => {
+      const col = b.parentElement.dataset.esort, E = S.exps;
+      E.order = E.sort === col && E.order === 'asc' ? 'desc' : 'asc';
+      E.sort = col;
+      renderExperiments();
+    }));
 
     // chart tabs (arrow keys move between them)
     const tabs = $$('#page-detail [data-tab]');

@@ -2,7 +2,8 @@
 # The web UI under a URL prefix (nnictl create --url_prefix) in headless chromium
 # (tests/webui/e2e.js prefix): opened at the address nnictl prints (the prefix without
 # its slash), overview numbers against the database, the trials page, a trial's stdout,
-# a reload; every request stays inside the prefix, no console errors. Screenshots:
+# the log panel, All experiments, a reload; every request stays inside the prefix, no
+# console errors. Screenshots:
 # <ctest's working dir>/webui-artifacts/61-webui-prefix/*.png (WEBUI_ARTIFACTS overrides).
 . "$(dirname "$0")/lib.sh"
 

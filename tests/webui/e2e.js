@@ -6,7 +6,7 @@
 //        (read-only); then the api goes away (the caller stops it when told on stdout)
 //        and the UI must say it is unreachable
 //   node e2e.js prefix URL DB EXP_ID ARTIFACTS   the UI under a URL prefix (URL ends
-//        with it): pages, files and API calls stay inside it
+//        with it): pages, files, logs and API calls stay inside it
 // A screenshot of each page goes to ARTIFACTS.
 'use strict';
 const path = require('path');
@@ -261,6 +261,7 @@ async function view(page, errors) {
   const ids = await tableIds(page);
   eq(ids.length, Math.min(50, Number(sql(db, `SELECT count(*) FROM trial WHERE experiment_id='${expId}'`))), 'rows of the first page');
   assert(await page.$$eval('#trials button[data-act=kill]', bs => bs.every(b => b.disabled)), 'kill is disabled in view mode');
+  assert(await page.$$eval('#trials button[data-act=custom]', bs => bs.length > 0 && bs.every(b => b.disabled)), 'customized trial is disabled in view mode');
   await shot(page, '11-view-trials');
   assert(errors.length === 0, 'no console errors: ' + errors.join('; '));
   log('view: read-only, numbers equal the database');
@@ -316,6 +317,17 @@ async function prefix(page, errors) {
   await until('stdout of the trial', async () => (await page.textContent('#dlgLog')).includes('done'), 10000);
   await shot(page, '21-prefix-trial');
   await page.keyboard.press('Escape');
+  // the log panel and All experiments stay inside the prefix too
+  await page.click('#logBtn');
+  await until('the log under the prefix', async () => (await page.textContent('#panelText')).includes(expId), 10000);
+  eq(new URL(await page.$eval('#logDownload', a => a.href)).pathname, pfx + '/logs/nnictl_stderr.log', 'the log download address');
+  await page.keyboard.press('Escape');
+  await page.click('nav a[data-page=experiment]');
+  await page.waitForSelector('body[data-experiments-ready]');
+  eq(new URL(page.url()).pathname, pfx + '/experiment', 'the All experiments address');
+  eq(new URL(await page.$eval(`tr[data-exp="${expId}"] a.eid`, a => a.href)).pathname, pfx + '/oview', 'this experiment\'s link');
+  await page.click('nav a[data-page=detail]');
+  await page.waitForSelector('#page-detail:not([hidden])');
   await page.reload(); // a reload of /<prefix>/detail is the same page
   await page.waitForSelector('body[data-table-ready]');
   assert(await page.isVisible('#page-detail'), 'the reloaded page shows the trials');
