@@ -15,37 +15,7 @@ BUILD=${1:-$SRC/build}
 N=${N:-100000}
 M=${M:-20}
 REQS=${REQS:-1000}
-PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/trialq-bench-history-XXXXXX)
-export NNI_HOME=$WORK/home
-trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
-DB=$NNI_HOME/trialq.db
-port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-
-mkdir -p "$WORK/code"
-cat > "$WORK/code/exp.yml" <<YML
-searchSpace:
-  lr: {_type: loguniform, _value: [0.0001, 0.1]}
-  batch: {_type: choice, _value: [16, 32, 64, 128]}
-trialCommand: "true"
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 1
-tuner: {name: Random, classArgs: {seed: 1}}
-trainingService: {platform: local}
-YML
-id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
-while [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
-"$BUILD/nnictl" stop "$id" > /dev/null
-
-t0=$(date +%s.%N)
-build_history "$DB" "$id" "$N" "$M"
-t1=$(date +%s.%N)
-ntrials=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-nmetrics=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric")
-dbsize=$(du -m "$DB" | cut -f1)
-awk -v n="$ntrials" -v m="$nmetrics" -v s="$dbsize" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { printf "history_api: built %d trials, %d metrics in %.1f s (database %d MB)\n", n, m, t1 - t0, s }'
+history_bench history_api
 
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
 api=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")

@@ -2,7 +2,46 @@
 # database, made in one transaction (sourced by bench/history_api.sh and
 # bench/webui_load.sh). Trial ids are a letter and four digits (NNI's 5-character
 # shape); statuses, durations, parameters and metrics vary as in a real run.
-#   build_history DB EXPERIMENT_ID TRIALS METRICS_PER_TRIAL
+#   history_bench NAME: needs SRC, BUILD, N, M; sets PY, WORK (removed at exit unless
+#     KEEP is set), NNI_HOME, DB, port and id: an experiment that ran one trial and
+#     stopped, with N trials x M metrics of history built into it; prints the figures.
+#   build_history DB EXPERIMENT_ID TRIALS METRICS_PER_TRIAL: the history alone.
+history_bench() {
+    local name=$1
+    PY=/usr/bin/python3
+    WORK=$(mktemp -d "/tmp/trialq-bench-$name-XXXXXX")
+    export NNI_HOME=$WORK/home
+    trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
+    DB=$NNI_HOME/trialq.db
+    port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$WORK/code"
+    cat > "$WORK/code/exp.yml" <<YML
+experimentName: $name
+searchSpace:
+  lr: {_type: loguniform, _value: [0.0001, 0.1]}
+  batch: {_type: choice, _value: [16, 32, 64, 128]}
+  dropout: {_type: uniform, _value: [0, 0.5]}
+trialCommand: "true"
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 1
+tuner: {name: Random, classArgs: {seed: 1, optimize_mode: maximize}}
+trainingService: {platform: local}
+YML
+    id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+    while [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+    "$BUILD/nnictl" stop "$id" > /dev/null
+    local t0 t1 ntrials nmetrics dbsize
+    t0=$(date +%s.%N)
+    build_history "$DB" "$id" "$N" "$M"
+    t1=$(date +%s.%N)
+    ntrials=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+    nmetrics=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric")
+    dbsize=$(du -m "$DB" | cut -f1)
+    awk -v name="$name" -v n="$ntrials" -v m="$nmetrics" -v s="$dbsize" -v t0="$t0" -v t1="$t1" \
+        'BEGIN { printf "%s: built %d trials, %d metrics in %.1f s (database %d MB)\n", name, n, m, t1 - t0, s }'
+}
+
 build_history() {
     local DB=$1 id=$2 N=$3 M=$4
     sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
