@@ -107,7 +107,7 @@ for seq in range(1000, 1050):
 t0 = time.time()
 c.send(get(pathA))
 code, _, _ = c.reply()
-assert code == 408 and 0.8 < time.time() - t0 < 1.6, (code, time.time() - t0)
+assert code == 408 and 0.8 < time.time() - t0 < 3, (code, time.time() - t0)
 c.send(put(pathA, b'{"type":"request_parameter"}'))
 assert c.reply()[0] == 200
 c.send(get(pathA))
