@@ -78,7 +78,11 @@ void cli_target_close(struct cli_target *t);
 /* A message for a failed REST call: the api's {"error"} or the status. Caller frees. */
 char *cli_error_of(int code, const char *body);
 /* JSON with four-space indents, as NNI's json.dumps(indent=4). */
+/* Python's json.dumps(j, indent=4): config show, experiment machines */
 void cli_print_indent4(const cJSON *j);
+/* json.dumps(j, indent=4, sort_keys=True, separators=(',', ':')): how NNI's nnictl
+ * prints trial ls, experiment show and experiment status */
+void cli_print_nni(const cJSON *j);
 
 /* Progress line and best trial, for --foreground. */
 void cli_print_progress(struct db *db, const char *id);

@@ -105,14 +105,6 @@ static int with_experiment(int argc, char **argv, int (*fn)(struct db *db, const
     return rc;
 }
 
-static void print_json(cJSON *j, int pretty)
-{
-    char *s = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
-    printf("%s\n", s);
-    free(s);
-    cJSON_Delete(j);
-}
-
 static int show(struct db *db, const char *id, struct experiment *x)
 {
     (void)db; (void)id;
@@ -120,7 +112,7 @@ static int show(struct db *db, const char *id, struct experiment *x)
     cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
     cJSON_Delete(cfg);
     cJSON *j = nni_profile_json(x, red);
-    /* NNI: GET /experiment with the times as local "YYYY/MM/DD HH:MM:SS", indent 4 */
+    /* NNI: GET /experiment with the times as local "YYYY/MM/DD HH:MM:SS" */
     static const char *const keys[] = {"startTime", "endTime"};
     for (int k = 0; k < 2; k++) {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
@@ -130,7 +122,7 @@ static int show(struct db *db, const char *id, struct experiment *x)
             cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
         }
     }
-    cli_print_indent4(j);
+    cli_print_nni(j);
     cJSON_Delete(j);
     return 0;
 }
@@ -145,7 +137,8 @@ static int status(struct db *db, const char *id, struct experiment *x)
     cJSON_AddStringToObject(j, "status", st);
     cJSON *errs = cJSON_Parse(x->errors);
     cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
-    print_json(j, 0);
+    cli_print_nni(j);
+    cJSON_Delete(j);
     return 0;
 }
 

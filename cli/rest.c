@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/json.h"
 
 int cli_target_open(struct cli_target *t, const char *home_opt, const char *id_arg, int need_running)
 {
@@ -66,20 +67,14 @@ char *cli_error_of(int code, const char *body)
 
 void cli_print_indent4(const cJSON *j)
 {
-    char *s = cJSON_Print(j);
-    /* cJSON indents with tabs and puts one after each colon; NNI's
-     * json.dumps(indent=4) has four spaces per level and ": " */
-    int line_start = 1;
-    for (char *p = s; p && *p; p++) {
-        if (*p == '\t')
-            fputs(line_start ? "    " : " ", stdout);
-        else
-            putchar(*p);
-        if (*p == '\n')
-            line_start = 1;
-        else if (*p != '\t')
-            line_start = 0;
-    }
-    putchar('\n');
+    char *s = json_print_python(j, 0, ": ");
+    puts(s);
+    free(s);
+}
+
+void cli_print_nni(const cJSON *j)
+{
+    char *s = json_print_python(j, 1, ":");
+    puts(s);
     free(s);
 }

@@ -25,7 +25,7 @@ static int by_metric_asc(const void *a, const void *b)
     return by_metric_desc(b, a);
 }
 
-/* NNI prints times as local "YYYY/MM/DD HH:MM:SS" and keys sorted, indent 4. */
+/* NNI prints times as local "YYYY/MM/DD HH:MM:SS". */
 static void rewrite_times(cJSON *j)
 {
     static const char *const keys[] = {"startTime", "endTime"};
@@ -37,35 +37,6 @@ static void rewrite_times(cJSON *j)
             cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
         }
     }
-}
-
-static cJSON *sorted_copy(const cJSON *j)
-{
-    if (!cJSON_IsObject(j)) {
-        if (cJSON_IsArray(j)) {
-            cJSON *a = cJSON_CreateArray();
-            const cJSON *it;
-            cJSON_ArrayForEach(it, j) cJSON_AddItemToArray(a, sorted_copy(it));
-            return a;
-        }
-        return cJSON_Duplicate(j, 1);
-    }
-    int n = cJSON_GetArraySize(j);
-    const cJSON **items = xcalloc((size_t)n, sizeof *items);
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, j) items[i++] = it;
-    for (int a = 1; a < n; a++) /* insertion sort: objects are small */
-        for (int b = a; b > 0 && strcmp(items[b - 1]->string, items[b]->string) > 0; b--) {
-            const cJSON *t = items[b];
-            items[b] = items[b - 1];
-            items[b - 1] = t;
-        }
-    cJSON *o = cJSON_CreateObject();
-    for (i = 0; i < n; i++)
-        cJSON_AddItemToObject(o, items[i]->string, sorted_copy(items[i]));
-    free(items);
-    return o;
 }
 
 static int cmd_ls_fn(int argc, char **argv)
@@ -139,11 +110,12 @@ static int cmd_ls_fn(int argc, char **argv)
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < m; i++) {
         if (i >= from && i < to)
-            cJSON_AddItemToArray(arr, sorted_copy(rows[i].json));
-        cJSON_Delete(rows[i].json);
+            cJSON_AddItemToArray(arr, rows[i].json);
+        else
+            cJSON_Delete(rows[i].json);
     }
     free(rows);
-    cli_print_indent4(arr);
+    cli_print_nni(arr);
     cJSON_Delete(arr);
     exp_clear(&x);
     free(id);

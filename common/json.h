@@ -20,4 +20,14 @@ void json_put_string(struct strbuf *sb, const char *s);
 /* One number into buf (at least 32 bytes), as json_print_exact prints it. */
 void json_format_double(double d, char *buf, size_t size);
 
+/* What Python's json.dumps(j, indent=4, sort_keys=sort_keys, separators=(",", colon))
+ * prints (ensure_ascii on), which is how NNI's nnictl prints its JSON: colon ":" for
+ * trial ls and experiment show|status, ": " for json.dumps(indent=4)'s default.
+ * cJSON keeps no int and float apart: a number prints as Python prints what it reads
+ * from json_print_exact's text, an int when that has no '.' or exponent (2, -0 as 0),
+ * else a float in repr form (0.5, 1e-05, 1e+16). Equal to
+ * json.dumps(json.loads(json_print_exact(j)), ...); bytes that are not UTF-8 print
+ * as \ufffd. Caller frees. */
+char *json_print_python(const cJSON *j, int sort_keys, const char *colon);
+
 #endif

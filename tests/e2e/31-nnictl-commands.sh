@@ -77,6 +77,47 @@ pass "log stdout/stderr/trial, webui url, config show, platform clean"
 wait_status "$id" DONE 60
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='FAILED'")" = 1 ] || fail "x=2 did not fail"
 
+# trial ls [--head|--tail], experiment show|status print exactly what NNI's nnictl
+# prints for the same REST answers: its own code (nnictl_utils.py) is the oracle here
+for args in "trial ls" "trial ls --head 2" "trial ls --tail 3" "experiment show" "experiment status"; do
+    # shellcheck disable=SC2086
+    n $args "$id"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "nnictl $args"; }
+    $PY - "http://127.0.0.1:$port/api/v1/nni" "$args" "$WORK/out" <<'PY' || fail "nnictl $args differs from NNI's output"
+import json, sys, urllib.request
+from datetime import datetime, timezone
+from functools import cmp_to_key
+api, args, mine = sys.argv[1], sys.argv[2].split(), open(sys.argv[3]).read()
+def get(route):
+    return json.loads(urllib.request.urlopen(api + route, timeout=10).read())
+def convert_time_stamp_to_date(content):
+    for k in ("startTime", "endTime"):
+        if content.get(k):
+            content[k] = str(datetime.fromtimestamp(content[k] // 1000, timezone.utc).astimezone().strftime("%Y/%m/%d %H:%M:%S"))
+    return content
+def final_metric_data_cmp(lhs, rhs):
+    metric_l = json.loads(json.loads(lhs["finalMetricData"][0]["data"]))
+    metric_r = json.loads(json.loads(rhs["finalMetricData"][0]["data"]))
+    if isinstance(metric_l, dict):
+        return metric_l["default"] - metric_r["default"]
+    return metric_l - metric_r
+if args[:2] == ["trial", "ls"]:
+    content = get("/trial-jobs")
+    if "--head" in args:
+        content = sorted(filter(lambda x: "finalMetricData" in x, content), key=cmp_to_key(final_metric_data_cmp), reverse=True)[:int(args[3])]
+    elif "--tail" in args:
+        content = sorted(filter(lambda x: "finalMetricData" in x, content), key=cmp_to_key(final_metric_data_cmp))[:int(args[3])]
+    content = [convert_time_stamp_to_date(c) for c in content]
+elif args[1] == "show":
+    content = convert_time_stamp_to_date(get("/experiment"))
+else:
+    content = get("/check-status")
+want = json.dumps(content, indent=4, sort_keys=True, separators=(",", ":")) + "\n"
+if mine != want:
+    sys.exit("--- NNI would print\n%s--- nnictl printed\n%s" % (want, mine))
+PY
+done
+pass "trial ls [--head|--tail], experiment show|status: NNI's output byte for byte"
+
 # rerun: trials like any other, within maxTrialNumber
 failed=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='FAILED'")
 ok=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' ORDER BY sequence LIMIT 1")

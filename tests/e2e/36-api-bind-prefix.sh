@@ -104,7 +104,7 @@ pass "beyond loopback: mutations 401 without token, 403 with a wrong one, 200 wi
 
 n update concurrency "$id" --value 1; has "Update concurrency success!"
 [ "$(sql "SELECT concurrency FROM experiment WHERE id='$id'")" = 1 ] || fail "nnictl update not applied"
-n trial ls "$id"; has "\"trialJobId\": \"$tid\""
+n trial ls "$id"; has "\"trialJobId\":\"$tid\""
 n experiment status "$id"; has '"status"'
 n trial kill "$id" --trial_id "$tid"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "nnictl trial kill"; }
 for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$tid'")" = USER_CANCELED ] && break; sleep 0.1; done

@@ -99,7 +99,7 @@ pass "trial ls --head / --tail on the loaded experiment"
 
 n resume "$id" --port "$port"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "resume of the loaded experiment"; }
 wait_status "$id" DONE 60
-n trial ls "$id"; has "\"status\": \"SUCCEEDED\""
+n trial ls "$id"; has "\"status\":\"SUCCEEDED\""
 n stop "$id"
 assert_no_leftovers
 pass "the loaded experiment resumes"
