@@ -903,10 +903,18 @@ static int launch(struct dispatcher *d)
     char *ckpt = xasprintf("%s/checkpoint", a->exp.exp_dir);
     mkdir_p(logdir, 0700);
     mkdir_p(ckpt, 0700);
-    /* --exp_params: base64 of the canonical config without searchSpace; a built-in
-     * section stays in trialq's C code, so the process is not given it */
-    cJSON *params = cJSON_Duplicate(a->cfg->canonical, 1);
-    cJSON_DeleteItemFromObjectCaseSensitive(params, "searchSpace");
+    /* --exp_params: base64 of the config's algorithm sections, all that NNI's
+     * `python -m nni` reads (tuner, assessor, advisor, deprecated). NNI sends the whole
+     * config less searchSpace; the rest stays out because a command line is readable
+     * by every local user (ps), and trainingService holds passwords and tokens. A
+     * built-in section stays in trialq's C code, so the process is not given it. */
+    cJSON *params = cJSON_CreateObject();
+    static const char *const algo_keys[] = {"tuner", "assessor", "advisor", "deprecated"};
+    for (size_t k = 0; k < sizeof algo_keys / sizeof *algo_keys; k++) {
+        const cJSON *sec = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, algo_keys[k]);
+        if (sec)
+            cJSON_AddItemToObject(params, algo_keys[k], cJSON_Duplicate(sec, 1));
+    }
     if (!d->custom_tuner)
         log_info("dispatcher: built-in tuner %s runs in trialq; the process only assesses", a->cfg->tuner.name);
     if (a->cfg->assessor.set && !a->cfg->assessor.class_name)

@@ -99,6 +99,16 @@ nnictl create --config "$WORK/ws/config.yml" --port "$port" > "$WORK/ws.out"
 ws=$(exp_id_of "$WORK/ws.out")
 wait_status "$ws" DONE 180
 events "$WORK/ws/tuner.jsonl" start | grep -q "\"channel\": \"ws://localhost:$port/tuner\"" || fail "ws: channel URL"
+# --exp_params holds the algorithm sections only: a command line is readable by every
+# local user, and trainingService and the rest of the config may hold secrets
+dpid=$(sql "SELECT pid FROM process WHERE experiment_id='$ws' AND role='dispatcher' ORDER BY id DESC LIMIT 1")
+$PY - "/proc/$dpid/cmdline" <<'PY' || fail "the dispatcher's --exp_params"
+import base64, json, sys
+argv = open(sys.argv[1], "rb").read().split(b"\0")
+params = json.loads(base64.b64decode(argv[argv.index(b"--exp_params") + 1]))
+assert set(params) == {"tuner", "assessor"}, sorted(params)
+assert params["tuner"]["className"] == "recorder.RecordingTuner", params
+PY
 check_run "$WORK/ws" "$ws" websocket
 pass "WebSocket channel: 6 trials ran the tuner's parameters, results and ends reached it, the assessor stopped $(sql "SELECT count(*) FROM trial WHERE experiment_id='$ws' AND status='EARLY_STOPPED'")"
 
