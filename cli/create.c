@@ -265,6 +265,7 @@ static int cmd_create_fn(int argc, char **argv)
     x.token = token;
     x.bind_address = (char *)bind;
     x.url_prefix = prefix;
+    x.config_file = realpath(path, NULL); /* left out when the code directory is shipped */
     int rc = 1;
     if (mkdir_p(x.exp_dir, 0700) < 0) {
         cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
@@ -298,6 +299,7 @@ out:
     free(config_json);
     free(ss_json);
     free(x.exp_dir);
+    free(x.config_file);
     free(prefix);
     free(home);
     config_free(cfg);

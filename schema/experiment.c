@@ -31,6 +31,8 @@ int exp_insert(struct db *db, const struct experiment *x, struct errbuf *e)
     /* a column of migration 011: set only when used (older schemas in tests lack it) */
     if (rc >= 0 && x->url_prefix && *x->url_prefix)
         rc = db_run(db, e, "UPDATE experiment SET url_prefix = ? WHERE id = ?", "ss", x->url_prefix, x->id);
+    if (rc >= 0 && x->config_file)
+        rc = db_run(db, e, "UPDATE experiment SET config_file = ? WHERE id = ?", "ss", x->config_file, x->id);
     if (rc < 0 || db_event(db, e, x->id, NULL, "experiment", NULL, x->status ? x->status : "INITIALIZED",
                            "created") < 0) {
         if (own)
@@ -44,7 +46,7 @@ int exp_insert(struct db *db, const struct experiment *x, struct errbuf *e)
     "id, name, config, search_space, platform, status, desired_status, exp_dir,"           \
     " bind_address, errors, token, port, start_time, end_time, exec_duration_ms,"          \
     " max_trial_number, max_exec_seconds, max_trial_seconds, concurrency, seed,"           \
-    " next_sequence, tuner_exhausted, api_pid, api_start, api_heartbeat, url_prefix"
+    " next_sequence, tuner_exhausted, api_pid, api_start, api_heartbeat, url_prefix, config_file"
 
 int exp_load(struct db *db, const char *id, struct experiment *x, struct errbuf *e)
 {
@@ -89,6 +91,7 @@ int exp_load(struct db *db, const char *id, struct experiment *x, struct errbuf 
     x->api_start = col_i64(st, i++);
     x->api_heartbeat = col_i64(st, i++);
     x->url_prefix = col_str(st, i++);
+    x->config_file = col_str(st, i++);
     sqlite3_reset(st);
     return 1;
 }
@@ -98,6 +101,7 @@ void exp_clear(struct experiment *x)
     free(x->id); free(x->name); free(x->config); free(x->search_space); free(x->platform);
     free(x->status); free(x->desired_status); free(x->exp_dir); free(x->bind_address);
     free(x->errors); free(x->token); free(x->url_prefix);
+    free(x->config_file);
     memset(x, 0, sizeof *x);
 }
 

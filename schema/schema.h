@@ -11,6 +11,7 @@ struct experiment {
     char *id, *name, *config, *search_space, *platform, *status, *desired_status;
     char *exp_dir, *bind_address, *errors, *token;
     char *url_prefix; /* "" or "/a/b": every route is under it (migration 011) */
+    char *config_file; /* the YAML it was created from, absolute, or NULL (migration 013) */
     int port;
     int64_t start_time, end_time, exec_duration_ms;
     int64_t max_trial_number, max_exec_seconds, max_trial_seconds; /* 0 = unlimited */

@@ -49,9 +49,10 @@ char *b64_encode(const void *data, size_t len);
 char *b64_decode(const char *s, size_t *len);
 
 /* Copies src into dst (which must not exist yet) honouring .nniignore files, within NNI's
- * limits (2,000 files and directories, 300 MB): a copy to dst.tmp-<pid>, then rename;
- * an existing dst is kept. */
-int kube_copy_code(const char *src, const char *dst, struct errbuf *e);
+ * limits (2,000 files and directories, 300 MB), without the file leave_out (the
+ * experiment's config; NULL for none): a copy to dst.tmp-<pid>, then rename; an
+ * existing dst is kept. */
+int kube_copy_code(const char *src, const char *dst, const char *leave_out, struct errbuf *e);
 
 /* `nnictl create` checks kubeconfig, API server, credentials, CRD and storage before
  * anything is stored. 0 also for platforms that are not of the Kubernetes family. */

@@ -643,7 +643,7 @@ int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e)
         /* the code directory is shipped: NNI's limits are checked now, not at the first trial */
         const cJSON *code = worker_config_item(&w, "trialCodeDirectory");
         struct code_list list;
-        rc = code_list_build(cJSON_IsString(code) ? code->valuestring : ".", &list, e);
+        rc = code_list_build(cJSON_IsString(code) ? code->valuestring : ".", NULL, &list, e);
         if (rc == 0)
             code_list_free(&list);
     }
@@ -680,7 +680,7 @@ static int kube_init(struct worker *w, struct errbuf *e)
          * host on every platform, and the share is there anyway */
         const cJSON *code = worker_config_item(w, "trialCodeDirectory");
         char *dst = xasprintf("%s/nni-code", ks->local_root);
-        int rc = kube_copy_code(cJSON_IsString(code) ? code->valuestring : ".", dst, e);
+        int rc = kube_copy_code(cJSON_IsString(code) ? code->valuestring : ".", dst, w->exp.config_file, e);
         free(dst);
         if (rc < 0)
             goto fail;

@@ -6,10 +6,10 @@
 #include "workers/kube.h"
 #include "workers/nniignore.h"
 
-int kube_copy_code(const char *src, const char *dst, struct errbuf *e)
+int kube_copy_code(const char *src, const char *dst, const char *leave_out, struct errbuf *e)
 {
     struct stat sb;
     if (stat(dst, &sb) == 0)
         return 0; /* copied before (by this experiment's earlier worker) */
-    return code_copy_tree(src, dst, e);
+    return code_copy_tree(src, dst, leave_out, e);
 }

@@ -213,6 +213,9 @@ int ignore_match(struct ignore_rules *const *sets, int nsets, const char *path, 
 
 struct walk {
     const char *root;
+    dev_t leave_dev; /* the file left out (leave_out), when there is one */
+    ino_t leave_ino;
+    int leave;
     struct ignore_rules **sets;
     int nsets;
     struct strbuf list;
@@ -262,7 +265,10 @@ static int walk_dir(struct walk *w, const char *rel, struct errbuf *e)
         struct stat st;
         if (rc == 0 && lstat(subabs, &st) == 0) {
             int is_dir = S_ISDIR(st.st_mode);
-            if (!ignore_match(w->sets, w->nsets, sub, is_dir)) {
+            int left_out = w->leave && st.st_dev == w->leave_dev && st.st_ino == w->leave_ino;
+            if (left_out)
+                log_info("code directory %s: %s is the experiment's config, not shipped", w->root, sub);
+            else if (!ignore_match(w->sets, w->nsets, sub, is_dir)) {
                 w->entries++;
                 sb_add(&w->list, sub, strlen(sub) + 1);
                 if (w->entries > CODE_MAX_ENTRIES)
@@ -292,13 +298,19 @@ static int walk_dir(struct walk *w, const char *rel, struct errbuf *e)
     return rc;
 }
 
-int code_list_build(const char *root, struct code_list *out, struct errbuf *e)
+int code_list_build(const char *root, const char *leave_out, struct code_list *out, struct errbuf *e)
 {
     memset(out, 0, sizeof *out);
     struct stat st;
     if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
         return errf(e, "trialCodeDirectory %s: %s", root, errno ? strerror(errno) : "not a directory");
     struct walk w = {.root = root};
+    struct stat ls;
+    if (leave_out && stat(leave_out, &ls) == 0 && S_ISREG(ls.st_mode)) {
+        w.leave = 1;
+        w.leave_dev = ls.st_dev;
+        w.leave_ino = ls.st_ino;
+    }
     sb_init(&w.list);
     int rc = walk_dir(&w, "", e);
     while (w.nsets)
@@ -355,11 +367,11 @@ done:
     return rc;
 }
 
-int code_copy_tree(const char *src, const char *dst, struct errbuf *e)
+int code_copy_tree(const char *src, const char *dst, const char *leave_out, struct errbuf *e)
 {
     /* the list (and the limits) first: nothing is written when the dir is too big */
     struct code_list list;
-    if (code_list_build(src, &list, e) < 0)
+    if (code_list_build(src, leave_out, &list, e) < 0)
         return -1;
     char *tmp = xasprintf("%s.tmp%d", dst, (int)getpid());
     rm_rf(tmp);

@@ -30,12 +30,15 @@ struct code_list {
     int entries;     /* files + directories (NNI counts both) */
     int64_t bytes;   /* total size of the files */
 };
-/* Walks root honouring every .nniignore on the way; fails with NNI's limits named. */
-int code_list_build(const char *root, struct code_list *out, struct errbuf *e);
+/* Walks root honouring every .nniignore on the way; fails with NNI's limits named.
+ * leave_out (NULL for none) names a file never shipped whatever the rules say: the
+ * experiment's own config, which holds the platforms' secrets (matched by device and
+ * inode, so any path to it). */
+int code_list_build(const char *root, const char *leave_out, struct code_list *out, struct errbuf *e);
 void code_list_free(struct code_list *l);
 /* Copies what code_list_build keeps of src to dst on a filesystem of this host (a shared
  * storage mount): into a temporary sibling first, renamed into place when complete, so
  * that dst is whole or absent; a dst another worker completed first is kept. */
-int code_copy_tree(const char *src, const char *dst, struct errbuf *e);
+int code_copy_tree(const char *src, const char *dst, const char *leave_out, struct errbuf *e);
 
 #endif

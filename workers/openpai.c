@@ -389,7 +389,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     if (access(code_dst, F_OK) < 0) {
         const char *src = cfg_str(w, "trialCodeDirectory");
         char *src_abs = xstrdup(src ? src : ".");
-        int rc = code_copy_tree(src_abs, code_dst, e);
+        int rc = code_copy_tree(src_abs, code_dst, w->exp.config_file, e);
         free(src_abs);
         if (rc < 0) {
             char *m = xasprintf("trialCodeDirectory: %s", e->msg);
@@ -406,7 +406,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     char *sdk_dst = xasprintf("%s/nni-sdk", p->local_root);
     if (access(sdk_dst, F_OK) < 0) {
         char *src = sdk_dir();
-        if (code_copy_tree(src, sdk_dst, e) < 0)
+        if (code_copy_tree(src, sdk_dst, NULL, e) < 0)
             log_warn("cannot copy the trial SDK to the storage: %s (trials need the nni package in their image)",
                      e->msg);
         free(src);

@@ -300,7 +300,7 @@ static int pack(struct worker *w, struct remote_state *rs, struct errbuf *e)
     const cJSON *code = worker_config_item(w, "trialCodeDirectory");
     const char *root = cJSON_IsString(code) ? code->valuestring : ".";
     struct code_list cl;
-    if (code_list_build(root, &cl, e) < 0)
+    if (code_list_build(root, w->exp.config_file, &cl, e) < 0)
         return -1;
     char *dir = xasprintf("%s/.remote", w->exp.exp_dir);
     mkdir_p(dir, 0700);
@@ -1273,7 +1273,7 @@ int remote_preflight(const cJSON *ts, const cJSON *config, struct errbuf *e)
     if (!cJSON_IsString(code))
         code = cJSON_GetObjectItemCaseSensitive(config, "trialCodeDirectory");
     struct code_list cl;
-    if (code_list_build(cJSON_IsString(code) ? code->valuestring : ".", &cl, e) < 0)
+    if (code_list_build(cJSON_IsString(code) ? code->valuestring : ".", NULL, &cl, e) < 0)
         return -1;
     code_list_free(&cl);
     char *known_hosts = NULL;

@@ -52,6 +52,8 @@ for u in tqremote1 tqremote2; do
     c=/home/$u/nni-experiments/$id/nni-code
     [ -f "$c/metrics.sh" ] && [ -f "$c/.nniignore" ] || fail "code missing on $u"
     [ ! -e "$c/data" ] && [ ! -e "$c/x.tmp" ] || fail ".nniignore not honoured on $u"
+    # the experiment's config (beside the code, with the machines' passwords) stays here
+    [ -f "$WORK/exp/config.yml" ] && [ ! -e "$c/config.yml" ] || fail "the config was shipped to $u"
 done
 grep -q "code shipped" "$NNI_HOME/$id/log/"*worker*.log 2>/dev/null || grep -rq "code shipped" "$NNI_HOME/$id/log/" ||
     fail "no 'code shipped' log line"

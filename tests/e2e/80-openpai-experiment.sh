@@ -73,7 +73,10 @@ PY
 code="$PAI_LOCAL/$id/nni-code"
 [ -f "$code/metrics.sh" ] && [ -f "$code/sub/keep.txt" ] || fail "code not shipped to $code"
 [ ! -e "$code/data" ] && [ ! -e "$code/sub/drop.tmp" ] || fail ".nniignore not honoured: $(ls -R "$code")"
-pass "code shipped to the storage, .nniignore honoured"
+# the experiment's config (beside the code, with the OpenPAI token) stays here
+[ -f "$WORK/exp/config.yml" ] && [ ! -e "$code/config.yml" ] || fail "the config was shipped to the storage"
+[ "$(sql "SELECT config_file FROM experiment WHERE id='$id'")" = "$(realpath "$WORK/exp/config.yml")" ] || fail "config_file"
+pass "code shipped to the storage, .nniignore honoured, the config left out"
 
 # metrics: the rows are what the trials wrote on the storage; parameter.cfg per trial
 pai_assert_metrics "$id"

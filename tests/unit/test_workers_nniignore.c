@@ -122,7 +122,7 @@ static void test_walk(void **state)
     put(root, "pkg/gen/out.txt", "o");
     struct code_list l;
     struct errbuf e;
-    assert_int_equal(code_list_build(root, &l, &e), 0);
+    assert_int_equal(code_list_build(root, NULL, &l, &e), 0);
     assert_true(listed(&l, "train.py"));
     assert_true(listed(&l, ".nniignore"));
     assert_true(listed(&l, "pkg"));
@@ -136,6 +136,56 @@ static void test_walk(void **state)
     assert_int_equal(l.entries, 6); /* .nniignore train.py pkg pkg/.nniignore pkg/__init__.py pkg/keep.ckpt */
     code_list_free(&l);
     rm_rf(root);
+    free(root);
+}
+
+/* the experiment's config (it holds the platforms' passwords and tokens) is not shipped,
+ * by whatever path it was named; a file of the same name elsewhere is */
+static void test_leave_out_config(void **state)
+{
+    (void)state;
+    char *root = tmpdir();
+    put(root, "train.py", "print(1)\n");
+    put(root, "exp.yml", "trainingService: {platform: remote, machineList: [{password: x}]}\n");
+    put(root, "sub/exp.yml", "another file of the same name\n");
+    struct code_list l;
+    struct errbuf e;
+    char *cfg = xasprintf("%s/exp.yml", root);
+    char *cfg_other_path = xasprintf("%s/sub/../exp.yml", root);
+    char *link = xasprintf("%s/link.yml", root);
+    const char *const names[] = {cfg, cfg_other_path};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(code_list_build(root, names[i], &l, &e), 0);
+        assert_true(listed(&l, "train.py"));
+        assert_false(listed(&l, "exp.yml"));
+        assert_true(listed(&l, "sub/exp.yml"));
+        assert_int_equal(l.entries, 3);
+        code_list_free(&l);
+    }
+    /* a symlink to it in the code is shipped as a link (its target stays behind) */
+    assert_int_equal(symlink("exp.yml", link), 0);
+    assert_int_equal(code_list_build(root, cfg, &l, &e), 0);
+    assert_true(listed(&l, "link.yml"));
+    assert_false(listed(&l, "exp.yml"));
+    code_list_free(&l);
+    /* a config outside the code directory, or gone: nothing left out */
+    assert_int_equal(code_list_build(root, "/nonexistent/exp.yml", &l, &e), 0);
+    assert_true(listed(&l, "exp.yml"));
+    code_list_free(&l);
+    /* the copy to shared storage leaves it out too */
+    char *dst = xasprintf("%s.copy", root);
+    assert_int_equal(code_copy_tree(root, dst, cfg, &e), 0);
+    char *copied = xasprintf("%s/exp.yml", dst), *kept = xasprintf("%s/train.py", dst);
+    assert_int_equal(access(copied, F_OK), -1);
+    assert_int_equal(access(kept, F_OK), 0);
+    rm_rf(dst);
+    rm_rf(root);
+    free(copied);
+    free(kept);
+    free(dst);
+    free(link);
+    free(cfg_other_path);
+    free(cfg);
     free(root);
 }
 
@@ -153,16 +203,16 @@ static void test_limits(void **state)
     }
     struct code_list l;
     struct errbuf e;
-    assert_int_equal(code_list_build(root, &l, &e), 0);
+    assert_int_equal(code_list_build(root, NULL, &l, &e), 0);
     assert_int_equal(l.entries, 2000);
     code_list_free(&l);
     put(root, "one-more", "");
-    assert_int_equal(code_list_build(root, &l, &e), -1);
+    assert_int_equal(code_list_build(root, NULL, &l, &e), -1);
     assert_non_null(strstr(e.msg, "more than 2000 files and directories"));
     assert_non_null(strstr(e.msg, root));
     /* ignoring them makes it fit again */
     put(root, ".nniignore", "many/\n");
-    assert_int_equal(code_list_build(root, &l, &e), 0);
+    assert_int_equal(code_list_build(root, NULL, &l, &e), 0);
     assert_int_equal(l.entries, 2);
     code_list_free(&l);
     rm_rf(root);
@@ -173,10 +223,10 @@ static void test_limits(void **state)
     assert_non_null(f);
     assert_int_equal(ftruncate(fileno(f), 301LL * 1024 * 1024), 0);
     fclose(f);
-    assert_int_equal(code_list_build(root, &l, &e), -1);
+    assert_int_equal(code_list_build(root, NULL, &l, &e), -1);
     assert_non_null(strstr(e.msg, "300 MB"));
     assert_non_null(strstr(e.msg, "big.bin"));
-    assert_int_equal(code_list_build("/nonexistent/tq", &l, &e), -1);
+    assert_int_equal(code_list_build("/nonexistent/tq", NULL, &l, &e), -1);
     rm_rf(root);
     free(big);
     free(d);
@@ -187,7 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_glob),  cmocka_unit_test(test_rules), cmocka_unit_test(test_nested),
-        cmocka_unit_test(test_walk),  cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_walk),  cmocka_unit_test(test_limits), cmocka_unit_test(test_leave_out_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

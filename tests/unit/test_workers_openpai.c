@@ -119,7 +119,7 @@ static void test_copy(void **state)
     put(src, "pkg/cache.pyc", "junk");
     put(src, ".nniignore", "data/\n*.pyc\n");
     struct errbuf e;
-    assert_int_equal(code_copy_tree(src, dst, &e), 0);
+    assert_int_equal(code_copy_tree(src, dst, NULL, &e), 0);
     assert_true(exists(dst, "main.py") && exists(dst, "pkg/mod.py") && exists(dst, ".nniignore"));
     assert_false(exists(dst, "data") || exists(dst, "pkg/cache.pyc"));
     char *tmp = xasprintf("%s.tmp%d", dst, (int)getpid());
@@ -132,7 +132,7 @@ static void test_copy(void **state)
         snprintf(name, sizeof name, "many/f%d", i);
         put(src, name, "");
     }
-    assert_int_equal(code_copy_tree(src, dst2, &e), -1);
+    assert_int_equal(code_copy_tree(src, dst2, NULL, &e), -1);
     assert_non_null(strstr(e.msg, src));
     assert_non_null(strstr(e.msg, "2000"));
     assert_int_equal(access(dst2, F_OK), -1);
