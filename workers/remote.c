@@ -358,7 +358,10 @@ static int prepare_machine(struct worker *w, struct remote_state *rs, struct rma
     sb_init(&cmd);
     sb_init(&out);
     cmd_prefix(&cmd, m);
-    sb_printf(&cmd, "E=\"$HOME/nni-experiments/%s\"; mkdir -p \"$E/trials\" && [ -w \"$E/trials\" ] || "
+    /* the experiment's dir is the owner's alone (0700, as $NNI_HOME is here): parameters,
+     * code and outputs stay private on a shared host whatever the files' own modes */
+    sb_printf(&cmd, "E=\"$HOME/nni-experiments/%s\"; mkdir -p \"$E/trials\" && chmod 700 \"$E\" && "
+                    "[ -w \"$E/trials\" ] || "
                     "{ echo \"cannot write to its work dir $E\" >&2; exit 3; }; "
                     "cat > \"$E/runner.sh.tmp\" && mv -f \"$E/runner.sh.tmp\" \"$E/runner.sh\" || exit 3; "
                     "echo \"$E\"; [ -f \"$E/nni-code/.trialq-shipped\" ] && echo shipped || echo new; "

@@ -54,6 +54,8 @@ for u in tqremote1 tqremote2; do
     [ ! -e "$c/data" ] && [ ! -e "$c/x.tmp" ] || fail ".nniignore not honoured on $u"
     # the experiment's config (beside the code, with the machines' passwords) stays here
     [ -f "$WORK/exp/config.yml" ] && [ ! -e "$c/config.yml" ] || fail "the config was shipped to $u"
+    # and the experiment's dir there is its owner's alone
+    [ "$(stat -c %a "/home/$u/nni-experiments/$id")" = 700 ] || fail "work dir on $u is $(stat -c %a "/home/$u/nni-experiments/$id")"
 done
 grep -q "code shipped" "$NNI_HOME/$id/log/"*worker*.log 2>/dev/null || grep -rq "code shipped" "$NNI_HOME/$id/log/" ||
     fail "no 'code shipped' log line"
