@@ -3,6 +3,7 @@
  * the redacted copy that is safe to print. */
 #include "config/config.h"
 
+#include <ctype.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -311,27 +312,61 @@ int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line
 
 /* ---- redaction ---- */
 
-static int contains_ci(const char *s, const char *word)
+/* What a key's name says of its value: SECRET_ANY, a secret whatever its type (a
+ * number, a list, an object under "db_password", "credentials", "auth" go whole);
+ * SECRET_TEXT, a secret when it is text ("token" also names settings: max_tokens: 100,
+ * a tokenizer object), so strings, and the strings of a list, go; 0, not a secret.
+ * Names are compared lowercased without '_' and '-' (api_key, apiKey, API-KEY). */
+enum { SECRET_TEXT = 1, SECRET_ANY = 2 };
+
+static int secret_kind(const char *key)
 {
-    size_t n = strlen(word);
-    for (; *s; s++)
-        if (strncasecmp(s, word, n) == 0)
-            return 1;
-    return 0;
+    static const char *const within[] = {"password", "passwd", "passphrase", "secret", "apikey", "privatekey",
+                                         "secretkey", "accountkey", "credential", NULL};
+    static const char *const exact[] = {"auth", "authorization", "pass", "pwd", "accesskey", NULL};
+    char n[256];
+    size_t len = 0;
+    for (const char *c = key; *c && len < sizeof n - 1; c++)
+        if (*c != '_' && *c != '-')
+            n[len++] = (char)tolower((unsigned char)*c);
+    n[len] = 0;
+    for (const char *const *w = within; *w; w++)
+        if (strstr(n, *w))
+            return SECRET_ANY;
+    for (const char *const *w = exact; *w; w++)
+        if (strcmp(n, *w) == 0)
+            return SECRET_ANY;
+    return strstr(n, "token") ? SECRET_TEXT : 0;
 }
 
-static int is_secret_key(const char *key, const cJSON *v)
+/* "********" under key (NULL in a list), built through an object so that cJSON
+ * allocates the key its own way */
+static cJSON *redacted_value(const char *key)
 {
-    static const char *const exact[] = {"password", "sshPassphrase", "token", "accessKeySecret",
-                                        "storageAccountKey", "passwd", "passphrase", NULL};
-    if (cJSON_IsNull(v) || cJSON_IsBool(v) || cJSON_IsObject(v) || cJSON_IsArray(v))
-        return 0;
-    for (const char *const *k = exact; *k; k++)
-        if (strcasecmp(key, *k) == 0)
-            return 1;
-    /* a number under "max_tokens" is a setting, not a secret: only strings here */
-    return cJSON_IsString(v) && (contains_ci(key, "password") || contains_ci(key, "secret") ||
-                                 contains_ci(key, "token") || contains_ci(key, "passphrase"));
+    if (!key)
+        return cJSON_CreateString(REDACTED);
+    cJSON *holder = cJSON_CreateObject();
+    cJSON_AddStringToObject(holder, key, REDACTED);
+    cJSON *v = cJSON_DetachItemFromArray(holder, 0);
+    cJSON_Delete(holder);
+    return v;
+}
+
+static void redact(cJSON *node, int depth);
+
+/* the strings of a list under a SECRET_TEXT name, at any depth of lists */
+static void redact_strings(cJSON *list)
+{
+    cJSON *next;
+    for (cJSON *it = list->child; it; it = next) {
+        next = it->next;
+        if (cJSON_IsString(it))
+            cJSON_ReplaceItemViaPointer(list, it, redacted_value(NULL));
+        else if (cJSON_IsArray(it))
+            redact_strings(it);
+        else if (cJSON_IsObject(it))
+            redact(it, 1);
+    }
 }
 
 static void redact(cJSON *node, int depth)
@@ -342,14 +377,12 @@ static void redact(cJSON *node, int depth)
         /* parameter names are not secrets, whatever they are called */
         if (depth == 0 && it->string && strcmp(it->string, "searchSpace") == 0)
             continue;
-        if (it->string && is_secret_key(it->string, it)) {
-            /* built through an object so cJSON allocates the key its own way */
-            cJSON *holder = cJSON_CreateObject();
-            cJSON_AddStringToObject(holder, it->string, REDACTED);
-            cJSON *repl = cJSON_DetachItemFromArray(holder, 0);
-            cJSON_Delete(holder);
-            cJSON_ReplaceItemViaPointer(node, it, repl);
-        }
+        int kind = it->string ? secret_kind(it->string) : 0;
+        int value = !cJSON_IsNull(it) && !cJSON_IsBool(it);
+        if ((kind == SECRET_ANY && value) || (kind == SECRET_TEXT && cJSON_IsString(it)))
+            cJSON_ReplaceItemViaPointer(node, it, redacted_value(it->string));
+        else if (kind == SECRET_TEXT && cJSON_IsArray(it))
+            redact_strings(it);
         else if (cJSON_IsObject(it) || cJSON_IsArray(it))
             redact(it, depth + 1);
     }

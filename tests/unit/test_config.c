@@ -796,6 +796,40 @@ static void test_redaction(void **state)
     assert_string_equal(jstr(r, "sharedStorage.storageAccountName"), "n");
     cJSON_Delete(r);
     cJSON_Delete(j);
+
+    /* the usual names of keys and credentials in classArgs, whatever their spelling and
+     * type: numbers, lists and objects under them go whole; "token" names hide text only */
+    j = cJSON_Parse(
+        "{\"tuner\":{\"classArgs\":{\"api_key\":\"K1\",\"apiKey\":\"K2\",\"ACCESS-KEY\":\"K3\","
+        "\"private_key\":\"K4\",\"credentials\":{\"user\":\"u\",\"key\":\"K5\"},\"auth\":{\"pass\":\"K6\"},"
+        "\"db_password\":987654321,\"passwords\":[\"K7\"],\"api_tokens\":[\"K8\",[\"K9\"],3],"
+        "\"tokenizer\":{\"name\":\"bert\"},\"max_tokens\":100,\"use_auth\":true,\"password_file\":null,"
+        "\"author\":\"ann\",\"sshKeyPath\":\"/k\",\"keyword\":\"kw\"}}}");
+    r = config_redacted(j);
+    char *text = cJSON_PrintUnformatted(r);
+    for (int i = 1; i <= 9; i++) {
+        char secret[8];
+        snprintf(secret, sizeof secret, "K%d", i);
+        if (strstr(text, secret))
+            fail_msg("%s shown in %s", secret, text);
+    }
+    assert_null(strstr(text, "987654321"));
+    assert_string_equal(jstr(r, "tuner.classArgs.api_key"), "********");
+    assert_string_equal(jstr(r, "tuner.classArgs.credentials"), "********");
+    assert_string_equal(jstr(r, "tuner.classArgs.db_password"), "********");
+    assert_string_equal(jstr(r, "tuner.classArgs.api_tokens[0]"), "********");
+    assert_int_equal(jnum(r, "tuner.classArgs.api_tokens[2]"), 3);
+    /* settings and names that only look alike stay */
+    assert_string_equal(jstr(r, "tuner.classArgs.tokenizer.name"), "bert");
+    assert_int_equal(jnum(r, "tuner.classArgs.max_tokens"), 100);
+    assert_true(cJSON_IsTrue(jget(r, "tuner.classArgs.use_auth")));
+    assert_true(cJSON_IsNull(jget(r, "tuner.classArgs.password_file")));
+    assert_string_equal(jstr(r, "tuner.classArgs.author"), "ann");
+    assert_string_equal(jstr(r, "tuner.classArgs.sshKeyPath"), "/k");
+    assert_string_equal(jstr(r, "tuner.classArgs.keyword"), "kw");
+    free(text);
+    cJSON_Delete(r);
+    cJSON_Delete(j);
 }
 
 /* ---- stored JSON -> struct ---- */
