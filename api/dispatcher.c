@@ -816,6 +816,12 @@ void dispatcher_ws_request(struct api *a, struct evhttp_request *r)
         ws_reply_error(r, 403, "the tuner channel accepts connections from this host only");
         return;
     }
+    /* WebSockets are not under CORS: a page in a local browser could otherwise take the
+     * tuner's place. Browsers always send Origin here, the dispatcher does not. */
+    if (evhttp_find_header(h, "Origin")) {
+        ws_reply_error(r, 403, "the tuner channel is not for browsers (the request carries an Origin)");
+        return;
+    }
     if (!d || !d->use_ws || d->state != D_CONNECTING || d->ws) {
         ws_reply_error(r, 409, "no tuner connection is expected now");
         return;

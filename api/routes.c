@@ -3,9 +3,11 @@
  * NNI's (including its double-encoded metric values) so NNI's clients work; the
  * handlers are in api/routes_*.c. No request may crash the process: every input is
  * checked here or in its handler, and answered with a JSON error naming what is wrong. */
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -316,6 +318,58 @@ static int token_check(struct req *q)
     return diff == 0 ? 0 : 403;
 }
 
+/* A Host header (or an Origin's authority) that names this machine's loopback:
+ * 127.x.x.x, localhost (and *.localhost, which browsers resolve there), [::1]. */
+static int loopback_host(const char *h)
+{
+    char name[256];
+    size_t n;
+    if (*h == '[') { /* [v6]:port */
+        const char *end = strchr(h, ']');
+        n = end ? (size_t)(end - h - 1) : 0;
+        h++;
+    } else {
+        n = strcspn(h, ":");
+    }
+    if (n == 0 || n >= sizeof name)
+        return 0;
+    memcpy(name, h, n);
+    name[n] = 0;
+    if (strcasecmp(name, "localhost") == 0 || strcmp(name, "::1") == 0)
+        return 1;
+    size_t l = strlen(name);
+    if (l > 10 && strcasecmp(name + l - 10, ".localhost") == 0)
+        return 1;
+    struct in_addr v4;
+    return inet_pton(AF_INET, name, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+/* A web page of another site must not change an experiment through its user's browser:
+ * a form POST or a no-cors fetch needs no CORS preflight, and the api on loopback has
+ * no token to stop it. Browsers send Origin with every POST, PUT and DELETE: it must be
+ * this api's own (the UI's pages), i.e. name the Host the request was sent to. On a
+ * loopback-only api that Host must also be a loopback name: a page of evil.example
+ * whose DNS name turns to 127.0.0.1 (DNS rebinding) sends an Origin equal to its Host.
+ * nnictl, curl and NNI's Python client send no Origin. Returns NULL, or why it is
+ * refused. */
+const char *cross_site_refusal(const struct api *a, struct evhttp_request *r)
+{
+    struct evkeyvalq *h = evhttp_request_get_input_headers(r);
+    const char *origin = evhttp_find_header(h, "Origin");
+    const char *site = evhttp_find_header(h, "Sec-Fetch-Site");
+    const char *host = evhttp_find_header(h, "Host");
+    if (!origin)
+        return site && (strcmp(site, "cross-site") == 0 || strcmp(site, "same-site") == 0)
+                   ? "the browser says it comes from another site (Sec-Fetch-Site)"
+                   : NULL;
+    const char *auth = str_starts(origin, "http://") ? origin + 7 : str_starts(origin, "https://") ? origin + 8 : NULL;
+    if (!auth || !host || strcasecmp(auth, host) != 0)
+        return "it comes from a page of another origin";
+    if (!listens_beyond_loopback(a) && !loopback_host(host))
+        return "a page reached this loopback-only api under another name than localhost or 127.0.0.1";
+    return NULL;
+}
+
 /* Removes the experiment's URL prefix (nnictl create --url_prefix) from the front of
  * the segments. Returns 0, or -1 when the path is outside the prefix. */
 int strip_prefix(const struct api *a, struct segments *s)
@@ -413,8 +467,15 @@ static void dispatch(struct evhttp_request *r, void *arg)
         snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
     int denied = found && (found->flags & ROUTE_TOKEN) ? token_check(&q) : 0;
+    const char *cross = found && (found->flags & ROUTE_TOKEN) ? cross_site_refusal(a, r) : NULL;
     if (found) {
-        if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
+        if (cross) {
+            struct evkeyvalq *ih = evhttp_request_get_input_headers(r);
+            const char *origin = evhttp_find_header(ih, "Origin"), *host = evhttp_find_header(ih, "Host");
+            reply_error(r, 403, "%s %.200s refused: %s (Origin %.100s, Host %.100s); changes are taken from this"
+                        " api's own web UI and from clients that send no Origin (nnictl, scripts)",
+                        method_name(m), raw, cross, origin ? origin : "none", host ? host : "none");
+        } else if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
             reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);
         else if (denied)
             reply_error(r, denied, "%s %.200s: the api listens on %s, so changes need the experiment's token in"

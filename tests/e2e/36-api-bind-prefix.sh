@@ -121,8 +121,54 @@ upd=$($PY -c 'import json,sys; p=json.loads(sys.argv[1]); p["params"]["trialConc
 out=$(req PUT "$api/experiment?update_type=TRIAL_CONCURRENCY" "$upd"); [ "${out%% *}" = 200 ] || fail "loopback update: $out"
 out=$(req GET "http://127.0.0.2:$port/tq/x/api/v1/nni/check-status" 2>&1 || true)
 [ "${out%% *}" != 200 ] || fail "bound to 127.0.0.1 but answers on 127.0.0.2"
-n stop "$id"
 pass "resume --bind 127.0.0.1: loopback only, no token needed"
+
+# browsers: on loopback there is no token, so a page of another site must not be able to
+# change the experiment through its user's browser (a form POST or a no-cors fetch needs
+# no CORS preflight), nor a page that reaches the api under its own DNS name (rebinding)
+# hreq METHOD URL BODY [Header: value]... -> "<status> <body>" (raw socket: Host is ours)
+hreq() {
+    $PY - "$@" <<'PY'
+import http.client, sys, urllib.parse
+method, url, body, extra = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4:]
+u = urllib.parse.urlsplit(url)
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+c.putrequest(method, u.path + ("?" + u.query if u.query else ""), skip_host=any(h.lower().startswith("host:") for h in extra))
+for h in extra:
+    k, v = h.split(":", 1)
+    c.putheader(k, v.strip())
+c.putheader("Content-Type", "text/plain;charset=UTF-8")
+c.putheader("Content-Length", str(len(body)))
+c.endheaders(body)
+r = c.getresponse()
+print(r.status, r.read().decode())
+PY
+}
+ntrials() { sql "SELECT count(*) FROM trial WHERE experiment_id='$id'"; }
+sql "UPDATE experiment SET max_trial_number = 100 WHERE id='$id'"
+before=$(ntrials)
+for hdrs in "Origin: http://evil.example" "Origin: null" "Origin: http://127.0.0.1:1" "Sec-Fetch-Site: cross-site" \
+            "Host: evil.example:$port|Origin: http://evil.example:$port" "Host: 10.1.2.3:$port|Origin: http://10.1.2.3:$port"; do
+    IFS='|' read -r -a h <<< "$hdrs"
+    out=$(hreq POST "$api/trial-jobs" '{"x": 0.5}' "${h[@]}")
+    [ "${out%% *}" = 403 ] || fail "a browser request with '$hdrs' was not refused: $out"
+    case "$out" in *"refused"*) ;; *) fail "403 without the reason: $out" ;; esac
+    out=$(hreq POST "$api/trial-jobs/$tid/rerun" '' "${h[@]}"); [ "${out%% *}" = 403 ] || fail "rerun with '$hdrs': $out"
+done
+[ "$(ntrials)" = "$before" ] || fail "a refused browser request added a trial"
+# the api's own pages (Origin = the Host they were loaded from), and clients without Origin
+for hdrs in "Origin: http://127.0.0.1:$port" "Host: localhost:$port|Origin: http://localhost:$port" "Sec-Fetch-Site: same-origin" ""; do
+    IFS='|' read -r -a h <<< "$hdrs"
+    out=$(hreq PUT "$api/experiment?update_type=TRIAL_CONCURRENCY" "$upd" "${h[@]}")
+    [ "${out%% *}" = 200 ] || fail "a request with '$hdrs' was refused: $out"
+done
+# the tuner's WebSocket is not for browsers either (WebSockets are not under CORS)
+code=$(curl -s -o "$WORK/ws.body" -w '%{http_code}' -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+    -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' -H 'Origin: http://evil.example' \
+    "http://127.0.0.1:$port/tq/x/tuner")
+[ "$code" = 403 ] || fail "a WebSocket upgrade with an Origin got $code: $(cat "$WORK/ws.body")"
+n stop "$id"
+pass "browsers: foreign Origin, Origin null, cross-site fetch and DNS rebinding refused (403, nothing added); own origin and Origin-less clients pass"
 
 # nniManagerIp not on loopback: the api listens on every interface (NNI's behaviour)
 # one trial, stopped once it runs: a trial still WAITING at the stop can make it wait 20 s

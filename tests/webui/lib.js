@@ -8,7 +8,7 @@ const path = require('path');
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-async function launch() {
+async function launch(extraArgs = []) {
   if (!fs.existsSync(CHROMIUM)) throw new Error(CHROMIUM + ' not found: install Debian\'s chromium (scripts/install-deps.sh)');
   const dataDir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'trialq-chromium-'));
   const ctx = await chromium.launchPersistentContext(dataDir, {
@@ -16,7 +16,7 @@ async function launch() {
     headless: true,
     viewport: { width: 1280, height: 800 },
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage', ...extraArgs],
   });
   const close = async () => { await ctx.close(); fs.rmSync(dataDir, { recursive: true, force: true }); };
   return { ctx, close };
