@@ -11,12 +11,7 @@ ART=${WEBUI_ARTIFACTS:-$PWD/webui-artifacts/61-webui-prefix}
 rm -rf "$ART"
 mkdir -p "$ART"
 ART=$(cd "$ART" && pwd)
-UI="$TRIALQ_SRC/tests/webui"
-command -v node > /dev/null || fail "node is not installed (scripts/install-deps.sh installs nodejs and npm)"
-[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || fail "chromium is not installed (scripts/install-deps.sh installs it)"
-if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
-    (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/webui failed"
-fi
+webui_setup   # sets UI; chromium, node and playwright-core
 
 port=$(free_port)
 metrics_experiment "$WORK/exp" 2 4 5

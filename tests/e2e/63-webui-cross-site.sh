@@ -6,12 +6,7 @@
 # rebinding). The api's own web UI still changes things.
 . "$(dirname "$0")/lib.sh"
 
-UI="$TRIALQ_SRC/tests/webui"
-command -v node > /dev/null || fail "node is not installed (scripts/install-deps.sh installs nodejs and npm)"
-[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || fail "chromium is not installed (scripts/install-deps.sh installs it)"
-if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
-    (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/webui failed"
-fi
+webui_setup   # sets UI; chromium, node and playwright-core
 
 # one grid point: the tuner is done after one trial, so the trial count only moves when
 # a request adds one (the budget leaves room for that)

@@ -112,3 +112,14 @@ assert_metrics_match() {
         [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
     done
 }
+
+# webui_setup: what the browser tests need (Debian's chromium, node, playwright-core as
+# pinned in tests/webui/package-lock.json, which downloads no browser); sets UI
+webui_setup() {
+    UI="$TRIALQ_SRC/tests/webui"
+    command -v node > /dev/null || fail "node is not installed (scripts/install-deps.sh installs nodejs and npm)"
+    [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || fail "chromium is not installed (scripts/install-deps.sh installs it)"
+    if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
+        (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/webui failed"
+    fi
+}
