@@ -22,6 +22,7 @@
 #include "api/channel.h"
 #include "api/dispatcher.h"
 #include "api/routes.h"
+#include "common/json.h"
 #include "api/routes_webui.h"
 
 #define MAX_HEADERS (64 << 10)
@@ -121,12 +122,17 @@ cJSON *body_json(struct req *q)
         return NULL;
     }
     const char *p = (const char *)evbuffer_pullup(b, -1);
-    cJSON *j = p ? cJSON_ParseWithLength(p, n) : NULL;
-    if (!j) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = p && at && at >= p && at <= p + n ? (long)(at - p) : -1;
-        reply_error(q->r, 400, "body: not valid JSON (error near byte %ld of %zu)", off, n);
+    /* strict first: cJSON alone takes trailing garbage, "03", raw control characters,
+     * and keeps the first of repeated keys where NNI's JSON.parse keeps the last */
+    struct json_issue is;
+    if (!p || json_check(p, n, &is) < 0) {
+        reply_error(q->r, 400, "body: not valid JSON: %s (byte %zu of %zu, line %d, column %d)",
+                    p ? is.msg : "unreadable", p ? is.offset : 0, n, p ? is.line : 0, p ? is.col : 0);
+        return NULL;
     }
+    cJSON *j = cJSON_ParseWithLength(p, n);
+    if (!j)
+        reply_error(q->r, 400, "body: not valid JSON");
     return j;
 }
 

@@ -1,5 +1,6 @@
 /* routes_experiment.c: the experiment routes: status, profile and its updates,
  * cluster metadata, imported data, the .experiment registry entries, export-data. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include <event2/http.h>
 
 #include "api/routes.h"
+#include "common/json.h"
 
 /* The experiment as it is now: the scheduler changes the row between its ticks, and
  * clients poll check-status to see exactly that. A view answers VIEWED and leaves
@@ -112,6 +114,12 @@ static int update_search_space(struct req *q, const cJSON *params)
     struct api *a = q->a;
     const cJSON *ss = cJSON_GetObjectItemCaseSensitive(params, "searchSpace");
     cJSON *parsed = NULL;
+    struct json_issue is;
+    if (cJSON_IsString(ss) && json_check(ss->valuestring, strlen(ss->valuestring), &is) < 0) {
+        reply_error(q->r, 400, "params.searchSpace: a string that is not valid JSON: %s (byte %zu)", is.msg,
+                    is.offset);
+        return -1;
+    }
     if (cJSON_IsString(ss)) /* older nnictl sends the file's JSON as a string */
         ss = parsed = cJSON_Parse(ss->valuestring);
     struct errbuf e;
@@ -242,10 +250,13 @@ void h_cluster_metadata(struct req *q)
 static int import_value_ok(const cJSON *v, int depth)
 {
     if (cJSON_IsNumber(v))
-        return 1;
-    if (cJSON_IsObject(v))
-        return cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "default"));
-    if (cJSON_IsString(v) && depth == 0) {
+        return isfinite(v->valuedouble);
+    if (cJSON_IsObject(v)) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "default");
+        return cJSON_IsNumber(d) && isfinite(d->valuedouble);
+    }
+    struct json_issue is;
+    if (cJSON_IsString(v) && depth == 0 && json_check(v->valuestring, strlen(v->valuestring), &is) == 0) {
         cJSON *in = cJSON_Parse(v->valuestring);
         int ok = in && import_value_ok(in, 1);
         cJSON_Delete(in);

@@ -332,3 +332,332 @@ char *json_print_python(const cJSON *j, int sort_keys, const char *colon)
         sb_puts(&sb, "null");
     return sb_detach(&sb);
 }
+
+/* ---------------- json_check: strict RFC 8259 ---------------- */
+
+struct jcheck {
+    const unsigned char *s, *end, *p;
+    struct json_issue *issue;
+    int depth;
+};
+
+static int jc_fail(struct jcheck *c, const unsigned char *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int jc_fail(struct jcheck *c, const unsigned char *at, const char *fmt, ...)
+{
+    struct json_issue *is = c->issue;
+    is->offset = (size_t)(at - c->s);
+    is->line = 1;
+    is->col = 1;
+    for (const unsigned char *q = c->s; q < at; q++) {
+        if (*q == '\n') {
+            is->line++;
+            is->col = 1;
+        } else {
+            is->col++;
+        }
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(is->msg, sizeof is->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void jc_space(struct jcheck *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static int jc_hex4(const unsigned char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char h = p[i];
+        v <<= 4;
+        if (h >= '0' && h <= '9')
+            v |= (unsigned)(h - '0');
+        else if (h >= 'a' && h <= 'f')
+            v |= (unsigned)(h - 'a' + 10);
+        else if (h >= 'A' && h <= 'F')
+            v |= (unsigned)(h - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A string at c->p (on its '"'); its decoded text goes to *text when text is not NULL
+ * (keys, to find repeats). */
+static int jc_string(struct jcheck *c, struct strbuf *text)
+{
+    const unsigned char *start = c->p++;
+    while (c->p < c->end && *c->p != '"') {
+        const unsigned char *at = c->p;
+        unsigned char ch = *c->p;
+        if (ch < 0x20)
+            return jc_fail(c, at, "control character 0x%02x in a string (write it as \\u%04x)", ch, ch);
+        if (ch == '\\') {
+            if (c->end - c->p < 2)
+                return jc_fail(c, start, "string not closed");
+            unsigned char esc = c->p[1];
+            const char *plain = strchr("\"\\/bfnrt", esc);
+            if (esc && plain) {
+                static const char decoded[] = "\"\\/\b\f\n\r\t";
+                if (text)
+                    sb_add(text, &decoded[plain - "\"\\/bfnrt"], 1);
+                c->p += 2;
+                continue;
+            }
+            unsigned u;
+            if (esc != 'u' || c->end - c->p < 6 || jc_hex4(c->p + 2, &u) < 0)
+                return jc_fail(c, at, "invalid escape in a string");
+            c->p += 6;
+            if (u == 0)
+                return jc_fail(c, at, "\\u0000 in a string");
+            if (u >= 0xDC00 && u <= 0xDFFF)
+                return jc_fail(c, at, "unpaired surrogate \\u%04x in a string", u);
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                unsigned lo;
+                if (c->end - c->p < 6 || c->p[0] != '\\' || c->p[1] != 'u' || jc_hex4(c->p + 2, &lo) < 0 ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return jc_fail(c, at, "unpaired surrogate \\u%04x in a string", u);
+                c->p += 6;
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (text) {
+                char utf8[4];
+                size_t k = 0;
+                if (u < 0x80) {
+                    utf8[k++] = (char)u;
+                } else if (u < 0x800) {
+                    utf8[k++] = (char)(0xC0 | u >> 6);
+                    utf8[k++] = (char)(0x80 | (u & 0x3F));
+                } else if (u < 0x10000) {
+                    utf8[k++] = (char)(0xE0 | u >> 12);
+                    utf8[k++] = (char)(0x80 | (u >> 6 & 0x3F));
+                    utf8[k++] = (char)(0x80 | (u & 0x3F));
+                } else {
+                    utf8[k++] = (char)(0xF0 | u >> 18);
+                    utf8[k++] = (char)(0x80 | (u >> 12 & 0x3F));
+                    utf8[k++] = (char)(0x80 | (u >> 6 & 0x3F));
+                    utf8[k++] = (char)(0x80 | (u & 0x3F));
+                }
+                sb_add(text, utf8, k);
+            }
+            continue;
+        }
+        int len = 1;
+        if (ch >= 0x80) {
+            /* utf8_len reads up to 4 bytes: only where they exist */
+            unsigned char tmp[4] = {0};
+            memcpy(tmp, c->p, (size_t)(c->end - c->p < 4 ? c->end - c->p : 4));
+            len = utf8_len(tmp);
+            if (len == 0 || c->end - c->p < len)
+                return jc_fail(c, at, "bytes that are not UTF-8 in a string");
+        }
+        if (text)
+            sb_add(text, (const char *)c->p, (size_t)len);
+        c->p += len;
+    }
+    if (c->p >= c->end)
+        return jc_fail(c, start, "string not closed");
+    c->p++;
+    return 0;
+}
+
+static int jc_number(struct jcheck *c)
+{
+    const unsigned char *start = c->p;
+    if (c->p < c->end && *c->p == '-')
+        c->p++;
+    if (c->p >= c->end || !(*c->p >= '0' && *c->p <= '9'))
+        return jc_fail(c, start, "invalid number");
+    if (*c->p == '0' && c->p + 1 < c->end && c->p[1] >= '0' && c->p[1] <= '9')
+        return jc_fail(c, start, "number with a leading zero");
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+        c->p++;
+    if (c->p < c->end && *c->p == '.') {
+        c->p++;
+        if (c->p >= c->end || !(*c->p >= '0' && *c->p <= '9'))
+            return jc_fail(c, start, "number without digits after its '.'");
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+            c->p++;
+    }
+    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+        c->p++;
+        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
+            c->p++;
+        if (c->p >= c->end || !(*c->p >= '0' && *c->p <= '9'))
+            return jc_fail(c, start, "number without digits in its exponent");
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+            c->p++;
+    }
+    char buf[64];
+    size_t len = (size_t)(c->p - start);
+    if (len < sizeof buf) {
+        memcpy(buf, start, len);
+        buf[len] = 0;
+        if (!isfinite(strtod(buf, NULL)))
+            return jc_fail(c, start, "number %s is beyond the range of a double", buf);
+    } else {
+        /* a long number: its exponent or its digits decide */
+        char *t = xstrndup((const char *)start, len);
+        int inf = !isfinite(strtod(t, NULL));
+        free(t);
+        if (inf)
+            return jc_fail(c, start, "number beyond the range of a double");
+    }
+    return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+    const struct strbuf *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int r = memcmp(x->buf, y->buf, n);
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+static int jc_value(struct jcheck *c);
+
+static int jc_object(struct jcheck *c)
+{
+    c->p++; /* '{' */
+    struct strbuf *keys = NULL;
+    const unsigned char **at = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    jc_space(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        jc_space(c);
+        if (c->p >= c->end || *c->p != '"') {
+            rc = jc_fail(c, c->p, "expected a key (a string in double quotes)");
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            keys = xrealloc(keys, cap * sizeof *keys);
+            at = xrealloc(at, cap * sizeof *at);
+        }
+        sb_init(&keys[n]);
+        at[n] = c->p;
+        if ((rc = jc_string(c, &keys[n++])) < 0)
+            break;
+        jc_space(c);
+        if (c->p >= c->end || *c->p != ':') {
+            rc = jc_fail(c, c->p, "expected ':' after a key");
+            break;
+        }
+        c->p++;
+        if ((rc = jc_value(c)) < 0)
+            break;
+        jc_space(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (c->p < c->end && *c->p == '}') {
+            c->p++;
+            break;
+        }
+        rc = jc_fail(c, c->p, "expected ',' or '}' in an object");
+        break;
+    }
+    if (rc == 0 && n > 1) {
+        /* sorted copies find a repeat; its place is then looked up in file order */
+        struct strbuf *sorted = xcalloc(n, sizeof *sorted);
+        memcpy(sorted, keys, n * sizeof *keys);
+        qsort(sorted, n, sizeof *sorted, cmp_keys);
+        for (size_t i = 1; i < n && rc == 0; i++) {
+            if (cmp_keys(&sorted[i - 1], &sorted[i]) != 0)
+                continue;
+            int seen = 0;
+            for (size_t k = 0; k < n; k++) {
+                if (cmp_keys(&keys[k], &sorted[i]) != 0 || !seen++)
+                    continue;
+                rc = jc_fail(c, at[k], "key \"%.60s\" repeated in one object", sorted[i].buf ? sorted[i].buf : "");
+                break;
+            }
+        }
+        free(sorted);
+    }
+    for (size_t i = 0; i < n; i++)
+        sb_free(&keys[i]);
+    free(keys);
+    free(at);
+    return rc;
+}
+
+static int jc_array(struct jcheck *c)
+{
+    c->p++; /* '[' */
+    jc_space(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (jc_value(c) < 0)
+            return -1;
+        jc_space(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return 0;
+        }
+        return jc_fail(c, c->p, "expected ',' or ']' in a list");
+    }
+}
+
+static int jc_literal(struct jcheck *c, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
+        return jc_fail(c, c->p, "expected a value");
+    c->p += n;
+    return 0;
+}
+
+static int jc_value(struct jcheck *c)
+{
+    jc_space(c);
+    if (c->p >= c->end)
+        return jc_fail(c, c->p, "expected a value, found the end");
+    if (++c->depth > 1000)
+        return jc_fail(c, c->p, "nested more than 1000 levels deep");
+    int rc;
+    switch (*c->p) {
+    case '{': rc = jc_object(c); break;
+    case '[': rc = jc_array(c); break;
+    case '"': rc = jc_string(c, NULL); break;
+    case 't': rc = jc_literal(c, "true"); break;
+    case 'f': rc = jc_literal(c, "false"); break;
+    case 'n': rc = jc_literal(c, "null"); break;
+    default:
+        rc = *c->p == '-' || (*c->p >= '0' && *c->p <= '9') ? jc_number(c) : jc_fail(c, c->p, "expected a value");
+    }
+    c->depth--;
+    return rc;
+}
+
+int json_check(const char *s, size_t n, struct json_issue *issue)
+{
+    struct jcheck c = {(const unsigned char *)s, (const unsigned char *)s + n, (const unsigned char *)s, issue, 0};
+    if (jc_value(&c) < 0)
+        return -1;
+    jc_space(&c);
+    if (c.p < c.end)
+        return jc_fail(&c, c.p, "something after the JSON value");
+    return 0;
+}

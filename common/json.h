@@ -30,4 +30,19 @@ void json_format_double(double d, char *buf, size_t size);
  * as \ufffd. Caller frees. */
 char *json_print_python(const cJSON *j, int sort_keys, const char *colon);
 
+/* Where a JSON text is not what json_check accepts. */
+struct json_issue {
+    size_t offset;  /* byte of the problem */
+    int line, col;  /* 1-based; col counts bytes */
+    char msg[200];  /* what is wrong, e.g. "key \"x\" repeated in one object" */
+};
+/* Checks that s[0..n) is one JSON text as RFC 8259 defines it (one value with white
+ * space around it, nothing else, UTF-8, at most 1000 levels deep) and holds nothing
+ * cJSON would quietly change: a key repeated in one object (cJSON keeps the first,
+ * JavaScript the last), \u0000 or an unpaired surrogate in a string (cJSON cuts the
+ * string there), a number beyond the doubles (1e400). cJSON alone also accepts "03",
+ * "1.", raw control characters in strings and anything after the value. 0, or -1 with
+ * *issue filled. */
+int json_check(const char *s, size_t n, struct json_issue *issue);
+
 #endif

@@ -1,6 +1,7 @@
 /* schema_top.c: the experiment's top-level fields (NNI's ExperimentConfig, in its field
  * order), the algorithm sections (tuner/assessor/advisor), sharedStorage, and the
  * rules between them: search space source, advisor -> tuner, annotation, log level. */
+#include "common/json.h"
 #include "config/config_int.h"
 
 #include <errno.h>
@@ -189,6 +190,14 @@ static int load_search_space(struct vctx *c, const char *file, cJSON **out)
         return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s is not a text file", file);
     }
     cJSON *j = cJSON_ParseWithOpts(buf, NULL, 1);
+    struct json_issue is;
+    if (j && json_check(buf, len, &is) < 0) {
+        /* JSON that cJSON reads differently from NNI's json.load: a repeated key (NNI
+         * keeps the last, cJSON the first), "03", a raw tab in a string, \u0000 */
+        cJSON_Delete(j);
+        free(buf);
+        return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s:%d:%d: %s", file, is.line, is.col, is.msg);
+    }
     if (!j) {
         struct errbuf ye;
         struct ynode *root = NULL;

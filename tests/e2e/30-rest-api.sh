@@ -160,6 +160,26 @@ expect 400 -X PUT -d '{"params":' "$API/experiment?update_type=MAX_TRIAL_NUM"; c
 expect 400 -X PUT -d '[]' "$API/experiment?update_type=MAX_TRIAL_NUM"; check '"body.params" in j["error"]'
 expect 400 -X PUT -d '{"params":{"searchSpace":{"x":{"_type":"nope"}}}}' "$API/experiment?update_type=SEARCH_SPACE"
 check '"searchSpace" in j["error"]'
+# bodies that cJSON alone would take (trailing garbage, "03", a raw tab, \u0000 that
+# cuts a string, a repeated key resolved the other way than NNI's JSON.parse, 1e400):
+# 400 naming the problem and where, and nothing changes
+state() { sql "SELECT concurrency || ' ' || (SELECT count(*) FROM trial WHERE experiment_id='$id') || ' ' ||
+              (SELECT count(*) FROM event WHERE experiment_id='$id' AND entity='import') FROM experiment WHERE id='$id'"; }
+before=$(state)
+expect 400 -X PUT -d '{"params":{"trialConcurrency":3}} x' "$API/experiment?update_type=TRIAL_CONCURRENCY"
+check '"something after the JSON value" in j["error"] and "byte 34" in j["error"]'
+expect 400 -X PUT -d '{"params":{"trialConcurrency":03}}' "$API/experiment?update_type=TRIAL_CONCURRENCY"; check '"leading zero" in j["error"]'
+expect 400 -X PUT -d '{"params":{"trialConcurrency":3,"trialConcurrency":4}}' "$API/experiment?update_type=TRIAL_CONCURRENCY"
+check '"key \"trialConcurrency\" repeated" in j["error"]'
+expect 400 -X POST -d '{"x":1} junk' "$API/trial-jobs"; check '"after the JSON value" in j["error"]'
+expect 400 -X POST -d '{"x":"a\u0000b"}' "$API/trial-jobs"; check '"\\u0000" in j["error"]'
+expect 400 -X POST -d "$(printf '{"x":"a\tb"}')" "$API/trial-jobs"; check '"control character" in j["error"]'
+expect 400 -X POST -d '{"x":{"_type":"choice","_type":"uniform"}}' "$API/trial-jobs"; check '"repeated" in j["error"]'
+expect 400 -X POST -d '[{"parameter":{"x":1},"value":1e400}]' "$API/experiment/import-data"; check '"beyond the range" in j["error"]'
+expect 400 -X POST -d '[{"parameter":{"x":1},"value":"1e400"}]' "$API/experiment/import-data"; check '"body[0].value" in j["error"]'
+expect 400 -X PUT -d '{"params":{"searchSpace":"{\"x\":{\"_type\":\"choice\",\"_value\":[1],\"_type\":\"uniform\"}}"}}' \
+    "$API/experiment?update_type=SEARCH_SPACE"; check '"params.searchSpace" in j["error"] and "repeated" in j["error"]'
+[ "$(state)" = "$before" ] || fail "a refused body changed something: $before -> $(state)"
 big=$($PY - "$port" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
@@ -168,7 +188,7 @@ print(s.recv(200).split(b" ")[1].decode())
 PY
 )
 [ "$big" = 413 ] || fail "an oversize body gave $big"
-pass "bad requests: 404, 405, 400 naming the field, 413"
+pass "bad requests: 404, 405, 400 naming the field or the JSON problem (nothing changed), 413"
 
 # long listings go out in chunks; clients that leave mid-listing cost nothing
 sql <<SQL

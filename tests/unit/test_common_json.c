@@ -248,6 +248,175 @@ static void test_python_layout_fixed_cases(void **st)
     cJSON_Delete(bad);
 }
 
+static void expect_issue(const char *text, int line, int col, const char *words)
+{
+    struct json_issue is;
+    if (json_check(text, strlen(text), &is) == 0)
+        fail_msg("accepted: %s", text);
+    if (is.line != line || is.col != col || !strstr(is.msg, words))
+        fail_msg("%s: got %d:%d %s, want %d:%d ...%s...", text, is.line, is.col, is.msg, line, col, words);
+}
+
+static void test_check_cases(void **st)
+{
+    (void)st;
+    struct json_issue is;
+    static const char *const good[] = {
+        "{}", " [ ] ", "0", "-0.5e+10", "\"\\u00e9\\ud83d\\ude00\\/\"", "{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}",
+        "\"\xc3\xa9\"", "{\"a\":1,\"\\u0061b\":2}", "1.7976931348623157e308", "[true,false,null]\r\n",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (json_check(good[i], strlen(good[i]), &is) != 0)
+            fail_msg("refused %s: %s", good[i], is.msg);
+    expect_issue("{\"x\":1} junk", 1, 9, "after the JSON value");
+    expect_issue("{\"a\":1,\n \"a\":2}", 2, 2, "key \"a\" repeated");
+    expect_issue("{\"a\":1,\"\\u0061\":2}", 1, 8, "key \"a\" repeated");
+    expect_issue("[03]", 1, 2, "leading zero");
+    expect_issue("[3.]", 1, 2, "after its '.'");
+    expect_issue("[1e]", 1, 2, "exponent");
+    expect_issue("[1e400]", 1, 2, "beyond the range");
+    expect_issue("\"a\tb\"", 1, 3, "control character 0x09");
+    expect_issue("\"a\\u0000b\"", 1, 3, "\\u0000");
+    expect_issue("\"\\ud800\"", 1, 2, "unpaired surrogate");
+    expect_issue("\"\\udc00x\"", 1, 2, "unpaired surrogate");
+    expect_issue("\"a\xff\"", 1, 3, "not UTF-8");
+    expect_issue("\"abc", 1, 1, "not closed");
+    expect_issue("\"abc\\", 1, 1, "not closed");
+    expect_issue("[1,]", 1, 4, "expected a value");
+    expect_issue("{\"a\" 1}", 1, 6, "expected ':'");
+    expect_issue("{'a':1}", 1, 2, "expected a key");
+    expect_issue("NaN", 1, 1, "expected a value");
+    expect_issue("", 1, 1, "found the end");
+    expect_issue("\xef\xbb\xbf{}", 1, 1, "expected a value");
+    /* nesting: 1000 levels pass, 1001 do not */
+    char deep[2003];
+    memset(deep, '[', 1000);
+    memset(deep + 1000, ']', 1000);
+    deep[2000] = 0;
+    assert_int_equal(json_check(deep, 2000, &is), 0);
+    memset(deep, '[', 1001);
+    memset(deep + 1001, ']', 1001);
+    deep[2002] = 0;
+    assert_int_equal(json_check(deep, 2002, &is), -1);
+    assert_non_null(strstr(is.msg, "1000 levels"));
+}
+
+/* 20,000 random edits of valid documents, judged by json_check and by Python's json
+ * module made strict the same way (repeated keys, NaN/Infinity, numbers beyond the
+ * doubles, \u0000 and lone surrogates refused; the text must be UTF-8): both verdicts
+ * must agree, and a document json_check accepts must parse with cJSON. */
+static void test_check_agrees_with_python(void **st)
+{
+    (void)st;
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    static const char edits[] = "{}[],:\"\\ -.eE+0123456789ntfu\n\t\x01\xc3\xa9\xff" "a";
+    char dir[] = "/tmp/tq-jcheck-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[300], out[300], cmd[2000];
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    enum { N = 20000 };
+    int *mine = xcalloc(N, sizeof *mine);
+    FILE *f = fopen(in, "wb");
+    assert_non_null(f);
+    int accepted = 0;
+    for (int i = 0; i < N; i++) {
+        cJSON *j = random_doc(0);
+        char *text = json_print_exact(j);
+        cJSON_Delete(j);
+        size_t n = strlen(text);
+        char *buf = xmalloc(n + 8);
+        memcpy(buf, text, n);
+        free(text);
+        int nedits = i % 10 == 0 ? 0 : 1 + (int)(next() % 2);
+        for (int k = 0; k < nedits; k++) {
+            size_t at = n ? next() % (n + 1) : 0;
+            int what = (int)(next() % 3);
+            if (what == 0 && n > 0 && at < n) { /* delete */
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+            } else if (what == 1 && at < n) { /* replace */
+                buf[at] = edits[next() % (sizeof edits - 1)];
+            } else if (n + 1 < n + 8) { /* insert */
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = edits[next() % (sizeof edits - 1)];
+                n++;
+            }
+        }
+        struct json_issue is;
+        mine[i] = json_check(buf, n, &is) == 0;
+        if (mine[i]) {
+            accepted++;
+            cJSON *back = cJSON_ParseWithLength(buf, n);
+            if (!back) {
+                for (size_t b = 0; b < n; b++)
+                    fprintf(stderr, "%02x ", (unsigned char)buf[b]);
+                fail_msg("json_check accepts what cJSON refuses: %.*s", (int)n, buf);
+            }
+            cJSON_Delete(back);
+        }
+        uint32_t len = (uint32_t)n;
+        fwrite(&len, sizeof len, 1, f);
+        fwrite(buf, 1, n, f);
+        free(buf);
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import json, math, struct, sys\n"
+             "def pairs(kv):\n"
+             "    d = {}\n"
+             "    for k, v in kv:\n"
+             "        if k in d: raise ValueError(\"repeated\")\n"
+             "        d[k] = v\n"
+             "    return d\n"
+             "def num(x):\n"
+             "    if not math.isfinite(float(x)): raise ValueError(\"range\")\n"
+             "    return x\n"
+             "def const(x): raise ValueError(x)\n"
+             "def strings(v):\n"
+             "    if isinstance(v, str): return \"\\0\" not in v and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in v)\n"
+             "    if isinstance(v, dict): return all(strings(k) and strings(x) for k, x in v.items())\n"
+             "    if isinstance(v, list): return all(strings(x) for x in v)\n"
+             "    return True\n"
+             "data = open(sys.argv[1], \"rb\").read()\n"
+             "o, res = 0, []\n"
+             "while o < len(data):\n"
+             "    (n,) = struct.unpack(\"=I\", data[o:o + 4]); t = data[o + 4:o + 4 + n]; o += 4 + n\n"
+             "    try:\n"
+             "        v = json.loads(t.decode(\"utf-8\"), object_pairs_hook=pairs, parse_float=num, parse_int=num, parse_constant=const)\n"
+             "        res.append(\"1\" if strings(v) else \"0\")\n"
+             "    except (ValueError, RecursionError, UnicodeDecodeError):\n"
+             "        res.append(\"0\")\n"
+             "open(sys.argv[2], \"w\").write(\"\".join(res))\n' %s %s",
+             in, out);
+    assert_int_equal(system(cmd), 0);
+    size_t len = 0;
+    char *theirs = read_file(out, &len);
+    assert_non_null(theirs);
+    assert_int_equal(len, N);
+    f = fopen(in, "rb");
+    for (int i = 0; i < N; i++) {
+        uint32_t n;
+        assert_int_equal(fread(&n, sizeof n, 1, f), 1);
+        char *buf = xmalloc(n + 1);
+        assert_int_equal(fread(buf, 1, n, f), n);
+        buf[n] = 0;
+        if (mine[i] != (theirs[i] == '1'))
+            fail_msg("document %d: json_check %s, Python %s: %s", i, mine[i] ? "accepts" : "refuses",
+                     theirs[i] == '1' ? "accepts" : "refuses", buf);
+        free(buf);
+    }
+    fclose(f);
+    /* both verdicts occur often enough to mean something */
+    assert_true(accepted > N / 20 && accepted < N - N / 20);
+    free(theirs);
+    free(mine);
+    unlink(in);
+    unlink(out);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +425,8 @@ int main(void)
         cmocka_unit_test(test_same_text_as_cjson_otherwise),
         cmocka_unit_test(test_python_layout_fixed_cases),
         cmocka_unit_test(test_python_layout_is_pythons),
+        cmocka_unit_test(test_check_cases),
+        cmocka_unit_test(test_check_agrees_with_python),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
