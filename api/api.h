@@ -60,6 +60,11 @@ int api_main(int argc, char **argv);
 int sched_load_tuner(struct api *a, struct errbuf *e);
 void sched_tick(struct api *a);
 void sched_begin_stop(struct api *a, const char *why);
+/* The tuner index (trial parameter_id) the next algorithm trial gets. 0 or -1. */
+int sched_next_index(struct api *a, int64_t *out, struct errbuf *e);
+/* A new search space is stored, beginning at tuner index index_base: the history is
+ * rebuilt with the indexes the new tuner sees (tuner.h, index_spans_spaces). */
+void sched_space_changed(struct api *a, int64_t index_base);
 void history_free(struct history *h);
 
 /* assess.c */

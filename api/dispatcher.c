@@ -1377,4 +1377,5 @@ const struct tuner_ops dispatcher_tuner_ops = {
     .destroy = disp_destroy,
     .label = disp_label,
     .needs_history = 1, /* asked only when a slot is free, as NNI asks with GE */
+    .index_spans_spaces = 1, /* the dispatcher numbers its own suggestions */
 };

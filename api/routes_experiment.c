@@ -136,15 +136,19 @@ static int update_search_space(struct req *q, const cJSON *params)
         /* the tuner must accept the space (GridSearch refuses {}) before anything is
          * stored or swapped: a refused space changes nothing */
         void *state = NULL;
+        int64_t base = 0;
         if (a->tuner->create(a->cfg->tuner.class_args, space, (uint64_t)a->exp.seed, &state, &e) < 0) {
             reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
         } else {
             char *s = cJSON_PrintUnformatted(ss);
-            if (db_run(a->db, &e, "UPDATE experiment SET search_space = ?, tuner_exhausted = 0, updated_at = ?"
-                                  " WHERE id = ?", "sis", s, now_ms(), a->exp_id) < 0) {
+            /* the space and the index it begins at, in one statement: a restart reads both */
+            if (sched_next_index(a, &base, &e) < 0 ||
+                db_run(a->db, &e, "UPDATE experiment SET search_space = ?, space_index_base = ?, tuner_exhausted = 0,"
+                                  " updated_at = ? WHERE id = ?", "siis", s, base, now_ms(), a->exp_id) < 0) {
                 reply_error(q->r, 500, "%s", e.msg);
                 a->tuner->destroy(state);
             } else {
+                sched_space_changed(a, base);
                 if (a->tuner_state)
                     a->tuner->destroy(a->tuner_state);
                 a->tuner_state = state;
@@ -177,6 +181,7 @@ void h_experiment_put(struct req *q)
     struct errbuf e;
     int64_t v = 0;
     int rc = -2; /* -2: a reply was sent; -1: database error; >= 0 applied */
+    int revive = 0; /* the update may let more trials run */
     if (!cJSON_IsObject(params)) {
         reply_error(q->r, 400, "body.params: must be an object (the ExperimentProfile as GET /experiment gives it)");
     } else if (strcmp(type, "TRIAL_CONCURRENCY") == 0) {
@@ -184,15 +189,20 @@ void h_experiment_put(struct req *q)
             rc = db_run(a->db, &e, "UPDATE experiment SET concurrency = ?, updated_at = ? WHERE id = ?", "iis", v,
                         now_ms(), a->exp_id);
     } else if (strcmp(type, "MAX_TRIAL_NUM") == 0) {
-        if (update_value(q, params, "maxTrialNumber", "maxTrialNum", 0, 1, 999999999, &v) == 0)
+        if (update_value(q, params, "maxTrialNumber", "maxTrialNum", 0, 1, 999999999, &v) == 0) {
+            revive = !a->exp.tuner_exhausted && v > a->exp.next_sequence; /* room for another trial */
             rc = db_run(a->db, &e, "UPDATE experiment SET max_trial_number = ?, updated_at = ? WHERE id = ?", "iis",
                         v, now_ms(), a->exp_id);
+        }
     } else if (strcmp(type, "MAX_EXEC_DURATION") == 0) {
-        if (update_value(q, params, "maxExperimentDuration", "maxExecDuration", 1, 1, (int64_t)1 << 40, &v) == 0)
+        if (update_value(q, params, "maxExperimentDuration", "maxExecDuration", 1, 1, (int64_t)1 << 40, &v) == 0) {
+            revive = !a->exp.tuner_exhausted && v * 1000 > a->exp.exec_duration_ms; /* time left */
             rc = db_run(a->db, &e, "UPDATE experiment SET max_exec_seconds = ?, updated_at = ? WHERE id = ?", "iis",
                         v, now_ms(), a->exp_id);
+        }
     } else if (strcmp(type, "SEARCH_SPACE") == 0) {
         rc = update_search_space(q, params) == 0 ? 0 : -2;
+        revive = 1; /* the tuner may suggest again */
     } else {
         reply_error(q->r, 400, "update_type: unknown '%.64s' (TRIAL_CONCURRENCY, MAX_TRIAL_NUM, MAX_EXEC_DURATION,"
                                " SEARCH_SPACE)", type);
@@ -200,9 +210,11 @@ void h_experiment_put(struct req *q)
     if (rc == -1) {
         reply_error(q->r, 500, "%s", e.msg);
     } else if (rc >= 0) {
-        /* a raised limit revives a finished experiment, as in NNI; the next tick
-         * decides again from the new values */
-        exp_transition(a->db, a->exp_id, "DONE,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "RUNNING", type, &e);
+        /* a raised limit or a new space revives a finished experiment, as in NNI; the
+         * next tick decides again from the new values. Other updates (concurrency, a
+         * lower limit) cannot add a trial: the status and endTime stay. */
+        if (revive)
+            exp_transition(a->db, a->exp_id, "DONE,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "RUNNING", type, &e);
         db_event(a->db, &e, a->exp_id, NULL, "experiment", NULL, NULL, type);
         reply_json(q->r, 200, "");
         sched_tick(a);

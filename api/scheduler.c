@@ -271,6 +271,8 @@ static int history_refresh(struct api *a, struct errbuf *e)
         }
         struct tuner_result *r = &h->items[i];
         r->parameter_id = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : col_i64(st, 1);
+        if (!a->tuner->index_spans_spaces) /* the tuner's own index (tuner.h); -1 before its space */
+            r->parameter_id = r->parameter_id >= a->exp.space_index_base ? r->parameter_id - a->exp.space_index_base : -1;
         r->parameters = h->params[i];
         r->status = intern_status((const char *)sqlite3_column_text(st, 4));
         r->has_value = sqlite3_column_type(st, 3) != SQLITE_NULL && strcmp(r->status, "SUCCEEDED") == 0;
@@ -298,19 +300,35 @@ static int history_refresh(struct api *a, struct errbuf *e)
     return 0;
 }
 
-/* Inserts one WAITING trial in one transaction. Returns 1 inserted, 0 the tuner is
- * exhausted, 2 the tuner has nothing now (ask again next tick), -1 on error. */
-static int submit_one(struct api *a, struct errbuf *e)
+int sched_next_index(struct api *a, int64_t *out, struct errbuf *e)
 {
-    /* the next tuner index: read from the rows once per process, then counted here
-     * (only this api inserts algorithm trials); a scan per suggestion would make every
-     * suggestion O(trials) */
+    /* read from the rows once per process, then counted here (only this api inserts
+     * algorithm trials); a scan per suggestion would make every suggestion O(trials) */
     if (a->next_index < 0 &&
         db_int(a->db, e, &a->next_index, "SELECT coalesce(max(parameter_id) + 1, 0) FROM trial"
                                          " WHERE experiment_id = ? AND parameter_source = 'algorithm'",
                "s", a->exp_id) < 0)
         return -1;
-    int64_t index = a->next_index;
+    *out = a->next_index;
+    return 0;
+}
+
+void sched_space_changed(struct api *a, int64_t index_base)
+{
+    a->exp.space_index_base = index_base;
+    if (a->history)
+        a->history->next_full_ms = 0; /* every item's tuner index changed: reload all */
+}
+
+/* Inserts one WAITING trial in one transaction. Returns 1 inserted, 0 the tuner is
+ * exhausted, 2 the tuner has nothing now (ask again next tick), -1 on error. */
+static int submit_one(struct api *a, struct errbuf *e)
+{
+    int64_t index;
+    if (sched_next_index(a, &index, e) < 0)
+        return -1;
+    /* the tuner's own index: from 0 in the current search space (tuner.h) */
+    int64_t tindex = a->tuner->index_spans_spaces ? index : index - a->exp.space_index_base;
     struct tuner_history th = {0};
     if (a->tuner->needs_history) {
         if (history_refresh(a, e) < 0)
@@ -319,13 +337,13 @@ static int submit_one(struct api *a, struct errbuf *e)
         th.items = a->history->items;
     }
     cJSON *params = NULL;
-    int rc = a->tuner->suggest(a->tuner_state, index, &th, &params, e);
+    int rc = a->tuner->suggest(a->tuner_state, tindex, &th, &params, e);
     if (rc <= 0 || rc == 2)
         return rc;
     char *pjson = json_print_exact(params); /* what the tuner chose, to the last bit */
     cJSON_Delete(params);
     /* the wire parameter id, when the tuner names its suggestions (Hyperband) */
-    char *label = a->tuner->label ? a->tuner->label(a->tuner_state, index) : NULL;
+    char *label = a->tuner->label ? a->tuner->label(a->tuner_state, tindex) : NULL;
     const cJSON *retries = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "maxTrialRetries");
     int max_attempts = 1 + (cJSON_IsNumber(retries) ? retries->valueint : 1);
     if (db_begin(a->db, e) < 0) {

@@ -46,7 +46,7 @@ int exp_insert(struct db *db, const struct experiment *x, struct errbuf *e)
     "id, name, config, search_space, platform, status, desired_status, exp_dir,"           \
     " bind_address, errors, token, port, start_time, end_time, exec_duration_ms,"          \
     " max_trial_number, max_exec_seconds, max_trial_seconds, concurrency, seed,"           \
-    " next_sequence, tuner_exhausted, api_pid, api_start, api_heartbeat, url_prefix, config_file"
+    " next_sequence, tuner_exhausted, api_pid, api_start, api_heartbeat, url_prefix, config_file, space_index_base"
 
 int exp_load(struct db *db, const char *id, struct experiment *x, struct errbuf *e)
 {
@@ -92,6 +92,7 @@ int exp_load(struct db *db, const char *id, struct experiment *x, struct errbuf 
     x->api_heartbeat = col_i64(st, i++);
     x->url_prefix = col_str(st, i++);
     x->config_file = col_str(st, i++);
+    x->space_index_base = col_i64(st, i++);
     sqlite3_reset(st);
     return 1;
 }

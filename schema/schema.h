@@ -17,6 +17,7 @@ struct experiment {
     int64_t max_trial_number, max_exec_seconds, max_trial_seconds; /* 0 = unlimited */
     int concurrency;
     int64_t seed, next_sequence;
+    int64_t space_index_base; /* tuner index where the current search space began (migration 014) */
     int tuner_exhausted;
     int api_pid;
     int64_t api_start, api_heartbeat;

@@ -517,6 +517,7 @@ const struct tuner_ops tuner_bohb = {
     .label = bohb_label,
     .needs_latest = 1,
     .advisor = 1,
+    .index_spans_spaces = 1,
 };
 
 int bohb_model_state(void *state, const struct tuner_history *h, int64_t bracket, double *budget)

@@ -107,4 +107,5 @@ const struct tuner_ops tuner_hyperband = {
     .label = hyperband_label,
     .needs_latest = 1,
     .advisor = 1,
+    .index_spans_spaces = 1,
 };

@@ -60,6 +60,11 @@ struct tuner_ops {
     /* 1: an advisor (Hyperband, BOHB): it decides when configurations stop, so the api
      * runs no assessor beside it (NNI ignores the assessor of an advisor). */
     int advisor;
+    /* 1: the index counts suggestions across search space updates (a bracket plan goes
+     * on, as NNI's advisors keep theirs). 0: a new space is a new search: the tuner
+     * sees indexes from 0 again, and the trials of earlier spaces in its history as
+     * results it did not suggest (parameter_id -1, as imported ones). */
+    int index_spans_spaces;
 };
 
 /* Case-insensitive lookup by name or alias; NULL if unknown. */

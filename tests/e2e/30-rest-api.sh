@@ -190,6 +190,18 @@ PY
 [ "$big" = 413 ] || fail "an oversize body gave $big"
 pass "bad requests: 404, 405, 400 naming the field or the JSON problem (nothing changed), 413"
 
+# an update that cannot add a trial leaves a DONE experiment DONE, with its end time
+# (the experiment ran its 6 trials: maxTrialNumber 6)
+done_state() { sql "SELECT status || ' ' || end_time FROM experiment WHERE id='$id'"; }
+was=$(done_state)
+case "$was" in DONE\ [0-9]*) ;; *) fail "not DONE with an end time: $was" ;; esac
+expect 200 -X PUT -d '{"params":{"trialConcurrency":2}}' "$API/experiment?update_type=TRIAL_CONCURRENCY"
+expect 200 -X PUT -d '{"params":{"maxTrialNumber":5}}' "$API/experiment?update_type=MAX_TRIAL_NUM"
+expect 200 -X PUT -d '{"params":{"maxTrialNumber":6}}' "$API/experiment?update_type=MAX_TRIAL_NUM"
+sleep 1 # a tick or two
+[ "$(done_state)" = "$was" ] || fail "an update that adds no trial changed $was to $(done_state)"
+pass "updates that cannot add a trial keep DONE and its end time"
+
 # long listings go out in chunks; clients that leave mid-listing cost nothing
 sql <<SQL
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)

@@ -191,6 +191,27 @@ code=$(curl -s -o "$WORK/body" -w '%{http_code}' -X PUT -d '{"params":{"searchSp
 n update concurrency "$id2" --value 2; has "Update concurrency success!"
 pass "clear messages for a stopped experiment and a port that does not answer; update searchspace"
 
+# the new space is searched from its first point (the grid does not go on at the index the
+# old one reached), also when the api is killed right after the update: resumed, x=7 and
+# x=8 each run once, with parameter ids that go on from the old space's
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameter_source='algorithm'")" -ge 2 ] ||
+    fail "fewer than 2 trials before the update: the check below would prove nothing"
+base=$(sql "SELECT space_index_base FROM experiment WHERE id='$id2'")
+kill -9 "$(sql "SELECT api_pid FROM experiment WHERE id='$id2'")"
+n resume "$id2" --port "$port"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "resume after kill -9"; }
+for _ in $(seq 300); do
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameters->>'x' IN (7, 8)")" -ge 2 ] && break
+    sleep 0.1
+done
+[ "$(sql "SELECT group_concat(x, ',') FROM (SELECT parameters->>'x' AS x FROM trial WHERE experiment_id='$id2'
+          AND parameters->>'x' IN (7, 8) ORDER BY sequence)")" = "7,8" ] ||
+    fail "the new grid: $(sql "SELECT sequence, parameter_id, parameters FROM trial WHERE experiment_id='$id2'")"
+[ "$(sql "SELECT group_concat(parameter_id, ',') FROM (SELECT parameter_id FROM trial WHERE experiment_id='$id2'
+          AND parameters->>'x' IN (7, 8) ORDER BY sequence)")" = "$base,$((base + 1))" ] || fail "parameter ids of the new space"
+[ "$(sql "SELECT count(DISTINCT parameter_id) = count(*) FROM trial WHERE experiment_id='$id2' AND parameter_source='algorithm'")" = 1 ] ||
+    fail "a parameter id was given twice"
+pass "update searchspace: the new grid from its first point, across kill -9 of the api and resume"
+
 # a Random tuner needs no imported data (NNI's check)
 sed -e 's/tuner: {name: GridSearch}/tuner: {name: Random}/' "$WORK/exp/grid2.yml" > "$WORK/exp/random.yml"
 nnictl stop "$id2" > /dev/null
