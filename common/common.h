@@ -42,8 +42,9 @@ int64_t now_ms(void);       /* wall clock, epoch milliseconds */
 int64_t mono_ms(void);      /* monotonic milliseconds */
 int64_t mono_us(void);      /* monotonic microseconds */
 void format_time_ms(int64_t ms, const char *fmt, char *out, size_t outlen); /* local time */
-/* "1h", "30m", "10s", "2d", "0.5h", or a plain number of seconds -> seconds (ceil).
- * NNI's parse_time. Returns -1 on a bad string. */
+/* "1h", "30m", "10s", "2d", "0.5h" (any case), or a plain number of seconds -> seconds
+ * (ceil). NNI's parse_time; the number is digits with at most one '.': no sign, space,
+ * exponent or hex. Returns -1 on a bad string or a value that is not > 0. */
 int parse_duration(const char *s, int64_t *seconds);
 
 /* ---- strings ---- */

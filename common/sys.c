@@ -51,8 +51,6 @@ int parse_duration(const char *s, int64_t *seconds)
         {'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1},
     };
     size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        n--;
     if (n == 0)
         return -1;
     int64_t mult = 0;
@@ -68,6 +66,19 @@ int parse_duration(const char *s, int64_t *seconds)
     }
     char num[64];
     if (n == 0 || n >= sizeof num)
+        return -1;
+    /* digits with at most one '.' (NNI's "1.5h"): no sign, space, exponent or hex,
+     * which strtod would take */
+    int digits = 0, dots = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] >= '0' && s[i] <= '9')
+            digits++;
+        else if (s[i] == '.')
+            dots++;
+        else
+            return -1;
+    }
+    if (!digits || dots > 1)
         return -1;
     memcpy(num, s, n);
     num[n] = '\0';

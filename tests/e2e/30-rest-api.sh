@@ -190,6 +190,11 @@ PY
 [ "$big" = 413 ] || fail "an oversize body gave $big"
 pass "bad requests: 404, 405, 400 naming the field or the JSON problem (nothing changed), 413"
 
+# durations as NNI's: a number (digits, one '.') and a unit; nothing strtod would also take
+for bad in '" 1h"' '"1.5e-9s"' '"0x10"' '"-1h"' '"1h "' '"1 h"' '"."' '"h"' '0' '-5' '1.5'; do
+    expect 400 -X PUT -d "{\"params\":{\"maxExperimentDuration\":$bad}}" "$API/experiment?update_type=MAX_EXEC_DURATION"
+    check '"params.maxExperimentDuration" in j["error"]'
+done
 # an update that cannot add a trial leaves a DONE experiment DONE, with its end time
 # (the experiment ran its 6 trials: maxTrialNumber 6)
 done_state() { sql "SELECT status || ' ' || end_time FROM experiment WHERE id='$id'"; }
