@@ -338,10 +338,14 @@ void h_webui_overview(struct req *q)
 
 #define PAGE_MAX 500
 
-/* sort=<column> to an SQL expression (*nullable: some trials have no value for it);
- * param:<name> sorts by that parameter, metric:<key> by that key of a dict final metric.
- * NULL for an unknown column. */
-static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *nullable)
+/* A trial's final metric is shown (finalMetricData) only when it SUCCEEDED, as in NNI:
+ * a failed trial's FINAL report has no place in a metric order. */
+#define METRIC_SHOWN " AND status = 'SUCCEEDED'"
+
+/* sort=<column> to an SQL expression (*nullable: some trials have no value for it; *shown:
+ * more SQL that a trial with a value must also meet, else "") ; param:<name> sorts by that
+ * parameter, metric:<key> by that key of a dict final metric. NULL for an unknown column. */
+static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *nullable, const char **shown)
 {
     static const struct {
         const char *name, *expr;
@@ -355,9 +359,12 @@ static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *n
         {"start", "start_time", 1},
         {"end", "end_time", 1},
     };
+    *shown = "";
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (strcmp(sort, cols[i].name) == 0) {
             *nullable = cols[i].nullable;
+            if (strcmp(sort, "metric") == 0)
+                *shown = METRIC_SHOWN;
             return cols[i].expr;
         }
     if (str_starts(sort, "param:")) {
@@ -375,6 +382,7 @@ static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *n
             return NULL;
         snprintf(path, pathsz, "$.\"%s\"", n);
         *nullable = 1;
+        *shown = METRIC_SHOWN;
         return "(CASE WHEN json_valid(final_metric_json) THEN json_extract(final_metric_json, :path) END)";
     }
     return NULL;
@@ -460,7 +468,8 @@ void h_webui_trials(struct req *q)
         return;
     char path[128] = "";
     int nullable = 0;
-    const char *expr = sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable);
+    const char *shown = "";
+    const char *expr = sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable, &shown);
     if (!expr) {
         reply_error(q->r, 400, "query parameter sort: unknown column '%.64s' (sequence, id, status, metric, duration,"
                                " start, end, param:<name>, metric:<key>)", sort);
@@ -478,8 +487,13 @@ void h_webui_trials(struct req *q)
     if (status && *status) {
         /* a comma list of known statuses */
         const char *p = status;
-        while (*p) {
+        for (;;) {
             size_t len = strcspn(p, ",");
+            if (len == 0) {
+                reply_error(q->r, 400, "query parameter status: an empty entry in '%.64s' (statuses separated by"
+                                       " single commas)", status);
+                return;
+            }
             int known = 0;
             for (int i = 0; i < NSTATUS; i++)
                 known |= strlen(statuses[i]) == len && strncmp(p, statuses[i], len) == 0;
@@ -491,8 +505,9 @@ void h_webui_trials(struct req *q)
             }
             nstatus++;
             p += len;
-            if (*p == ',')
-                p++;
+            if (!*p)
+                break;
+            p++; /* the ',': another entry follows, maybe empty */
         }
     }
     if (text && strlen(text) > 200) {
@@ -525,16 +540,17 @@ void h_webui_trials(struct req *q)
                         " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
                         " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
     char *count_sql = xasprintf("SELECT count(*)%s", where.buf);
-    char *valued_count_sql = xasprintf("SELECT count(*)%s AND %s IS NOT NULL", where.buf, expr);
+    char *valued_count_sql = xasprintf("SELECT count(*)%s AND %s IS NOT NULL%s", where.buf, expr, shown);
     char *page_sql = !nullable && strcmp(expr, "sequence") == 0
                          ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY sequence %s LIMIT :limit OFFSET :offset",
                                      where.buf, dir)
                      : !nullable ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY %s %s, sequence %s"
                                              " LIMIT :limit OFFSET :offset", where.buf, expr, dir, dir)
-                                 : xasprintf("SELECT " TRIAL_COLUMNS "%s AND %s IS NOT NULL ORDER BY %s %s, sequence %s"
-                                             " LIMIT :limit OFFSET :offset", where.buf, expr, expr, dir, dir);
-    char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND %s IS NULL ORDER BY sequence %s"
-                                   " LIMIT :limit OFFSET :offset", where.buf, expr, dir);
+                                 : xasprintf("SELECT " TRIAL_COLUMNS "%s AND %s IS NOT NULL%s ORDER BY %s %s,"
+                                             " sequence %s LIMIT :limit OFFSET :offset", where.buf, expr, shown, expr,
+                                             dir, dir);
+    char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND NOT (%s IS NOT NULL%s) ORDER BY sequence %s"
+                                   " LIMIT :limit OFFSET :offset", where.buf, expr, shown, dir);
     sb_free(&where);
     struct errbuf e;
     struct binds b = {.exp = a->exp_id, .status = status, .like = like, .text = text, .path = path,
