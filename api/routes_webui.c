@@ -710,8 +710,9 @@ void h_webui_charts(struct req *q)
     int64_t nfinal = 0, ndur = 0;
     int have_best = 0;
     double bestv = 0;
-    st = db_query(a->db, &e, "SELECT sequence, id, final_metric, start_time, end_time FROM trial"
-                             " WHERE experiment_id = ? ORDER BY sequence", "s", a->exp_id);
+    st = db_query(a->db, &e, "SELECT sequence, id, CASE WHEN status = 'SUCCEEDED' THEN final_metric END,"
+                             " start_time, end_time FROM trial WHERE experiment_id = ? ORDER BY sequence",
+                  "s", a->exp_id); /* the final metrics trials show (METRIC_SHOWN) */
     rc = SQLITE_ERROR;
     if (st) {
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -810,7 +811,7 @@ void h_webui_params(struct req *q)
         return;
     }
     if (seq < 0 || db_int(a->db, &e, &count, "SELECT count(*) FROM trial WHERE experiment_id = ?"
-                                             " AND final_metric IS NOT NULL", "s", a->exp_id) < 0) {
+                                             " AND final_metric IS NOT NULL" METRIC_SHOWN, "s", a->exp_id) < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
     }
@@ -827,17 +828,18 @@ void h_webui_params(struct req *q)
     int64_t half = n / 2;
     sqlite3_stmt *st = db_query(a->db, &e,
                                 maximize ? "SELECT id, sequence, final_metric, parameters FROM trial"
-                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL"
+                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
                                            " ORDER BY final_metric DESC, sequence LIMIT ?"
                                          : "SELECT id, sequence, final_metric, parameters FROM trial"
-                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL"
+                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
                                            " ORDER BY final_metric ASC, sequence LIMIT ?",
                                 "si", a->exp_id, half);
     int bad = !st || params_rows(q, st, &sb, &first, 1, &e) < 0;
     if (!bad) {
         int64_t stride = count > half && half > 0 ? (count + half - 1) / half : 1;
         st = db_query(a->db, &e, "SELECT id, sequence, final_metric, parameters FROM trial"
-                                 " WHERE experiment_id = ? AND final_metric IS NOT NULL AND sequence % ? = 0"
+                                 " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
+                                 " AND sequence % ? = 0"
                                  " ORDER BY sequence LIMIT ?", "sii", a->exp_id, stride, n - half);
         bad = !st || params_rows(q, st, &sb, &first, 0, &e) < 0;
     }

@@ -134,13 +134,16 @@ for st in ("SUCCEEDED", "USER_CANCELED", "RUNNING", "WAITING", "FAILED"):
 best = max((r for r in rows if r[2] == "SUCCEEDED" and r[3] is not None), key=lambda r: (r[3], -r[1]))
 assert o["best"]["trialJobId"] == best[0] and o["best"]["value"] == best[3], (o["best"], best)
 c = get("/webui/charts?buckets=10")
-finals = [r for r in rows if r[3] is not None]
+finals = [r for r in rows if metric(r) is not None]
 assert c["final"]["count"] == len(finals) and len(c["final"]["points"]) <= 20
 assert max(p[1] for p in c["final"]["points"]) == max(r[3] for r in finals)
 assert min(p[1] for p in c["final"]["points"]) == min(r[3] for r in finals)
+failed_final = [r[0] for r in rows if r[3] is not None and r[2] != "SUCCEEDED"]
+assert failed_final and not any(p[2] in failed_final for p in c["final"]["points"]), c["final"]["points"]
 assert c["best"][-1][1] == best[3], c["best"]
 assert c["duration"]["count"] == sum(1 for r in rows if dur(r) is not None)
 p = get("/webui/params?n=10")
+assert p["count"] == len(finals) and not any(t["id"] in failed_final for t in p["trials"]), p
 tops = [t for t in p["trials"] if t["top"]]
 assert tops and tops[0]["id"] == best[0] and tops[0]["params"] == json.loads(best[4]), tops[:1]
 # bad parameters: 400 naming the parameter
