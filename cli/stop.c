@@ -27,6 +27,8 @@ static int cmd_stop_fn(int argc, char **argv)
     const char *id = optind < argc ? argv[optind] : NULL;
     if (id && strcmp(id, "all") == 0)
         return cli_error("to stop every experiment use: nnictl stop --all");
+    /* NNI: "ID*" stops every running experiment whose id starts with ID */
+    size_t glob = id && *id && id[strlen(id) - 1] == '*' ? strlen(id) - 1 : 0;
     char *home;
     struct db *db = cli_open_db(home_opt, &home);
     if (!db)
@@ -49,6 +51,8 @@ static int cmd_stop_fn(int argc, char **argv)
             match = alive || unfinished;
         else if (port)
             match = alive && col_i64(st, 3) == port;
+        else if (glob)
+            match = alive && strncmp(xid, id, glob) == 0;
         else if (id)
             match = str_starts(xid, id);
         else
@@ -60,7 +64,7 @@ static int cmd_stop_fn(int argc, char **argv)
     }
     if (st)
         sqlite3_reset(st);
-    if (id && !all && !port) {
+    if (id && !all && !port && !glob) {
         /* an exact id wins over a prefix of others */
         for (int i = 0; i < nids; i++)
             if (strcmp(ids[i], id) == 0) {

@@ -198,9 +198,9 @@ char *exp_resolve(struct db *db, const char *id, int running_only, struct errbuf
         return NULL;
     }
     (void)running_only;
-    char *like = xasprintf("%s%%", id);
-    st = db_query(db, e, "SELECT id, (id = ?) FROM experiment WHERE id LIKE ? ORDER BY id", "ss", id, like);
-    free(like);
+    /* a prefix, as typed: LIKE would take '_' and '%' for wildcards and ignore case */
+    st = db_query(db, e, "SELECT id, (id = ?1) FROM experiment WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id",
+                  "s", id);
     if (!st)
         return NULL;
     while (sqlite3_step(st) == SQLITE_ROW) {

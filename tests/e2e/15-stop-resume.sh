@@ -77,5 +77,20 @@ out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)
 kill $holder 2>/dev/null || true
 echo "$out" | grep -q "Port $port is not idle" || fail "busy port message: $out"
 pass "clear messages for unknown id and busy port"
+
+# ids as typed: a unique prefix resolves, in its case, with no wildcards ('_', '%'
+# are characters); "ID*" stops every running experiment that starts with ID
+p1=${id:0:1}
+u=$(printf '%s' "$p1" | tr 'a-z0-9' 'A-Z_')
+out=$(nnictl experiment show "${id:0:7}" 2>&1) || fail "a unique prefix did not resolve: $out"
+for wild in "${p1}%" "${p1}_" "$u" "%"; do
+    out=$(nnictl experiment show "$wild" 2>&1) && fail "'$wild' resolved to an experiment: $out"
+    echo "$out" | grep -q "Id not correct" || fail "'$wild': $out"
+done
+nnictl view "$id" --port "$port" > /dev/null
+nnictl stop "${id:0:3}*" > "$WORK/glob.out" 2>&1 || { cat "$WORK/glob.out"; fail "stop ID*"; }
+grep -q "Stop experiment success" "$WORK/glob.out" || fail "stop ID*: $(cat "$WORK/glob.out")"
+port_is_free "$port" || fail "stop ID* left the api running"
+pass "ids: prefixes as typed (no wildcards, case kept); stop ID*"
 assert_no_leftovers
 echo "15-stop-resume: passed"
