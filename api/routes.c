@@ -22,8 +22,8 @@
 #include "api/channel.h"
 #include "api/dispatcher.h"
 #include "api/routes.h"
-#include "common/json.h"
 #include "api/routes_webui.h"
+#include "common/json.h"
 
 #define MAX_HEADERS (64 << 10)
 
@@ -358,7 +358,7 @@ static int loopback_host(const char *h)
  * whose DNS name turns to 127.0.0.1 (DNS rebinding) sends an Origin equal to its Host.
  * nnictl, curl and NNI's Python client send no Origin. Returns NULL, or why it is
  * refused. */
-const char *cross_site_refusal(const struct api *a, struct evhttp_request *r)
+static const char *cross_site_refusal(const struct api *a, struct evhttp_request *r)
 {
     struct evkeyvalq *h = evhttp_request_get_input_headers(r);
     const char *origin = evhttp_find_header(h, "Origin");

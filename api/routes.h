@@ -35,10 +35,6 @@ int split_path(const char *raw, struct segments *out);
 /* Drops the --url_prefix segments from the front: 0, or -1 when the path is outside. */
 int strip_prefix(const struct api *a, struct segments *s);
 void segments_free(struct segments *s);
-/* NULL when a request may change the experiment as far as browsers are concerned, else
- * why not: it carries a foreign Origin, or reached a loopback-only api under another
- * name (DNS rebinding). */
-const char *cross_site_refusal(const struct api *a, struct evhttp_request *r);
 
 /* ---- replies ---- */
 void reply_json(struct evhttp_request *r, int code, const char *body);

@@ -77,7 +77,6 @@ int cli_target_open(struct cli_target *t, const char *home_opt, const char *id_a
 void cli_target_close(struct cli_target *t);
 /* A message for a failed REST call: the api's {"error"} or the status. Caller frees. */
 char *cli_error_of(int code, const char *body);
-/* JSON with four-space indents, as NNI's json.dumps(indent=4). */
 /* Python's json.dumps(j, indent=4): config show, experiment machines */
 void cli_print_indent4(const cJSON *j);
 /* json.dumps(j, indent=4, sort_keys=True, separators=(',', ':')): how NNI's nnictl

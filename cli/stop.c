@@ -28,7 +28,8 @@ static int cmd_stop_fn(int argc, char **argv)
     if (id && strcmp(id, "all") == 0)
         return cli_error("to stop every experiment use: nnictl stop --all");
     /* NNI: "ID*" stops every running experiment whose id starts with ID */
-    size_t glob = id && *id && id[strlen(id) - 1] == '*' ? strlen(id) - 1 : 0;
+    int glob = id && *id && id[strlen(id) - 1] == '*';
+    size_t glob_len = glob ? strlen(id) - 1 : 0;
     char *home;
     struct db *db = cli_open_db(home_opt, &home);
     if (!db)
@@ -52,7 +53,7 @@ static int cmd_stop_fn(int argc, char **argv)
         else if (port)
             match = alive && col_i64(st, 3) == port;
         else if (glob)
-            match = alive && strncmp(xid, id, glob) == 0;
+            match = alive && strncmp(xid, id, glob_len) == 0;
         else if (id)
             match = str_starts(xid, id);
         else
