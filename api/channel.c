@@ -260,7 +260,8 @@ static void batch_reply(struct chan_state *s, struct batch *b)
     for (int i = 0; i < b->n; i++) {
         struct pending_metric *p = &b->m[i];
         if (!b->ok)
-            cconn_error(p->r, 503, "metric not stored: %s", b->err); /* the SDK retries 503 */
+            /* trialq's SDK retries 503; NNI's does not read a PUT's answer (docs/rest-api.md) */
+            cconn_error(p->r, 503, "metric not stored: %s", b->err);
         else if (!b->found[i])
             cconn_error(p->r, 404, "trial %.40s: not in this experiment", p->trial_id);
         else
