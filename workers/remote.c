@@ -9,7 +9,9 @@
  *                      .nniignore honoured, NNI's 2000 entries / 300 MB limits)
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
  *   trials/<id>/       NNI_SYS_DIR of a trial: parameter.cfg, code/, .nni/metrics,
- *                      trial.stdout, trial.stderr, .nni/{job,code,started.N}
+ *                      trial.stdout, trial.stderr, .nni/{attempt,runner,trialpid,code}
+ *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot)
+ *   trials/<id>.attempt<N>/  attempt N's dir, moved aside by a later attempt on this host
  * The runner starts each trial detached (setsid) in its own process group and writes
  * its exit code durably, so a trial outlives a dropped connection or a restarted
  * worker, and the next worker re-attaches through the job files (never a second job).
@@ -465,6 +467,137 @@ static int open_shell(struct rmachine *m, struct errbuf *e)
     return rc;
 }
 
+static void make_job_id(char *buf, size_t len, const struct rmachine *m, int attempt);
+static void unique_tag(const char *text, char tag[32]);
+
+/* Sends a script to the machine's shell and reads its answer (up to an end marker). */
+static int shell_run(struct rmachine *m, const char *script, struct strbuf *out, struct errbuf *e)
+{
+    char tag[32], marker[48];
+    unique_tag(NULL, tag);
+    snprintf(marker, sizeof marker, "%s\n", tag);
+    struct strbuf s;
+    sb_init(&s);
+    sb_printf(&s, "%s\necho %s\n", script, tag);
+    int rc = ssh_shell_send(m->shell, s.buf, s.len, e);
+    if (rc == 0)
+        rc = ssh_shell_recv(m->shell, marker, out, e);
+    sb_free(&s);
+    return rc;
+}
+
+/* Why the run (trial_id, attempt) found on machine m is not that trial's current attempt
+ * held there, from its row: NULL when it is (then it is re-attached, never killed). */
+static char *run_not_current(struct worker *w, struct rmachine *m, const char *trial_id, int attempt,
+                             struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(w->db, e, "SELECT status, attempt, job_id FROM trial WHERE id = ? AND experiment_id = ?",
+                                "ss", trial_id, w->exp_id);
+    if (!st)
+        return NULL;
+    char *why = NULL;
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        char *status = col_str(st, 0), *job = col_str(st, 2);
+        int cur = (int)col_i64(st, 1);
+        char mine[512];
+        make_job_id(mine, sizeof mine, m, attempt);
+        if (trial_status_final(status))
+            why = xasprintf("the trial has ended (%s)", status);
+        else if (cur > attempt)
+            why = xasprintf("the trial was retried as attempt %d%s%s", cur, job ? ", job " : " (not started yet)",
+                            job ? job : "");
+        else if (cur < attempt)
+            why = xasprintf("the database knows only attempt %d of the trial", cur);
+        else if (!job || strcmp(job, mine) != 0)
+            why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
+        free(status);
+        free(job);
+    } else if (step == SQLITE_DONE) {
+        why = xstrdup("the trial is not in the database");
+    } else {
+        errf(e, "reading trial %s: %s", trial_id, sqlite3_errmsg(sqlite3_db_handle(st)));
+    }
+    sqlite3_reset(st);
+    return why;
+}
+
+/* At every (re)connect, before anything new is started on the machine: the runs of this
+ * experiment still going on there that are no trial's current attempt held there are
+ * killed. A machine that was unreachable (a network partition, not a dead host) had its
+ * trials retried elsewhere or later while their runs, detached from SSH, went on: left
+ * alone, a trial would run twice. Decided from the rows alone, so a worker that has just
+ * started (nothing adopted yet) keeps the current runs for re-attaching. Each kill is
+ * logged and recorded as an event (entity 'process', RUNNING -> KILLED) before it is sent:
+ * a worker killed in between leaves the run to the next connect, which sees it again and
+ * kills it (a second event row, never a kill without one). */
+static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *e)
+{
+    struct strbuf script, out;
+    sb_init(&script);
+    sb_init(&out);
+    sb_puts(&script, "tq_runs ");
+    char *trials = xasprintf("%s/trials", m->root);
+    sh_quote(&script, trials);
+    free(trials);
+    int rc = shell_run(m, script.buf, &out, e);
+    sb_free(&script);
+    struct orphan { char id[16]; int attempt; char *why; } *o = NULL;
+    int n = 0;
+    for (const char *p = out.buf; rc == 0 && p && *p;) {
+        const char *nl = strchr(p, '\n');
+        char id[16];
+        int attempt, used = 0;
+        if (sscanf(p, "run %15s %d%n", id, &attempt, &used) == 2 && used && (p[used] == '\n' || !p[used])) {
+            struct errbuf qe;
+            qe.msg[0] = '\0';
+            char *why = run_not_current(w, m, id, attempt, &qe);
+            if (qe.msg[0]) {
+                rc = errf(e, "cannot check the runs left on it: %s", qe.msg);
+            } else if (why) {
+                o = xrealloc(o, sizeof *o * (size_t)(n + 1));
+                snprintf(o[n].id, sizeof o[n].id, "%s", id);
+                o[n].attempt = attempt;
+                o[n].why = why;
+                n++;
+            }
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    if (rc == 0 && n) {
+        rc = db_begin(w->db, e);
+        for (int i = 0; rc == 0 && i < n; i++) {
+            char *reason = xasprintf("attempt %d on %s: killing it: %s", o[i].attempt, m->label, o[i].why);
+            rc = db_event(w->db, e, w->exp_id, o[i].id, "process", "RUNNING", "KILLED", reason);
+            free(reason);
+        }
+        if (rc == 0)
+            rc = db_commit(w->db, e);
+        else
+            db_rollback(w->db);
+        if (rc < 0)
+            errprefix(e, "cannot record the kill of runs left on it");
+    }
+    if (rc == 0 && n) {
+        for (int i = 0; i < n; i++) {
+            log_warn("trial %s: attempt %d on %s: killing it: %s", o[i].id, o[i].attempt, m->label, o[i].why);
+            char *rdir = xasprintf("%s/trials/%s", m->root, o[i].id);
+            sb_puts(&script, "tq_kill ");
+            sh_quote(&script, rdir);
+            sb_printf(&script, " %d strict\n", o[i].attempt); /* only what tq_runs saw as this host's */
+            free(rdir);
+        }
+        sb_free(&out);
+        rc = shell_run(m, script.buf, &out, e);
+    }
+    for (int i = 0; i < n; i++)
+        free(o[i].why);
+    free(o);
+    sb_free(&script);
+    sb_free(&out);
+    return rc;
+}
+
 /* Connects (if due) and prepares a machine. 0 when usable. */
 static int connect_machine(struct worker *w, struct remote_state *rs, struct rmachine *m, struct errbuf *e)
 {
@@ -484,6 +617,9 @@ static int connect_machine(struct worker *w, struct remote_state *rs, struct rma
         rc = prepare_machine(w, rs, m, e);
         if (rc == 0)
             rc = open_shell(m, e);
+        /* before the machine takes anything new (and before its queued starts go out) */
+        if (rc == 0)
+            rc = end_orphan_runs(w, m, e);
     }
     if (rc < 0) {
         errprefix(e, "machine %s", m->label);

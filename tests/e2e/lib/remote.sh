@@ -103,6 +103,22 @@ remote_machine_down() {
     wait "${SSHD_PID[$1]}" 2>/dev/null || true
 }
 
+# remote_partition N: the machine becomes unreachable but keeps running, as behind a
+# network partition: its sshd listener and SSH sessions end (connections are refused from
+# now on); the runners and trials, detached in their own sessions, live on. `remote_sshd N`
+# brings it back on the same port with the same host key.
+remote_partition() {
+    local p sessions
+    sessions=$(remote_descendants "${SSHD_PID[$1]}")
+    # the listener first: a dropped session must not be reopened before the drop is complete
+    kill -9 "${SSHD_PID[$1]}" 2>/dev/null || true
+    wait "${SSHD_PID[$1]}" 2>/dev/null || true
+    for p in $sessions; do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" != sshd ] || kill -9 "$p" 2>/dev/null || true
+    done
+    return 0
+}
+
 # processes of experiment ID on the "remote" hosts: runners (their command line names
 # the experiment's work dir) and trials (NNI_EXP_ID in their environment)
 remote_procs() {
@@ -146,6 +162,9 @@ remote_on_exit() {
         for p in $(remote_procs "$n"); do kill -9 "$p" 2>/dev/null || true; done
     done
     remote_cleanup
+    # cleanup reads the status from $?; without set +e a failing status would end this
+    # trap right here (errexit): no logs shown, no sanitizer check, $WORK left behind
+    set +e
     (exit "$rc")
     cleanup
 }
