@@ -348,7 +348,9 @@ int trial_requeue(struct db *db, const char *trial_id, const char *owner, const 
                 " platform = CASE WHEN (SELECT platform FROM experiment WHERE id = trial.experiment_id)"
                 "            = 'hybrid' THEN 'hybrid' ELSE platform END,"
                 " lease_owner = NULL, lease_expires = NULL, start_time = NULL,"
-                " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?"
+                " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?,"
+                /* the retry's own FINAL is its result, not one the vanished attempt sent */
+                " final_metric = NULL, final_metric_json = NULL"
                 " WHERE id = ? AND lease_owner = ?",
                 "siss", why, now_ms(), trial_id, owner);
             if (changed < 0 || db_event(db, e, t.experiment_id, trial_id, "trial", t.status, "WAITING", why) < 0) {

@@ -134,12 +134,17 @@ void metric_owned_free(void *p)
     free(o);
 }
 
-/* first FINAL wins, as in NNI */
-static int final_update(struct db *db, const char *trial_id, const struct metric_in *m, struct errbuf *e)
+/* First FINAL wins, as in NNI, of the trial's current attempt (attempt -1: the metric
+ * is of the current one): a late FINAL of an attempt that was retried must not stand
+ * for the retry, whose row trial_requeue cleared. */
+static int final_update(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
+                        struct errbuf *e)
 {
     return db_run(db, e, "UPDATE trial SET final_metric = ?, final_metric_json = ?, updated_at = ?"
-                         " WHERE id = ? AND final_metric_json IS NULL",
-                  "Fsis", m->has_default ? m->default_value : NAN, m->value, now_ms(), trial_id) < 0 ? -1 : 0;
+                         " WHERE id = ? AND final_metric_json IS NULL AND (?5 < 0 OR attempt = ?5)",
+                  "Fsisd", m->has_default ? m->default_value : NAN, m->value, now_ms(), trial_id, attempt) < 0
+               ? -1
+               : 0;
 }
 
 int metric_insert(struct db *db, const char *trial_id, int attempt, const struct metric_in *m,
@@ -150,7 +155,7 @@ int metric_insert(struct db *db, const char *trial_id, int attempt, const struct
         " default_value, time) VALUES (?,?,?,?,?,?,?,?)",
         "sdssisFi", trial_id, attempt, m->parameter_id ? m->parameter_id : "", m->type, m->sequence,
         m->value, m->has_default ? m->default_value : NAN, now_ms());
-    if (rc == 1 && strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, m, e) < 0)
+    if (rc == 1 && strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, attempt, m, e) < 0)
         return -1;
     return rc;
 }
@@ -168,7 +173,7 @@ int metric_insert_current(struct db *db, const char *exp_id, const char *trial_i
         return -1;
     if (rc == 1) {
         *found = 1;
-        return strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, m, e) < 0 ? -1 : 1;
+        return strcmp(m->type, "FINAL") == 0 && final_update(db, trial_id, -1, m, e) < 0 ? -1 : 1;
     }
     /* a duplicate, or no such trial */
     int64_t one = 0;

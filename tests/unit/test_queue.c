@@ -170,13 +170,42 @@ static void test_adopt_expired_and_dead(void **s)
         trial_clear(&list[i]);
     }
     free(list);
-    /* a vanished job is retried with the same parameters, then fails when out of attempts */
+    /* a vanished job is retried with the same parameters, then fails when out of attempts;
+     * the FINAL attempt 1 sent before it vanished is not the retry's result, nor is one of
+     * attempt 1 that arrives late */
     assert_int_equal(trial_mark_running(db, a.id, "new:1:1", "j", "h", NULL, now_ms(), &e), 1);
-    assert_int_equal(trial_requeue(db, a.id, "new:1:1", "gone", &e), 1);
+    const char *const finals[] = {
+        "{\"parameter_id\":0,\"trial_job_id\":\"x\",\"type\":\"FINAL\",\"sequence\":0,\"value\":\"0.25\"}",
+        "{\"parameter_id\":0,\"trial_job_id\":\"x\",\"type\":\"FINAL\",\"sequence\":1,\"value\":\"0.5\"}",
+        "{\"parameter_id\":0,\"trial_job_id\":\"x\",\"type\":\"FINAL\",\"sequence\":0,\"value\":\"0.75\"}",
+    };
+    struct metric_in fm;
+    void *fo;
+    assert_int_equal(metric_parse(finals[0], strlen(finals[0]), &fm, &fo, &e), 0);
+    assert_int_equal(metric_insert(db, a.id, 1, &fm, &e), 1);
+    metric_owned_free(fo);
     struct trial r;
+    trial_load(db, a.id, &r, &e);
+    assert_true(r.has_final_metric && r.final_metric == 0.25);
+    trial_clear(&r);
+    assert_int_equal(trial_requeue(db, a.id, "new:1:1", "gone", &e), 1);
     trial_load(db, a.id, &r, &e);
     assert_string_equal(r.status, "WAITING");
     assert_int_equal(r.attempt, 2);
+    assert_false(r.has_final_metric);
+    assert_null(r.final_metric_json);
+    trial_clear(&r);
+    assert_int_equal(metric_parse(finals[1], strlen(finals[1]), &fm, &fo, &e), 0);
+    assert_int_equal(metric_insert(db, a.id, 1, &fm, &e), 1); /* late, of attempt 1 */
+    metric_owned_free(fo);
+    trial_load(db, a.id, &r, &e);
+    assert_false(r.has_final_metric);
+    trial_clear(&r);
+    assert_int_equal(metric_parse(finals[2], strlen(finals[2]), &fm, &fo, &e), 0);
+    assert_int_equal(metric_insert(db, a.id, 2, &fm, &e), 1);
+    metric_owned_free(fo);
+    trial_load(db, a.id, &r, &e);
+    assert_true(r.has_final_metric && r.final_metric == 0.75);
     trial_clear(&r);
     struct trial again;
     assert_int_equal(queue_claim(db, "ex2", "local", "new:1:1", 60000, &again, &e), 1);
