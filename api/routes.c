@@ -350,20 +350,31 @@ static int loopback_host(const char *h)
     return inet_pton(AF_INET, name, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
-/* A web page of another site must not change an experiment through its user's browser:
- * a form POST or a no-cors fetch needs no CORS preflight, and the api on loopback has
- * no token to stop it. Browsers send Origin with every POST, PUT and DELETE: it must be
- * this api's own (the UI's pages), i.e. name the Host the request was sent to. On a
- * loopback-only api that Host must also be a loopback name: a page of evil.example
- * whose DNS name turns to 127.0.0.1 (DNS rebinding) sends an Origin equal to its Host.
- * nnictl, curl and NNI's Python client send no Origin. Returns NULL, or why it is
- * refused. */
-static const char *cross_site_refusal(const struct api *a, struct evhttp_request *r)
+/* What a browser may not do here. A web page of another site must not change an
+ * experiment through its user's browser (mutating routes): a form POST or a no-cors
+ * fetch needs no CORS preflight, and the api on loopback has no token to stop it.
+ * Browsers send Origin with every POST, PUT and DELETE: it must be this api's own (the
+ * UI's pages), i.e. name the Host the request was sent to. And a page whose DNS name
+ * turns to 127.0.0.1 (DNS rebinding) is same-origin with the api under that name: on a
+ * loopback-only api a browser's request (it says so: Origin, Sec-Fetch-*, a Mozilla/
+ * User-Agent) must name a loopback Host, for reads too (parameters, metrics and trial
+ * logs are the user's). nnictl, curl and NNI's Python client send none of these. Returns
+ * NULL, or why it is refused. */
+static const char *browser_refusal(const struct api *a, struct evhttp_request *r, int mutating)
 {
     struct evkeyvalq *h = evhttp_request_get_input_headers(r);
     const char *origin = evhttp_find_header(h, "Origin");
     const char *site = evhttp_find_header(h, "Sec-Fetch-Site");
     const char *host = evhttp_find_header(h, "Host");
+    /* Sec-Fetch-* is sent to trustworthy origins only (https, localhost): to a rebound
+     * http://evil.example a browser says what it is by its User-Agent, which a page's
+     * script cannot change */
+    const char *ua = evhttp_find_header(h, "User-Agent");
+    int browser = origin || site || evhttp_find_header(h, "Sec-Fetch-Mode") || (ua && str_starts(ua, "Mozilla/"));
+    if (browser && host && !listens_beyond_loopback(a) && !loopback_host(host))
+        return "a browser reached this loopback-only api under another name than localhost or 127.0.0.1";
+    if (!mutating)
+        return NULL;
     if (!origin)
         return site && (strcmp(site, "cross-site") == 0 || strcmp(site, "same-site") == 0)
                    ? "the browser says it comes from another site (Sec-Fetch-Site)"
@@ -371,8 +382,6 @@ static const char *cross_site_refusal(const struct api *a, struct evhttp_request
     const char *auth = str_starts(origin, "http://") ? origin + 7 : str_starts(origin, "https://") ? origin + 8 : NULL;
     if (!auth || !host || strcasecmp(auth, host) != 0)
         return "it comes from a page of another origin";
-    if (!listens_beyond_loopback(a) && !loopback_host(host))
-        return "a page reached this loopback-only api under another name than localhost or 127.0.0.1";
     return NULL;
 }
 
@@ -473,13 +482,15 @@ static void dispatch(struct evhttp_request *r, void *arg)
         snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
     int denied = found && (found->flags & ROUTE_TOKEN) ? token_check(&q) : 0;
-    const char *cross = found && (found->flags & ROUTE_TOKEN) ? cross_site_refusal(a, r) : NULL;
+    const char *cross = found ? browser_refusal(a, r, found->flags & ROUTE_TOKEN) : NULL;
     if (found) {
         if (cross) {
             struct evkeyvalq *ih = evhttp_request_get_input_headers(r);
             const char *origin = evhttp_find_header(ih, "Origin"), *host = evhttp_find_header(ih, "Host");
-            reply_error(r, 403, "%s %.200s refused: %s (Origin %.100s, Host %.100s); changes are taken from this"
-                        " api's own web UI and from clients that send no Origin (nnictl, scripts)",
+            reply_error(r, 403, "%s %.200s refused: %s (Origin %.100s, Host %.100s); browsers are served under"
+                        " http://127.0.0.1:<port> or localhost (behind a proxy: pass it Host 127.0.0.1:<port>, or"
+                        " --bind the api beyond loopback, where the token guards changes), and changes are taken"
+                        " from this api's own web UI and from clients that send no Origin (nnictl, scripts)",
                         method_name(m), raw, cross, origin ? origin : "none", host ? host : "none");
         } else if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
             reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);

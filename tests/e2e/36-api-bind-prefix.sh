@@ -162,13 +162,25 @@ for hdrs in "Origin: http://127.0.0.1:$port" "Host: localhost:$port|Origin: http
     out=$(hreq PUT "$api/experiment?update_type=TRIAL_CONCURRENCY" "$upd" "${h[@]}")
     [ "${out%% *}" = 200 ] || fail "a request with '$hdrs' was refused: $out"
 done
+# reads too: a browser (it says so with Sec-Fetch-*) under a name that is not loopback is
+# a rebound page; the same request without the browser's headers (curl, a script) is served
+out=$(hreq GET "$api/trial-jobs" '' "Host: evil.example:$port" "Sec-Fetch-Mode: cors" "Sec-Fetch-Site: same-origin")
+[ "${out%% *}" = 403 ] || fail "a browser read under a foreign Host: $out"
+out=$(hreq GET "http://127.0.0.1:$port/tq/x/" '' "Host: evil.example:$port" "Sec-Fetch-Mode: navigate")
+[ "${out%% *}" = 403 ] || fail "the web UI under a foreign Host: $out"
+# plain http to a name that is not localhost gets no Sec-Fetch-* from a browser: its
+# User-Agent tells
+out=$(hreq GET "$api/trial-jobs" '' "Host: evil.example:$port" "User-Agent: Mozilla/5.0 (X11; Linux x86_64)")
+[ "${out%% *}" = 403 ] || fail "a browser's read (User-Agent) under a foreign Host: $out"
+out=$(hreq GET "$api/trial-jobs" '' "Host: evil.example:$port"); [ "${out%% *}" = 200 ] || fail "a read without browser headers: $out"
+out=$(hreq GET "$api/trial-jobs" '' "Host: localhost:$port" "Sec-Fetch-Mode: cors"); [ "${out%% *}" = 200 ] || fail "localhost: $out"
 # the tuner's WebSocket is not for browsers either (WebSockets are not under CORS)
 code=$(curl -s -o "$WORK/ws.body" -w '%{http_code}' -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
     -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' -H 'Origin: http://evil.example' \
     "http://127.0.0.1:$port/tq/x/tuner")
 [ "$code" = 403 ] || fail "a WebSocket upgrade with an Origin got $code: $(cat "$WORK/ws.body")"
 n stop "$id"
-pass "browsers: foreign Origin, Origin null, cross-site fetch and DNS rebinding refused (403, nothing added); own origin and Origin-less clients pass"
+pass "browsers: foreign Origin, Origin null, cross-site fetch and DNS rebinding (reads too) refused (403, nothing added); own origin and clients without browser headers pass"
 
 # nniManagerIp not on loopback: the api listens on every interface (NNI's behaviour)
 # one trial, stopped once it runs: a trial still WAITING at the stop can make it wait 20 s
