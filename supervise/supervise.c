@@ -10,7 +10,11 @@
  * environment (the worker prepared NNI's variables), stdout/stderr to trial.stdout and
  * trial.stderr; forward SIGTERM/SIGINT/SIGHUP to the group and escalate to SIGKILL
  * after 5 s; when the trial ends, kill what is left of its group and write
- * .nni/state = "<exit code> <end ms> <signal> <attempt>" (atomically). */
+ * .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>" (atomically;
+ * stopped: 1 when a stop was forwarded to the trial before it ended, so that a kill
+ * asked for after the trial ended by itself does not name its end). The trial's pid is
+ * in the job lock before the trial runs: a supervisor killed at any moment leaves
+ * either no trial or one the next worker can find and end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,10 +33,10 @@ static volatile sig_atomic_t g_term, g_alarm;
 static void on_term(int sig) { (void)sig; g_term = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
 
-static void write_state(const char *dir, int code, int64_t end, int sig, int attempt)
+static void write_state(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
 {
     char state[128], path[4096];
-    int n = snprintf(state, sizeof state, "%d %lld %d %d\n", code, (long long)end, sig, attempt);
+    int n = snprintf(state, sizeof state, "%d %lld %d %d %d\n", code, (long long)end, sig, attempt, stopped);
     snprintf(path, sizeof path, "%s/.nni/state", dir);
     /* atomic (rename), not fsync'ed: it survives any process crash, and like the
      * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
@@ -64,20 +68,36 @@ int main(int argc, char **argv)
     int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
+     * and ends without running anything */
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        write_state(dir, 127, now_ms(), 0, attempt, 0);
+        return 1;
+    }
 
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
-        if (nullfd >= 0) dup2(nullfd, 0);
-        if (ofd >= 0) dup2(ofd, 1);
-        if (efd >= 0) dup2(efd, 2);
-        close_fds_from(3); /* the job lock stays with the supervisor only */
+        /* the default dispositions before the wait: a stop forwarded early ends us */
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
+        signal(SIGALRM, SIG_DFL);
+        close(go[1]);
+        char c;
+        ssize_t got;
+        while ((got = read(go[0], &c, 1)) < 0 && errno == EINTR)
+            ;
+        if (got != 1)
+            _exit(125);
+        if (nullfd >= 0) dup2(nullfd, 0);
+        if (ofd >= 0) dup2(ofd, 1);
+        if (efd >= 0) dup2(efd, 2);
+        close_fds_from(3); /* the job lock stays with the supervisor only */
         if (chdir(code_dir) < 0) {
             fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", code_dir, strerror(errno));
             _exit(126);
@@ -86,8 +106,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "trialq: cannot run %s: %s\n", shell, strerror(errno));
         _exit(127);
     }
+    close(go[0]);
     if (pid < 0) {
-        write_state(dir, 127, now_ms(), 0, attempt);
+        write_state(dir, 127, now_ms(), 0, attempt, 0);
         return 1;
     }
     setpgid(pid, pid); /* both sides set it: no race with an early kill */
@@ -96,6 +117,10 @@ int main(int argc, char **argv)
     int n = snprintf(job, sizeof job, "%d %d %llu\n", attempt, (int)pid, (unsigned long long)proc_start_time(pid));
     if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
         fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
+    /* recorded (or not recordable: then the trial still runs, as before): release it */
+    while (write(go[1], "g", 1) < 0 && errno == EINTR)
+        ;
+    close(go[1]);
 
     int forwarded = 0, status = 0;
     for (;;) {
@@ -123,6 +148,6 @@ int main(int argc, char **argv)
         code = 128 + sig;
     }
     kill(-pid, SIGKILL); /* nothing the trial started outlives it */
-    write_state(dir, code, end, sig, attempt);
+    write_state(dir, code, end, sig, attempt, forwarded);
     return 0;
 }

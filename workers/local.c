@@ -6,7 +6,8 @@
  *
  * Trial dir files (besides NNI's parameter.cfg, .nni/metrics, trial.stdout/stderr):
  *   .nni/job.lock   flock held by the supervisor; "<attempt> [<trial pid> <start ticks>]"
- *   .nni/state      "<exit code> <end ms> <signal> <attempt>" (written by the supervisor) */
+ *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped>" (written by the
+ *                   supervisor; an older one has no <stopped>) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -281,6 +282,34 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         rc = 0;
         goto out;
     }
+    long long job[3];
+    if (read_ints(lockpath, job, 3) == 0 && job[0] == t->attempt) {
+        /* this attempt's trial was started (its pid is recorded before it runs) and its
+         * supervisor is gone without an end: the job vanished, as local_poll finds it. Its
+         * processes are ended now, and the trial is retried as the next attempt: starting
+         * this attempt again would run it twice, in one directory. */
+        if (proc_alive((pid_t)job[1], (uint64_t)job[2]))
+            proc_terminate(-(pid_t)job[1], 0, 2000);
+        log_warn("trial %s: attempt %d started under a supervisor that is gone: its job vanished", t->id,
+                 t->attempt);
+        *job_id = xstrdup("local:vanished");
+        *trial_dir_out = xstrdup(dir);
+        rc = 0;
+        goto out;
+    }
+    if (t->kill_request) {
+        /* asked to end before it ever started (a stop, a kill): it ends without running */
+        char state[96];
+        int sn = snprintf(state, sizeof state, "143 %lld 0 %d 1\n", (long long)now_ms(), t->attempt);
+        if (write_file_replace(statepath, state, (size_t)sn, 0644) < 0) {
+            errf(e, "cannot write %s: %s", statepath, strerror(errno));
+            goto out;
+        }
+        *job_id = xstrdup("local:finished");
+        *trial_dir_out = xstrdup(dir);
+        rc = 0;
+        goto out;
+    }
     char att[16];
     int an = snprintf(att, sizeof att, "%d\n", t->attempt);
     if (ftruncate(lockfd, 0) < 0 || pwrite(lockfd, att, (size_t)an, 0) != an) {
@@ -404,13 +433,16 @@ static int local_poll(struct worker *w, struct trial *t, struct job_state *js, s
     memset(js, 0, sizeof *js);
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
     char *statepath = xasprintf("%s/.nni/state", dir);
-    long long v[4];
-    if (read_ints(statepath, v, 4) == 0 && v[3] == t->attempt) {
+    long long v[5];
+    int known = read_ints(statepath, v, 5) == 0;
+    if ((known || read_ints(statepath, v, 4) == 0) && v[3] == t->attempt) {
         js->finished = 1;
         js->has_exit = v[2] == 0;
         js->exit_code = (int)v[0];
         js->signal = (int)v[2];
         js->end_time = v[1];
+        js->stop_known = known;
+        js->stopped = known && v[4] != 0;
     } else if (lock_held(dir) != 1) {
         /* no supervisor and no exit record: the job is gone (supervisor killed, or the
          * machine rebooted). End any orphaned trial processes before retrying. */

@@ -82,6 +82,7 @@ struct rtrial {
     int complete;     /* the mirrors hold every byte the trial wrote */
     char why[160];    /* state E: why the runner could not start it */
     int killed;       /* a kill was asked for: never start it */
+    int stopped;      /* F: a stop reached it before it ended (1), not (0), unknown (-1) */
 };
 
 struct remote_state {
@@ -1141,13 +1142,13 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         return;
     }
     p += 7;
-    /* headers "<state> <rc> <end> <n1> <n2> <n3>", then "data" and the bytes in order */
-    struct hdr { char state; int rc; long long end, len[3]; } *h = xcalloc((size_t)b->n + 1, sizeof *h);
+    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
+    struct hdr { char state; int rc, stopped; long long end, len[3]; } *h = xcalloc((size_t)b->n + 1, sizeof *h);
     int nh = 0;
     for (; nh < b->n; nh++) {
         int used = 0;
-        if (sscanf(p, "%c %d %lld %lld %lld %lld\n%n", &h[nh].state, &h[nh].rc, &h[nh].end, &h[nh].len[0],
-                   &h[nh].len[1], &h[nh].len[2], &used) < 6 || !used)
+        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[nh].state, &h[nh].rc, &h[nh].end, &h[nh].stopped,
+                   &h[nh].len[0], &h[nh].len[1], &h[nh].len[2], &used) < 7 || !used)
             break;
         p += used;
     }
@@ -1191,11 +1192,13 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         r->state = state;
         r->rc = h[k].rc;
         r->end = h[k].end;
+        r->stopped = h[k].stopped;
         if (state == 'N' && r->killed) {
             /* asked to end before it ever started: it ends without running */
             r->state = 'F';
             r->rc = 143;
             r->end = now_ms();
+            r->stopped = 1;
             continue;
         }
         /* never started there (a worker died before its batch went out): start it now */
@@ -1296,6 +1299,8 @@ static int remote_poll(struct worker *w, struct trial *t, struct job_state *js, 
         js->has_exit = 1;
         js->exit_code = r->rc;
         js->end_time = r->end;
+        js->stop_known = r->stopped >= 0;
+        js->stopped = r->stopped > 0;
         rtrial_drop(rs, t->id);
         break;
     case 'V':
@@ -1336,6 +1341,7 @@ static int remote_kill(struct worker *w, struct trial *t, struct errbuf *e)
             r->state = 'F';
             r->rc = 143;
             r->end = now_ms();
+            r->stopped = 1;
             r->complete = 1;
             return 0;
         }

@@ -103,7 +103,10 @@ static void refresh_api_pid(struct worker *w)
 static const char *final_status(const struct job_state *js, const char *kill_request, char *msg, size_t msglen)
 {
     msg[0] = '\0';
-    if (kill_request)
+    /* a kill request names the end of a job it reached; one that ended by itself first
+     * (exit 0 while no worker watched, and only then maxTrialDuration or a stop asked
+     * to end it) keeps its own end. A platform that cannot tell: the request. */
+    if (kill_request && (!js->stop_known || js->stopped))
         return kill_request;
     if (js->signal) {
         snprintf(msg, msglen, "killed by signal %d%s", js->signal,
@@ -182,6 +185,7 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
         return;
     }
     int is_new = strncmp(job_id, "local:attached", 14) != 0 && strncmp(job_id, "local:finished", 14) != 0 &&
+                 strncmp(job_id, "local:vanished", 14) != 0 &&
                  (!t->job_id || strcmp(job_id, t->job_id) != 0);
     wt->is_child = is_new && w->ops->reaped; /* only a platform with reaped() has children */
     if (strcmp(t->status, "WAITING") == 0) {

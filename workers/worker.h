@@ -16,6 +16,8 @@ struct job_state {
     int has_exit;
     int exit_code;
     int signal;            /* killed by this signal (0 = exited) */
+    int stop_known;        /* the platform knows whether a stop reached the job: */
+    int stopped;           /* ... it did (a kill request then names the end) */
     int64_t end_time;
     char why[200];         /* optional: why the job vanished (the trial's message) */
 };
