@@ -63,15 +63,17 @@ int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const 
     return 0;
 }
 
-int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
+int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len, int at_end,
                        size_t *used, struct errbuf *e)
 {
     static const char tag[] = "NNISDK_MEb'";
     size_t off = 0;
-    for (;;) {
+    while (off < len) {
         const char *nl = memchr(buf + off, '\n', len - off);
-        if (!nl)
+        if (!nl && !at_end)
             break;
+        if (!nl)
+            nl = buf + len; /* the last line, ended by the end of the output */
         size_t linelen = (size_t)(nl - (buf + off));
         const char *line = buf + off;
         if (linelen && line[linelen - 1] == '\r')
@@ -83,7 +85,7 @@ int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const c
             if (store_one(db, trial_id, attempt, json, jlen, e) < 0)
                 return -1;
         }
-        off = (size_t)(nl - buf) + 1;
+        off = nl < buf + len ? (size_t)(nl - buf) + 1 : len;
     }
     *used = off;
     return 0;
@@ -121,7 +123,8 @@ static char *default_stdout(const char *dir, const char *stdout_path)
     return stdout_path ? xstrdup(stdout_path) : xasprintf("%s/trial.stdout", dir);
 }
 
-int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, struct errbuf *e)
+int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, int at_end,
+                      struct errbuf *e)
 {
     char *mpath = xasprintf("%s/.nni/metrics", dir);
     char *opath = default_stdout(dir, stdout_path);
@@ -135,7 +138,7 @@ int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const cha
         free(buf);
     }
     if (rc == 0 && (buf = read_from(opath, t->stdout_offset, &len))) {
-        rc = collect_stdout_buf(db, t->id, t->attempt, buf, len, &used, e);
+        rc = collect_stdout_buf(db, t->id, t->attempt, buf, len, at_end, &used, e);
         if (rc == 0) {
             /* a line longer than 1 MiB without a newline cannot be a metric: skip it */
             if (used == 0 && len > (1 << 20))

@@ -1484,12 +1484,12 @@ static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, st
 
 /* ---------------- metrics and logs from the shared storage ---------------- */
 
-static int kube_collect(struct worker *w, struct trial *t, struct errbuf *e)
+static int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
     char *opath = stdout_path(ks, dir);
-    int rc = collect_trial_dir(w->db, t, dir, opath, e);
+    int rc = collect_trial_dir(w->db, t, dir, opath, at_end, e);
     free(opath);
     free(dir);
     return rc;

@@ -493,10 +493,10 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
     return 0;
 }
 
-static int local_collect(struct worker *w, struct trial *t, struct errbuf *e)
+static int local_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
-    int rc = collect_trial_dir(w->db, t, dir, NULL, e);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
     free(dir);
     return rc;
 }

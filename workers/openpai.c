@@ -895,10 +895,10 @@ static char *trial_dir_of(struct worker *w, struct trial *t)
     return t->trial_dir ? xstrdup(t->trial_dir) : local_dir(w->platform, t);
 }
 
-static int openpai_collect(struct worker *w, struct trial *t, struct errbuf *e)
+static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     char *dir = trial_dir_of(w, t);
-    int rc = collect_trial_dir(w->db, t, dir, NULL, e);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
     free(dir);
     return rc;
 }

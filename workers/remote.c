@@ -1373,10 +1373,10 @@ static int remote_kill(struct worker *w, struct trial *t, struct errbuf *e)
 
 /* Metrics and output are read from the local mirror of the trial dir (the poll copies
  * the new bytes over the machine's session): no network I/O inside the transaction. */
-static int remote_collect(struct worker *w, struct trial *t, struct errbuf *e)
+static int remote_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     char *dir = local_dir_of(w, t->id);
-    int rc = collect_trial_dir(w->db, t, dir, NULL, e);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
     free(dir);
     return rc;
 }

@@ -127,7 +127,8 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
     struct trial *t = &wt->t;
     if (db_begin(w->db, &e) < 0)
         goto fail;
-    if (w->ops->collect(w, t, &e) < 0 ||
+    /* a job that ended has written all it will: its last stdout line is whole */
+    if (w->ops->collect(w, t, js->finished, &e) < 0 ||
         trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0)
         goto fail_tx;
     char *kill_request = NULL;
@@ -296,7 +297,7 @@ static void collect_running(struct worker *w)
         int64_t mo = t->metrics_offset, so = t->stdout_offset;
         if (!w->ops->pending(w, t))
             continue;
-        if (w->ops->collect(w, t, &e) < 0 ||
+        if (w->ops->collect(w, t, 0, &e) < 0 ||
             trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0) {
             t->metrics_offset = mo;
             t->stdout_offset = so;

@@ -34,8 +34,9 @@ struct platform_ops {
     int (*poll)(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
     int (*kill)(struct worker *w, struct trial *t, struct errbuf *e);
     /* Reads metrics reported since the stored offsets and stores them (inside the
-     * caller's transaction), advancing t->metrics_offset / t->stdout_offset. */
-    int (*collect)(struct worker *w, struct trial *t, struct errbuf *e);
+     * caller's transaction), advancing t->metrics_offset / t->stdout_offset. at_end: the
+     * job has ended, so a last stdout line without its newline is complete. */
+    int (*collect)(struct worker *w, struct trial *t, int at_end, struct errbuf *e);
     /* Cheap check without the database: may collect find something new? */
     int (*pending)(struct worker *w, struct trial *t);
     void (*destroy)(struct worker *w);
@@ -112,13 +113,16 @@ int worker_main(int argc, char **argv);
  * (a partial record at the end is left for the next read). */
 int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
                         size_t *used, struct errbuf *e);
-/* Scans complete stdout lines for NNISDK_MEb'<json>' and stores those metrics. */
-int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len,
+/* Scans complete stdout lines for NNISDK_MEb'<json>' and stores those metrics; at_end:
+ * the output is whole, so a last line without a newline is one too (NNI's readline
+ * returns it at EOF). */
+int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const char *buf, size_t len, int at_end,
                        size_t *used, struct errbuf *e);
 /* Stores what a trial dir on this host holds beyond t's stored offsets: the records of
  * <dir>/.nni/metrics and the NNISDK_MEb lines of stdout_path (NULL: <dir>/trial.stdout),
  * advancing t->metrics_offset / t->stdout_offset. Inside the caller's transaction. */
-int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, struct errbuf *e);
+int collect_trial_dir(struct db *db, struct trial *t, const char *dir, const char *stdout_path, int at_end,
+                      struct errbuf *e);
 /* Cheap, without the database: has either file grown past its stored offset? */
 int trial_dir_grew(const struct trial *t, const char *dir, const char *stdout_path);
 

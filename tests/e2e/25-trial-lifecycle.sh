@@ -11,8 +11,8 @@ cp "$TRIALQ_SRC/tests/e2e/trials/behave.sh" "$WORK/exp/"
 # (trialCommand and trialCodeDirectory given inside trainingService, as NNI allows)
 cat > "$WORK/exp/config.yml" <<YML
 searchSpace:
-  mode: {_type: choice, _value: [ok, fail, crash, slow]}
-trialConcurrency: 4
+  mode: {_type: choice, _value: [ok, fail, crash, slow, nonl]}
+trialConcurrency: 5
 maxTrialDuration: 2s
 tuner: {name: GridSearch}
 trainingService:
@@ -35,8 +35,12 @@ grep -q "some other output" "$NNI_HOME/$id/trials/$okid/trial.stdout" || fail "s
 failid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"fail\"%'")
 grep -q "going to fail" "$NNI_HOME/$id/trials/$failid/trial.stderr" || fail "stderr not kept"
 # the GridSearch space is exhausted and every trial ended: DONE (NNI would stay TUNER_NO_MORE_TRIAL)
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 4 ] || fail "grid did not give 4 trials"
-pass "exit codes, signals, stdout metrics and maxTrialDuration"
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 5 ] || fail "grid did not give 5 trials"
+# a last stdout line without its newline is a line (NNI's readline returns it at EOF)
+[[ "$(st nonl)" == "SUCCEEDED 0 " ]] || fail "nonl: $(st nonl)"
+[ "$(sql "SELECT final_metric FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"nonl\"%'")" = 0.75 ] ||
+    fail "the final metric on a last line without newline was lost"
+pass "exit codes, signals, stdout metrics (a last line without newline too) and maxTrialDuration"
 nnictl stop "$id" > /dev/null
 
 # nnictl trial kill -> USER_CANCELED; and the REST errors for an unknown trial
