@@ -396,8 +396,34 @@ static int was_ended(struct dispatcher *d, const char *id)
 }
 
 struct ended_trial {
-    char *id, *status, *payload;
+    char *id, *status, *payload; /* payload NULL: not one of the dispatcher's trials (no EN) */
 };
+
+/* ME with a trial's metric JSON (NNI's shape; the value a JSON string). The
+ * parameter_id the trial reported: its parameter.cfg carried the dispatcher's own id
+ * (trial.parameter_label) or the index, so it is the dispatcher's id already; a number
+ * when it is one, as NNI's JSON has it. */
+static void send_metric(struct dispatcher *d, const char *trial_id, const char *pid, int final, int64_t sequence,
+                        const char *value)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"parameter_id\":");
+    if (is_int_text(pid))
+        sb_puts(&sb, pid);
+    else if (pid && *pid)
+        json_put_string(&sb, pid);
+    else
+        sb_puts(&sb, "null");
+    sb_puts(&sb, ",\"trial_job_id\":");
+    json_put_string(&sb, trial_id);
+    sb_printf(&sb, ",\"type\":\"%s\",\"sequence\":%lld,\"value\":", final ? "FINAL" : "PERIODICAL",
+              (long long)sequence);
+    json_put_string(&sb, value);
+    sb_puts(&sb, "}");
+    send_cmd(d, "ME", sb.buf);
+    sb_free(&sb);
+}
 
 static void feed(struct dispatcher *d)
 {
@@ -422,7 +448,11 @@ static void feed(struct dispatcher *d)
         sqlite3_reset(st);
     /* trials that ended, read before the metrics: a worker stores a trial's last
      * metrics with its end in one transaction, so every metric of an ended trial seen
-     * here is in the metric query below, and goes to the dispatcher before its EN */
+     * here is in the metric query below, and goes to the dispatcher before its EN. A
+     * trial's FINAL goes with its end (ME, then EN, as NNI sends them), not when it
+     * arrives: an attempt whose job vanished and is retried may have sent one, and the
+     * tuner must learn the result of the attempt that ended (NNI's tuners keep one
+     * result per parameter id: TPE raises on a second). */
     struct ended_trial *ends = NULL;
     int nends = 0, capends = 0;
     st = db_query(a->db, &e, "SELECT id, status, parameter_id, parameters, change_seq FROM trial"
@@ -434,67 +464,59 @@ static void feed(struct dispatcher *d)
         const char *id = (const char *)sqlite3_column_text(st, 0);
         if (!trial_status_final(status) || sqlite3_column_type(st, 2) == SQLITE_NULL || was_ended(d, id))
             continue;
+        /* not one of the dispatcher's trials (a customized trial from the API): its FINAL
+         * still goes (NNI's dispatcher hands it to tuners that opted in), no EN */
         const struct pmap *m = map_find(d, col_i64(st, 2));
-        if (!m)
-            continue; /* not one of the dispatcher's trials (a customized trial from the API) */
         if (nends == capends) {
             capends = capends ? 2 * capends : 16;
             ends = xrealloc(ends, sizeof *ends * (size_t)capends);
         }
         ends[nends].id = xstrdup(id);
         ends[nends].status = xstrdup(status);
-        ends[nends].payload = xstrdup(m->payload);
+        ends[nends].payload = m ? xstrdup(m->payload) : NULL;
         nends++;
     }
     if (st)
         sqlite3_reset(st);
-    /* metrics: ME with the trial's metric JSON (NNI's shape; the value a JSON string) */
+    /* intermediate metrics, as they come (the assessor's) */
     st = db_query(a->db, &e, "SELECT m.id, m.trial_id, m.parameter_id, m.type, m.sequence, m.value FROM metric m"
                              " JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id = ? AND m.id > ?"
                              " AND m.attempt = t.attempt ORDER BY m.id LIMIT 2000",
                   "si", a->exp_id, d->metric_cursor);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         d->metric_cursor = col_i64(st, 0);
-        const char *type = (const char *)sqlite3_column_text(st, 3);
-        int final = strcmp(type, "FINAL") == 0;
-        if (final ? !d->custom_tuner : !(d->custom_assessor || d->custom_tuner))
+        if (strcmp((const char *)sqlite3_column_text(st, 3), "FINAL") == 0 || !(d->custom_assessor || d->custom_tuner))
             continue;
-        /* the parameter_id the trial reported: its parameter.cfg carried the
-         * dispatcher's own id (trial.parameter_label) or the index, so it is the
-         * dispatcher's id already; a number when it is one, as NNI's JSON has it */
-        const char *pid = (const char *)sqlite3_column_text(st, 2);
-        struct strbuf sb;
-        sb_init(&sb);
-        sb_puts(&sb, "{\"parameter_id\":");
-        if (is_int_text(pid))
-            sb_puts(&sb, pid);
-        else if (pid && *pid)
-            json_put_string(&sb, pid);
-        else
-            sb_puts(&sb, "null");
-        sb_puts(&sb, ",\"trial_job_id\":");
-        json_put_string(&sb, (const char *)sqlite3_column_text(st, 1));
-        sb_printf(&sb, ",\"type\":\"%s\",\"sequence\":%lld,\"value\":", final ? "FINAL" : "PERIODICAL",
-                  (long long)col_i64(st, 4));
-        json_put_string(&sb, (const char *)sqlite3_column_text(st, 5));
-        sb_puts(&sb, "}");
-        send_cmd(d, "ME", sb.buf);
-        sb_free(&sb);
+        send_metric(d, (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), 0,
+                    col_i64(st, 4), (const char *)sqlite3_column_text(st, 5));
     }
     if (st)
         sqlite3_reset(st);
     for (int i = 0; i < nends; i++) {
-        struct strbuf sb;
-        sb_init(&sb);
-        sb_puts(&sb, "{\"trial_job_id\":");
-        json_put_string(&sb, ends[i].id);
-        sb_puts(&sb, ",\"event\":");
-        json_put_string(&sb, ends[i].status);
-        sb_puts(&sb, ",\"hyper_params\":");
-        json_put_string(&sb, ends[i].payload);
-        sb_puts(&sb, "}");
-        send_cmd(d, "EN", sb.buf);
-        sb_free(&sb);
+        /* its final result (the first FINAL of the attempt that ended), then its end */
+        st = d->custom_tuner ? db_query(a->db, &e, "SELECT m.parameter_id, m.sequence, m.value FROM metric m"
+                                                   " JOIN trial t ON t.id = m.trial_id WHERE m.trial_id = ?"
+                                                   " AND m.attempt = t.attempt AND m.type = 'FINAL' ORDER BY m.id LIMIT 1",
+                                        "s", ends[i].id)
+                             : NULL;
+        if (st && sqlite3_step(st) == SQLITE_ROW)
+            send_metric(d, ends[i].id, (const char *)sqlite3_column_text(st, 0), 1, col_i64(st, 1),
+                        (const char *)sqlite3_column_text(st, 2));
+        if (st)
+            sqlite3_reset(st);
+        if (ends[i].payload) {
+            struct strbuf sb;
+            sb_init(&sb);
+            sb_puts(&sb, "{\"trial_job_id\":");
+            json_put_string(&sb, ends[i].id);
+            sb_puts(&sb, ",\"event\":");
+            json_put_string(&sb, ends[i].status);
+            sb_puts(&sb, ",\"hyper_params\":");
+            json_put_string(&sb, ends[i].payload);
+            sb_puts(&sb, "}");
+            send_cmd(d, "EN", sb.buf);
+            sb_free(&sb);
+        }
         if (d->nended == d->capended) {
             d->capended = d->capended ? 2 * d->capended : 64;
             d->ended = xrealloc(d->ended, sizeof *d->ended * (size_t)d->capended);

@@ -176,5 +176,52 @@ curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status" | grep -q '"status":"D
 pass "/tuner refuses plain requests (400) and a second connection (409)"
 nnictl stop "$rid" > /dev/null
 
+# ---- a retried trial: the tuner gets the result of the attempt that ended, once ----
+# attempt 1 reports 1.5 and waits; its job vanishes (supervisor and trial killed) after
+# the FINAL is stored; attempt 2 reports 2.5. NNI's tuners keep one result per parameter
+# id (its TPE raises on a second): exactly one result may arrive, attempt 2's.
+mkdir -p "$WORK/retry"
+cat > "$WORK/retry/trial.sh" <<'SH'
+pid=$(sed -n 's/.*"parameter_id":\([0-9]*\).*/\1/p' "$NNI_SYS_DIR/parameter.cfg")
+v=2.5
+[ -e first-done ] || { v=1.5; : > first-done; }
+rec=$(printf '{"parameter_id":%s,"trial_job_id":"%s","type":"FINAL","sequence":0,"value":"%s"}' "$pid" "$NNI_TRIAL_JOB_ID" "$v")
+mkdir -p "$NNI_SYS_DIR/.nni"
+printf 'ME%06d%s\n' "$((${#rec} + 1))" "$rec" >> "$NNI_SYS_DIR/.nni/metrics"
+[ "$v" = 2.5 ] || exec sleep 60
+SH
+cat > "$WORK/retry/config.yml" <<YML
+searchSpace:
+  q: {_type: choice, _value: [9]}
+trialCommand: sh trial.sh
+trialCodeDirectory: .
+trialConcurrency: 1
+maxTrialNumber: 1
+maxTrialRetries: 1
+tuner:
+  codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos
+  className: recorder.RecordingTuner
+  classArgs: {out: $WORK/retry/tuner.jsonl}
+trainingService: {platform: local}
+YML
+nnictl create --config "$WORK/retry/config.yml" --port "$port" > "$WORK/retry.out"
+rt=$(exp_id_of "$WORK/retry.out")
+for _ in $(seq 300); do
+    [ "$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$rt' AND m.type='FINAL'")" = 1 ] && break
+    sleep 0.1
+done
+tr_id=$(sql "SELECT id FROM trial WHERE experiment_id='$rt'")
+read -r _ tpid _ < "$NNI_HOME/$rt/trials/$tr_id/.nni/job.lock"
+pkill -9 -f "trialq-supervise $NNI_HOME/$rt/trials/$tr_id " || fail "retry: no supervisor to kill"
+kill -9 -- "-$tpid" 2>/dev/null || true
+wait_status "$rt" DONE 120
+[ "$(sql "SELECT status || ' ' || attempt || ' ' || final_metric FROM trial WHERE id='$tr_id'")" = "SUCCEEDED 2 2.5" ] ||
+    fail "retry: $(sql "SELECT status, attempt, final_metric, message FROM trial WHERE id='$tr_id'")"
+wait_events "$WORK/retry/tuner.jsonl" trial_end 1
+[ "$(events "$WORK/retry/tuner.jsonl" result | $PY -c 'import json,sys; print(" ".join(str(json.loads(l)["value"]) for l in sys.stdin))')" = 2.5 ] ||
+    fail "retry: the tuner got $(events "$WORK/retry/tuner.jsonl" result | tr '\n' ' ')"
+nnictl stop "$rt" > /dev/null
+pass "a retried trial: the tuner got one result, the retry's"
+
 assert_no_leftovers
 echo "48-custom-tuner: passed"
