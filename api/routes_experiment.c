@@ -190,9 +190,20 @@ void h_experiment_put(struct req *q)
                         now_ms(), a->exp_id);
     } else if (strcmp(type, "MAX_TRIAL_NUM") == 0) {
         if (update_value(q, params, "maxTrialNumber", "maxTrialNum", 0, 1, 999999999, &v) == 0) {
-            revive = !a->exp.tuner_exhausted && v > a->exp.next_sequence; /* room for another trial */
+            /* from the row, not the api's copy (a tick old: the trials queued since count) */
+            int64_t next = a->exp.next_sequence, submitted;
+            db_int(a->db, &e, &next, "SELECT next_sequence FROM experiment WHERE id = ?", "s", a->exp_id);
+            submitted = next;
+            trials_submitted(a->db, a->exp_id, next, &submitted, &e);
+            revive = !a->exp.tuner_exhausted && v > submitted; /* room for another trial */
             rc = db_run(a->db, &e, "UPDATE experiment SET max_trial_number = ?, updated_at = ? WHERE id = ?", "iis",
                         v, now_ms(), a->exp_id);
+            /* lowered below the trials there are: those queued that never started go */
+            if (rc >= 0 && submitted > v) {
+                char *why = xasprintf("maxTrialNumber lowered to %lld before it started", (long long)v);
+                sched_cancel_queued(a, why, submitted - v);
+                free(why);
+            }
         }
     } else if (strcmp(type, "MAX_EXEC_DURATION") == 0) {
         if (update_value(q, params, "maxExperimentDuration", "maxExecDuration", 1, 1, (int64_t)1 << 40, &v) == 0) {

@@ -95,7 +95,8 @@ static void enqueue(struct req *q, const char *parameters, const char *source, i
     char tid[6];
     int64_t seq = 0;
     struct errbuf e;
-    int rc = trial_enqueue(a->db, &n, tid, &seq, &e);
+    int replaced = 0;
+    int rc = trial_enqueue(a->db, &n, tid, &seq, &replaced, &e);
     if (rc < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
@@ -104,6 +105,8 @@ static void enqueue(struct req *q, const char *parameters, const char *source, i
         reply_error(q->r, 500, "reach maxTrialNum");
         return;
     }
+    if (replaced)
+        sched_index_withdrawn(a); /* the tuner suggests that index again later */
     /* a finished experiment runs again until this trial ends; the scheduler then
      * decides its status from the budgets as always */
     exp_transition(a->db, a->exp_id, "DONE", "RUNNING", reason, &e);

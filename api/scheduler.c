@@ -313,6 +313,11 @@ int sched_next_index(struct api *a, int64_t *out, struct errbuf *e)
     return 0;
 }
 
+void sched_index_withdrawn(struct api *a)
+{
+    a->next_index = -1; /* read again: max(parameter_id) + 1 of the algorithm trials left */
+}
+
 void sched_space_changed(struct api *a, int64_t index_base)
 {
     a->exp.space_index_base = index_base;
@@ -422,16 +427,14 @@ static void enforce_trial_duration(struct api *a)
     }
 }
 
-/* Ends the trials queued ahead that no worker took yet: with the time budget used up no
- * trial may start any more (NNI starts none after maxExperimentDuration). */
-static void cancel_queued(struct api *a, const char *why)
+int sched_cancel_queued(struct api *a, const char *why, int64_t max_n)
 {
     struct errbuf e;
     sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
-                                           " AND lease_owner IS NULL", "s", a->exp_id);
+                                           " AND lease_owner IS NULL ORDER BY sequence DESC", "s", a->exp_id);
     char *ids[64];
     int n = 0;
-    while (st && n < 64 && sqlite3_step(st) == SQLITE_ROW)
+    while (st && n < 64 && n < max_n && sqlite3_step(st) == SQLITE_ROW)
         ids[n++] = col_str(st, 0);
     if (st)
         sqlite3_reset(st);
@@ -439,6 +442,7 @@ static void cancel_queued(struct api *a, const char *why)
         trial_request_kill(a->db, ids[i], "SYS_CANCELED", why, &e);
         free(ids[i]);
     }
+    return n;
 }
 
 void sched_begin_stop(struct api *a, const char *why)
@@ -541,6 +545,10 @@ void sched_tick(struct api *a)
 
     int64_t active = count_trials(a, "AND status IN ('WAITING','RUNNING')");
     int64_t submitted = a->exp.next_sequence; /* every trial takes the next sequence number */
+    if (trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e) < 0) {
+        set_error(a, e.msg);
+        return;
+    }
     int budget = (a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                  (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000);
     /* A tuner that ignores the results (Random, GridSearch, Batch) gets a few trials
@@ -548,7 +556,7 @@ void sched_tick(struct api *a)
      * one ends, without waiting for us. The claim enforces trialConcurrency. A tuner
      * that learns from results is asked only when a slot is free, as in NNI. */
     if (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000)
-        cancel_queued(a, "maxExperimentDuration reached before it started");
+        sched_cancel_queued(a, "maxExperimentDuration reached before it started", INT64_MAX);
     int64_t target = a->exp.concurrency + (a->tuner->needs_history ? 0 : QUEUE_AHEAD);
     if (!budget && !a->exp.tuner_exhausted && active < target) {
         int added = 0;

@@ -44,6 +44,10 @@ struct trial {
 
 /* Statuses. */
 int trial_status_final(const char *status);
+/* The trials that count against maxTrialNumber: every trial (next_sequence of the
+ * experiment) but those ended before they started by a budget (SYS_CANCELED, never
+ * started: NNI would not have submitted them). */
+int trials_submitted(struct db *db, const char *exp_id, int64_t next_sequence, int64_t *out, struct errbuf *e);
 int exp_status_active(const char *status); /* RUNNING, NO_MORE_TRIAL, TUNER_NO_MORE_TRIAL */
 
 /* ---- experiment ---- */

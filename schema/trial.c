@@ -14,6 +14,17 @@ int trial_status_final(const char *s)
     return 0;
 }
 
+int trials_submitted(struct db *db, const char *exp_id, int64_t next_sequence, int64_t *out, struct errbuf *e)
+{
+    int64_t withdrawn = 0;
+    /* the trial_queue index: a range of the (few) SYS_CANCELED rows */
+    if (db_int(db, e, &withdrawn, "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'SYS_CANCELED'"
+                                  " AND start_time IS NULL", "s", exp_id) < 0)
+        return -1;
+    *out = next_sequence - withdrawn;
+    return 0;
+}
+
 void trial_from_row(sqlite3_stmt *st, struct trial *t)
 {
     memset(t, 0, sizeof *t);

@@ -1,10 +1,48 @@
 /* trial_new.c: WAITING trials added through the API (customized, rerun). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "schema/trial_new.h"
 
-int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out, struct errbuf *e)
+/* The queued-ahead trial the new one may take the place of (trial_new.h): 1 found, 0 none. */
+static int replace_queued(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out,
+                          struct errbuf *e)
 {
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT id, sequence FROM trial WHERE experiment_id = ?1 AND status = 'WAITING' AND lease_owner IS NULL"
+        " AND attempt = 1 AND start_time IS NULL AND parameter_source = 'algorithm' AND parameter_id ="
+        " (SELECT max(parameter_id) FROM trial WHERE experiment_id = ?1 AND parameter_source = 'algorithm')"
+        " ORDER BY sequence DESC LIMIT 1", "s", n->exp_id);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    char *id = rc == SQLITE_ROW ? col_str(st, 0) : NULL;
+    int64_t seq = rc == SQLITE_ROW ? col_i64(st, 1) : 0;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? 0 : errf(e, "queued trials: %s", sqlite3_errmsg(db->h));
+    int64_t now = now_ms();
+    char *why = xasprintf("%s; takes the place of a trial queued ahead that never started", n->reason);
+    int up = db_run(db, e,
+        "UPDATE trial SET parameters = ?, parameter_source = ?, parameter_id = NULLIF(?, -1), parameter_label = NULL,"
+        " max_attempts = ?, submit_time = ?, updated_at = ?, waiting_reason = 'waiting for a worker to take it'"
+        " WHERE id = ? AND status = 'WAITING' AND lease_owner IS NULL",
+        "ssidiis", n->parameters, n->source, n->parameter_id < 0 ? (int64_t)-1 : n->parameter_id, n->max_attempts, now,
+        now, id);
+    int ok = up == 1 && db_event(db, e, n->exp_id, id, "trial", "WAITING", "WAITING", why) == 0;
+    free(why);
+    if (ok) {
+        memcpy(id_out, id, 6);
+        *seq_out = seq;
+    }
+    free(id);
+    return up < 0 || (up == 1 && !ok) ? -1 : ok;
+}
+
+int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out, int *replaced,
+                  struct errbuf *e)
+{
+    *replaced = 0;
     if (db_begin(db, e) < 0)
         return -1;
     int64_t max = 0, count = 0, seq = 0;
@@ -13,11 +51,16 @@ int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int6
         errf(e, "experiment %s does not exist", n->exp_id);
     if (found <= 0 ||
         db_int(db, e, &max, "SELECT coalesce(max_trial_number, 0) FROM experiment WHERE id = ?", "s", n->exp_id) < 0 ||
-        db_int(db, e, &count, "SELECT count(*) FROM trial WHERE experiment_id = ?", "s", n->exp_id) < 0)
+        trials_submitted(db, n->exp_id, seq, &count, e) < 0)
         goto fail;
     if (max > 0 && count >= max) {
+        int r = replace_queued(db, n, id_out, seq_out, e);
+        if (r == 1 && db_commit(db, e) == 0) {
+            *replaced = 1;
+            return 1;
+        }
         db_rollback(db);
-        return 0;
+        return r == 0 ? 0 : -1;
     }
     int64_t now = now_ms();
     for (int tries = 0;; tries++) {

@@ -16,8 +16,13 @@ struct trial_new {
 };
 
 /* Inserts one WAITING trial with the experiment's next sequence number, in one
- * transaction that also checks maxTrialNumber (every trial counts, as in NNI).
+ * transaction that also checks maxTrialNumber (every trial counts, as in NNI). When the
+ * budget is used up but its last trial is one the scheduler queued ahead of the free
+ * slots (an algorithm trial no worker took, with the tuner's latest index), that trial
+ * becomes the new one instead (same id and sequence; *replaced = 1): NNI would not have
+ * submitted it yet, and the tuner suggests that index again later if the budget allows.
  * Returns 1 with id_out and *seq_out set, 0 when the budget is used up, -1 on error. */
-int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out, struct errbuf *e);
+int trial_enqueue(struct db *db, const struct trial_new *n, char id_out[6], int64_t *seq_out, int *replaced,
+                  struct errbuf *e);
 
 #endif

@@ -277,7 +277,8 @@ static void test_enqueue_budget(void **s)
                           .parameter_id = -1, .max_attempts = 2, .reason = "test"};
     char id[6];
     int64_t seq = -1;
-    assert_int_equal(trial_enqueue(db, &n, id, &seq, &e), 1);
+    int replaced = -1;
+    assert_int_equal(trial_enqueue(db, &n, id, &seq, &replaced, &e), 1);
     assert_int_equal(seq, 2);
     struct trial t;
     assert_int_equal(trial_load(db, id, &t, &e), 1);
@@ -288,11 +289,37 @@ static void test_enqueue_budget(void **s)
                              "\"parameter_index\":0}");
     free(rec);
     trial_clear(&t);
+    assert_int_equal(replaced, 0);
     /* 3 trials now: the budget is used */
-    assert_int_equal(trial_enqueue(db, &n, id, &seq, &e), 0);
+    assert_int_equal(trial_enqueue(db, &n, id, &seq, &replaced, &e), 0);
     int64_t count = 0;
     assert_int_equal(db_int(db, &e, &count, "SELECT count(*) FROM trial", ""), 1);
     assert_int_equal(count, 3);
+    /* a budget held by trials the scheduler queued ahead (never taken by a worker): the
+     * newest one, with the tuner's latest index, becomes the customized trial */
+    assert_int_equal(db_run(db, &e, "UPDATE experiment SET max_trial_number = 5, next_sequence = 5", ""), 1);
+    for (int i = 3; i < 5; i++) {
+        char qid[8];
+        snprintf(qid, sizeof qid, "Q000%d", i);
+        assert_int_equal(db_run(db, &e, "INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameter_source,"
+                                        " parameters, status, platform, submit_time, updated_at)"
+                                        " VALUES (?, 'exp1', ?, ?, 'algorithm', '{\"x\":1}', 'WAITING', 'local', 1, 1)",
+                                "sii", qid, (int64_t)i, (int64_t)i), 1);
+    }
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET lease_owner = 'w:1:1' WHERE id = 'Q0003'", ""), 1);
+    assert_int_equal(trial_enqueue(db, &n, id, &seq, &replaced, &e), 1);
+    assert_int_equal(replaced, 1);
+    assert_string_equal(id, "Q0004");
+    assert_int_equal(seq, 4);
+    assert_int_equal(trial_load(db, id, &t, &e), 1);
+    assert_string_equal(t.parameter_source, "customized");
+    assert_int_equal(t.parameter_id, -1);
+    assert_string_equal(t.parameters, "{\"x\":9}");
+    trial_clear(&t);
+    assert_int_equal(db_int(db, &e, &count, "SELECT count(*) FROM trial", ""), 1);
+    assert_int_equal(count, 5);
+    /* nothing more to take the place of: Q0003 is a worker's, and not the latest index */
+    assert_int_equal(trial_enqueue(db, &n, id, &seq, &replaced, &e), 0);
     db_close(db);
 }
 
