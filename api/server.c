@@ -167,10 +167,23 @@ int api_main(int argc, char **argv)
     int one = 1;
     setsockopt(evhttp_bound_socket_get_fd(listener), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
+    /* NNI's resume clears endTime only if the budget is not used up: a DONE experiment
+     * whose trials or time are used up, with nothing left to run, stays DONE as it ended */
+    int keep_done = 0;
+    if (a->action == ACTION_RESUME && strcmp(a->exp.status, "DONE") == 0) {
+        int64_t submitted = a->exp.next_sequence, active = 0;
+        trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
+        db_int(a->db, &e, &active, "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN ('WAITING',"
+                                   " 'RUNNING')", "s", a->exp_id);
+        keep_done = active == 0 &&
+                    ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
+                     (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
+    }
     /* this process now owns the experiment */
     if (db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
                           " desired_status = NULL, end_time = CASE WHEN ? THEN end_time END WHERE id = ?",
-               "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly, a->exp_id) < 0 ||
+               "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
+               a->exp_id) < 0 ||
         proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e) < 0) {
         log_error("%s", e.msg);
         return 1;
@@ -180,7 +193,7 @@ int api_main(int argc, char **argv)
         /* resume from any state; "DONE" re-checks its budgets on the first tick */
         db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
     }
-    if (!a->readonly)
+    if (!a->readonly && !keep_done)
         exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
     exp_clear(&a->exp);
     exp_load(a->db, a->exp_id, &a->exp, &e);

@@ -40,6 +40,16 @@ cancelled=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status
 nnictl stop "$id" > /dev/null
 pass "resume continued to DONE"
 
+# resuming a DONE experiment whose budget is used: it stays DONE with its end time (NNI
+# clears endTime only when the budget is not used up)
+ended=$(sql "SELECT status || ' ' || end_time FROM experiment WHERE id='$id'")
+nnictl resume "$id" --port "$port" > /dev/null
+sleep 1 # a tick or two
+[ "$(sql "SELECT status || ' ' || end_time FROM experiment WHERE id='$id'")" = "$ended" ] ||
+    fail "resume of a used-up DONE experiment: $ended -> $(sql "SELECT status || ' ' || end_time FROM experiment WHERE id='$id'")"
+nnictl stop "$id" > /dev/null
+pass "resume of a DONE experiment with its budget used: DONE, end time kept"
+
 # the parameter sequence is a function of (seed, index): same as a fresh run with the same seed
 seq_a=$(sql "SELECT parameters FROM trial WHERE experiment_id='$id' ORDER BY sequence")
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create2.out"
