@@ -183,9 +183,14 @@ int config_load(const char *path, struct exp_config **out, struct errbuf *e)
         return -1;
     }
     char *abs = config_abs_path(".", path);
-    char *dircopy = xstrdup(abs);
+    /* relative paths are the YAML file's directory's as the user named it (NNI's
+     * Path(config).parent): a config that is a symbolic link is read from where the
+     * link is, not from where it points */
+    char *dircopy = xstrdup(path);
+    char *base = path_abs(".", dirname(dircopy));
     struct vctx c;
-    vctx_init(&c, path, dirname(dircopy), e);
+    vctx_init(&c, path, base, e);
+    free(base);
     free(dircopy);
     struct ymark none = {0, 0};
     marks_set(c.marks, "", none, root->mark, NULL);

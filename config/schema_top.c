@@ -178,6 +178,8 @@ static int load_search_space(struct vctx *c, const char *file, cJSON **out)
     struct stat st;
     if (stat(file, &st) < 0)
         return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s: %s", file, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s is not a regular file", file);
     if (st.st_size > SEARCH_SPACE_MAX_BYTES)
         return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s: file too large", file);
     size_t len;
@@ -189,9 +191,12 @@ static int load_search_space(struct vctx *c, const char *file, cJSON **out)
         free(buf);
         return cfg_err(c, "searchSpaceFile", AT_VALUE, "%s is not a text file", file);
     }
-    cJSON *j = cJSON_ParseWithOpts(buf, NULL, 1);
+    /* a UTF-8 BOM (Windows editors write one): NNI's json.loads refuses it and its YAML
+     * fallback reads the file; the same result, read as JSON */
+    size_t bom = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    cJSON *j = cJSON_ParseWithOpts(buf + bom, NULL, 1);
     struct json_issue is;
-    if (j && json_check(buf, len, &is) < 0) {
+    if (j && json_check(buf + bom, len - bom, &is) < 0) {
         /* JSON that cJSON reads differently from NNI's json.load: a repeated key (NNI
          * keeps the last, cJSON the first), "03", a raw tab in a string, \u0000 */
         cJSON_Delete(j);

@@ -127,6 +127,9 @@ static int check_path(struct vctx *c, enum ftype type, const char *abs, int is_d
         return cfg_err_here(c, NULL, AT_VALUE, "%s%s is not a directory", abs, what);
     if (type == FT_FILE && S_ISDIR(st.st_mode))
         return cfg_err_here(c, NULL, AT_VALUE, "%s%s is a directory, not a file", abs, what);
+    /* a device or a FIFO would be read without end (/dev/zero) or block forever */
+    if (type == FT_FILE && !S_ISREG(st.st_mode))
+        return cfg_err_here(c, NULL, AT_VALUE, "%s%s is not a regular file", abs, what);
     if (type == FT_FILE && access(abs, R_OK) < 0)
         return cfg_err_here(c, NULL, AT_VALUE, "cannot read %s: %s", abs, strerror(errno));
     return 0;

@@ -257,7 +257,8 @@ static int walk_dir(struct walk *w, const char *rel, struct errbuf *e)
         names[nn++] = xstrdup(de->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    if (nn > 1) /* an empty directory has no array to sort */
+        qsort(names, (size_t)nn, sizeof *names, cmp_str);
     int rc = 0;
     for (int i = 0; i < nn; i++) {
         char *sub = *rel ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);

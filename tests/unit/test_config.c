@@ -335,6 +335,47 @@ static void test_search_space_file_json(void **state)
     config_free(cfg);
 }
 
+/* A config that is a symbolic link reads relative paths from where the link is (NNI's
+ * Path(config).parent); a JSON search space with a UTF-8 BOM loads (NNI reads it through
+ * its YAML fallback); a search space "file" that is a device is refused, not read. */
+static void test_paths_bom_devices(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tq-cfgpaths-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *a = xasprintf("%s/a", dir), *b = xasprintf("%s/b", dir);
+    assert_int_equal(mkdir(a, 0700), 0);
+    assert_int_equal(mkdir(b, 0700), 0);
+    char *real = xasprintf("%s/exp.yml", b), *link = xasprintf("%s/exp.yml", a), *ss = xasprintf("%s/ss.json", a);
+    const char *yml = "searchSpaceFile: ss.json\ntrialCommand: python3 t.py\ntrialConcurrency: 1\n"
+                      "tuner: {name: Random}\ntrainingService: {platform: local}\n";
+    assert_int_equal(write_file_replace(real, yml, strlen(yml), 0600), 0);
+    assert_int_equal(symlink("../b/exp.yml", link), 0);
+    const char *json = "\xEF\xBB\xBF{\"lr\": {\"_type\": \"uniform\", \"_value\": [0, 1]}}\n";
+    assert_int_equal(write_file_replace(ss, json, strlen(json), 0600), 0);
+    struct exp_config *cfg = NULL;
+    struct errbuf e;
+    if (config_load(link, &cfg, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(cfg->search_space, "lr"));
+    config_free(cfg);
+    /* read from b/, where the link points, there is no ss.json */
+    assert_int_equal(config_load(real, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "ss.json"));
+    const char *dev = "searchSpaceFile: /dev/zero\ntrialCommand: python3 t.py\ntrialConcurrency: 1\n"
+                      "tuner: {name: Random}\ntrainingService: {platform: local}\n";
+    assert_int_equal(write_file_replace(real, dev, strlen(dev), 0600), 0);
+    assert_int_equal(config_load(real, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "/dev/zero is not a regular file"));
+    assert_non_null(strstr(e.msg, "exp.yml:1:18"));
+    rm_rf(dir);
+    free(a);
+    free(b);
+    free(real);
+    free(link);
+    free(ss);
+}
+
 /* ---- v1 ---- */
 
 static void test_v1_local_conversion(void **state)
@@ -1036,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_minimal_defaults),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_key_folding_and_relative_paths),
+        cmocka_unit_test(test_paths_bom_devices),
         cmocka_unit_test(test_search_space_file_json),
         cmocka_unit_test(test_v1_local_conversion),
         cmocka_unit_test(test_v1_remote_conversion),
