@@ -26,6 +26,8 @@ struct frame {
     int key_plain;
     struct ynode **merges; /* values of "<<" keys, merged at the end */
     size_t nmerges;
+    size_t *slots;         /* maps: open addressing over the keys, entry index + 1 */
+    size_t nslots;         /* a power of two, or 0 */
 };
 
 struct anchor {
@@ -134,49 +136,111 @@ static int strip_underscores(const char *s, char *out, size_t outlen)
     return 0;
 }
 
+/* n := the integer sign * value (sets big when beyond int64) */
+static void set_int(struct ynode *n, int neg, unsigned long long u, int overflow)
+{
+    n->kind = Y_INT;
+    if (overflow || u > (unsigned long long)INT64_MAX + (neg ? 1u : 0u)) {
+        n->big = 1;
+        n->d = (neg ? -1.0 : 1.0) * (overflow ? HUGE_VAL : (double)u);
+        return;
+    }
+    n->i = neg ? (int64_t)(0 - u) : (int64_t)u;
+    n->d = (double)n->i;
+}
+
+/* The sexagesimal form "[1-9][0-9_]*(:[0-5]?[0-9])+" (PyYAML: 1:30 is 90), from after
+ * the sign; the parts to *parts (at most 32). 1 when s is one. */
+static int sexagesimal(const char *s, int64_t *parts, int *nparts, const char **end)
+{
+    const char *p = s;
+    if (*p < '1' || *p > '9')
+        return 0;
+    int64_t first = 0;
+    for (; isdigit((unsigned char)*p) || *p == '_'; p++)
+        if (*p != '_' && (first = first * 10 + (*p - '0')) > INT64_MAX / 100)
+            return 0;
+    if (*p != ':')
+        return 0;
+    int n = 0;
+    parts[n++] = first;
+    while (*p == ':' && n < 32) {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        int v = *p++ - '0';
+        if (isdigit((unsigned char)*p)) {
+            if (v > 5)
+                return 0;
+            v = v * 10 + (*p++ - '0');
+        }
+        parts[n++] = v;
+    }
+    *nparts = n;
+    *end = p;
+    return 1;
+}
+
+/* YAML 1.1's integers as PyYAML (NNI's loader) resolves them: 0b binary, a leading 0
+ * octal (010 is 8; 08 is a string), decimal, 0x hexadecimal, 1:30 sexagesimal (90);
+ * '_' may stand between the digits. "0o10" and "0X1F" are strings, as in PyYAML. */
 static int resolve_int(struct ynode *n)
 {
     const char *s = n->text;
     const char *p = s;
+    int neg = *p == '-';
     if (*p == '+' || *p == '-')
         p++;
+    int64_t parts[32];
+    int np = 0;
+    const char *end = NULL;
+    if (sexagesimal(p, parts, &np, &end) && !*end) {
+        /* each part below 60, the first as large as it is: at most ~19 digits in all */
+        long double v = 0;
+        for (int i = 0; i < np; i++)
+            v = v * 60 + parts[i];
+        set_int(n, neg, v > (long double)UINT64_MAX ? 0 : (unsigned long long)v, v > (long double)UINT64_MAX);
+        return 1;
+    }
     int base = 10;
     const char *digits = p;
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+    if (p[0] == '0' && p[1] == 'b') {
+        base = 2;
+        digits = p + 2;
+    } else if (p[0] == '0' && p[1] == 'x') {
         base = 16;
         digits = p + 2;
-    } else if (p[0] == '0' && p[1] == 'o') {
+    } else if (p[0] == '0' && p[1]) {
         base = 8;
-        digits = p + 2;
-    }
-    if (!*digits || *digits == '_')
+        digits = p + 1;
+    } else if (p[0] == '_') {
         return 0;
+    }
+    if (!*digits)
+        return 0;
+    int any = 0;
     for (const char *q = digits; *q; q++) {
         int ok = *q == '_' || (base == 16 ? isxdigit((unsigned char)*q)
-                                          : (*q >= '0' && *q <= (base == 8 ? '7' : '9')));
+                                          : (*q >= '0' && *q <= (base == 2 ? '1' : base == 8 ? '7' : '9')));
         if (!ok)
             return 0;
+        any |= *q != '_';
     }
+    if (!any)
+        return 0; /* "0b_": PyYAML's int() fails on it; a string here */
     char clean[128];
     if (strip_underscores(digits, clean, sizeof clean) < 0) {
         n->big = 1; /* hundreds of digits: certainly out of range */
-        n->d = *s == '-' ? -HUGE_VAL : HUGE_VAL;
+        n->d = neg ? -HUGE_VAL : HUGE_VAL;
         n->kind = Y_INT;
         return 1;
     }
     errno = 0;
     unsigned long long u = strtoull(clean, NULL, base);
-    n->kind = Y_INT;
-    int neg = *s == '-';
-    if (errno == ERANGE || u > (unsigned long long)INT64_MAX + (neg ? 1u : 0u)) {
-        n->big = 1;
-        n->d = (neg ? -1.0 : 1.0) * (errno == ERANGE ? HUGE_VAL : (double)u);
-        if (base == 10 && errno != ERANGE)
-            n->d = strtod(s, NULL);
-        return 1;
-    }
-    n->i = neg ? (int64_t)(0 - u) : (int64_t)u;
-    n->d = (double)n->i;
+    int overflow = errno == ERANGE;
+    set_int(n, neg, u, overflow);
+    if (n->big && base == 10 && !overflow)
+        n->d = strtod(s, NULL);
     return 1;
 }
 
@@ -191,10 +255,30 @@ static int resolve_float(struct ynode *n)
         n->d = in_list(s, nan_) ? NAN : in_list(s, ninf) ? -HUGE_VAL : HUGE_VAL;
         return 1;
     }
-    /* [-+]? (digits [. digits?] | . digits) ([eE] [-+]? digits)?, with a '.' or an exponent */
     const char *p = s;
     if (*p == '+' || *p == '-')
         p++;
+    /* PyYAML's sexagesimal float: 1:30.5 is 90.5 */
+    int64_t parts[32];
+    int np = 0;
+    const char *end = NULL;
+    if (sexagesimal(p, parts, &np, &end) && *end == '.') {
+        const char *q = end + 1;
+        while (isdigit((unsigned char)*q) || *q == '_')
+            q++;
+        char frac[128];
+        if (!*q && strip_underscores(end, frac, sizeof frac) == 0) {
+            double v = 0;
+            for (int i = 0; i < np; i++)
+                v = v * 60 + (double)parts[i];
+            n->kind = Y_FLOAT;
+            n->d = (*s == '-' ? -1 : 1) * (v + strtod(frac, NULL));
+            return 1;
+        }
+    }
+    /* [-+]? (digits [. digits?] | . digits) ([eE] [-+]? digits)?, with a '.' or an
+     * exponent: PyYAML's floats, and forms it leaves as strings although NNI's users
+     * mean numbers (1e-4, 1.5e3: its exponent needs a '.' and a sign) */
     int mant = 0, dot = 0, exp = 0;
     while (isdigit((unsigned char)*p) || (*p == '_' && mant)) {
         mant = 1;
@@ -338,7 +422,56 @@ static void frame_release(struct frame *f)
     for (size_t i = 0; i < f->nmerges; i++)
         ynode_free(f->merges[i]);
     free(f->merges);
+    free(f->slots);
     memset(f, 0, sizeof *f);
+}
+
+/* A mapping's keys are looked up by hash: a repeated key is found in constant time, so a
+ * mapping of n keys loads in O(n), not O(n^2) (100,000 keys took 32 s). */
+static size_t key_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+/* The index of the entry with this exact key, or -1. */
+static long frame_find(const struct frame *f, const char *key)
+{
+    if (!f->nslots)
+        return -1;
+    for (size_t i = key_hash(key) & (f->nslots - 1);; i = (i + 1) & (f->nslots - 1)) {
+        size_t s = f->slots[i];
+        if (!s)
+            return -1;
+        if (strcmp(f->node->entries[s - 1].key, key) == 0)
+            return (long)(s - 1);
+    }
+}
+
+static void slot_put(size_t *slots, size_t nslots, const char *key, size_t entry)
+{
+    size_t i = key_hash(key) & (nslots - 1);
+    while (slots[i])
+        i = (i + 1) & (nslots - 1);
+    slots[i] = entry + 1;
+}
+
+/* Indexes the map's last entry (at most half full: rebuilt twice as big when needed). */
+static void frame_index_last(struct frame *f)
+{
+    struct ynode *map = f->node;
+    if (2 * map->nentries > f->nslots) {
+        free(f->slots);
+        f->nslots = f->nslots ? 2 * f->nslots : 16;
+        while (2 * map->nentries > f->nslots)
+            f->nslots *= 2;
+        f->slots = xcalloc(f->nslots, sizeof *f->slots);
+        for (size_t i = 0; i + 1 < map->nentries; i++)
+            slot_put(f->slots, f->nslots, map->entries[i].key, i);
+    }
+    slot_put(f->slots, f->nslots, map->entries[map->nentries - 1].key, map->nentries - 1);
 }
 
 static int is_plain_merge_key(const struct frame *f)
@@ -391,10 +524,9 @@ static int deliver(struct builder *b, struct ynode *n)
         f->merges = xrealloc(f->merges, (f->nmerges + 1) * sizeof *f->merges);
         f->merges[f->nmerges++] = n;
     } else {
-        for (size_t i = 0; i < f->node->nentries; i++) {
-            if (strcmp(f->node->entries[i].key, f->key) != 0)
-                continue;
-            int first = f->node->entries[i].key_mark.line;
+        long dup = frame_find(f, f->key);
+        if (dup >= 0) {
+            int first = f->node->entries[dup].key_mark.line;
             ynode_free(n);
             f->have_key = 0; /* the path below must not repeat the key */
             int rc = build_err(b, f->key_mark, f->key, "duplicate key (first set on line %d)", first);
@@ -402,6 +534,7 @@ static int deliver(struct builder *b, struct ynode *n)
             return rc;
         }
         ymap_put(f->node, f->key, f->key_mark, n);
+        frame_index_last(f);
     }
     free(f->key);
     f->key = NULL;
@@ -409,26 +542,55 @@ static int deliver(struct builder *b, struct ynode *n)
     return 0;
 }
 
-/* "<<" merges: explicit keys win, then earlier merged mappings win over later ones. */
+/* A pair of the flattened mapping: a key keeps its first place and takes the last
+ * value given to it. */
+static void merge_put(struct frame *f, const char *key, struct ymark key_mark, struct ynode *value)
+{
+    long at = frame_find(f, key);
+    if (at < 0) {
+        ymap_put(f->node, key, key_mark, value);
+        frame_index_last(f);
+        return;
+    }
+    struct yentry *en = &f->node->entries[at];
+    ynode_free(en->value);
+    en->value = value;
+    en->key_mark = key_mark;
+}
+
+/* "<<" merges as PyYAML's flatten_mapping (what NNI reads): the merged pairs come first,
+ * in the order of the << keys (of a list of mappings, the last one's first), then the
+ * mapping's own; a key stays where it came first and takes its last value. So the
+ * mapping's own keys win, then the earlier mappings of a list, then later << keys; and
+ * the order of the keys (a search space's parameters) is PyYAML's. */
 static void apply_merges(struct frame *f)
 {
+    if (!f->nmerges)
+        return;
+    struct ynode *map = f->node;
+    struct yentry *own = map->entries;
+    size_t nown = map->nentries;
+    map->entries = NULL;
+    map->nentries = map->capentries = 0;
+    free(f->slots);
+    f->slots = NULL;
+    f->nslots = 0;
     for (size_t k = 0; k < f->nmerges; k++) {
         struct ynode *m = f->merges[k];
         size_t count = m->kind == Y_SEQ ? m->nitems : 1;
-        for (size_t j = 0; j < count; j++) {
+        for (size_t j = count; j-- > 0;) {
             struct ynode *src = m->kind == Y_SEQ ? m->items[j] : m;
             for (size_t i = 0; i < src->nentries; i++) {
-                struct yentry *en = &src->entries[i];
-                int present = 0;
-                for (size_t x = 0; x < f->node->nentries && !present; x++)
-                    present = strcmp(f->node->entries[x].key, en->key) == 0;
-                if (!present) {
-                    ymap_put(f->node, en->key, en->key_mark, en->value);
-                    en->value = NULL;
-                }
+                merge_put(f, src->entries[i].key, src->entries[i].key_mark, src->entries[i].value);
+                src->entries[i].value = NULL;
             }
         }
     }
+    for (size_t i = 0; i < nown; i++) {
+        merge_put(f, own[i].key, own[i].key_mark, own[i].value);
+        free(own[i].key);
+    }
+    free(own);
 }
 
 static int on_scalar(struct builder *b, yaml_event_t *ev)
