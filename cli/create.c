@@ -46,12 +46,24 @@ static int search_space_error(const struct exp_config *cfg, const char *errpath,
     return cli_error("%s: searchSpace: %s", cfg->source_path, msg);
 }
 
+/* A check of the tuner or assessor failed with msg ("tuner.classArgs.R: must be ..."):
+ * the error is placed at the key the message names when the config has it (else at
+ * `key`), and names the section as the user wrote it (advisor: NNI moves it to tuner). */
 static int algo_error(const struct exp_config *cfg, const char *key, const char *msg)
 {
     int line, col;
-    if (config_mark_of(cfg, key, &line, &col) == 0)
-        return cli_error("%s:%d:%d: %s", cfg->source_path, line, col, msg);
-    return cli_error("%s: %s", cfg->source_path, msg);
+    char named[256] = "";
+    const char *colon = strstr(msg, ": ");
+    if (colon && (size_t)(colon - msg) < sizeof named && !memchr(msg, ' ', (size_t)(colon - msg)))
+        snprintf(named, sizeof named, "%.*s", (int)(colon - msg), msg);
+    const char *at = named[0] && config_mark_of(cfg, named, &line, &col) == 0 ? named : key;
+    int advisor = str_starts(msg, "tuner") && config_mark_of(cfg, "advisor", &line, &col) == 0;
+    char *shown = advisor ? xasprintf("advisor%s", msg + 5) : xstrdup(msg);
+    int rc = config_mark_of(cfg, at, &line, &col) == 0
+                 ? cli_error("%s:%d:%d: %s", cfg->source_path, line, col, shown)
+                 : cli_error("%s: %s", cfg->source_path, shown);
+    free(shown);
+    return rc;
 }
 
 /* Everything a config must pass before anything is created. */
