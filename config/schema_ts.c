@@ -235,10 +235,17 @@ static int openpai_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         if (yaml_parse_file(src, &root, &fe) < 0)
             return cfg_err_here(c, key, AT_VALUE, "%s", fe.msg);
         cJSON *j = NULL;
-        int rc = root && root->kind == Y_MAP ? ynode_to_json(c, root, &j) : 1;
+        int rc = 1;
+        if (root && root->kind == Y_MAP) {
+            /* the file's own context: its errors name that file, its lines and keys */
+            struct vctx sub;
+            vctx_init(&sub, src, c->base_dir, &fe);
+            rc = ynode_to_json(&sub, root, &j);
+            vctx_release(&sub);
+        }
         ynode_free(root);
         if (rc < 0)
-            return -1;
+            return cfg_err_here(c, key, AT_VALUE, "%s", fe.msg);
         if (rc > 0)
             return cfg_err_here(c, key, AT_VALUE, "%s must hold an OpenPAI job protocol (a mapping "
                                 "with taskRoles)", src);
