@@ -335,6 +335,16 @@ static int secret_kind(const char *key)
         if (*c != '_' && *c != '-')
             n[len++] = (char)tolower((unsigned char)*c);
     n[len] = 0;
+    /* a key that names or locates a secret is not one: secretName, password_file,
+     * Kubernetes' imagePullSecrets (a list of secret names) */
+    static const char *const pointers[] = {"name", "names", "ref", "refs", "path", "file", NULL};
+    for (const char *const *w = pointers; *w; w++) {
+        size_t wl = strlen(*w);
+        if (len > wl && strcmp(n + len - wl, *w) == 0)
+            return 0;
+    }
+    if (strcmp(n, "imagepullsecrets") == 0)
+        return 0;
     for (const char *const *w = within; *w; w++)
         if (strstr(n, *w))
             return SECRET_ANY;

@@ -938,7 +938,8 @@ static void test_redaction(void **state)
         "\"private_key\":\"K4\",\"credentials\":{\"user\":\"u\",\"key\":\"K5\"},\"auth\":{\"pass\":\"K6\"},"
         "\"db_password\":987654321,\"passwords\":[\"K7\"],\"api_tokens\":[\"K8\",[\"K9\"],3],"
         "\"tokenizer\":{\"name\":\"bert\"},\"max_tokens\":100,\"use_auth\":true,\"password_file\":null,"
-        "\"author\":\"ann\",\"sshKeyPath\":\"/k\",\"keyword\":\"kw\"}}}");
+        "\"author\":\"ann\",\"sshKeyPath\":\"/k\",\"keyword\":\"kw\",\"secretName\":\"s1\","
+        "\"token_path\":\"/t\",\"imagePullSecrets\":[{\"name\":\"regcred\"}]}}}");
     r = config_redacted(j);
     char *text = cJSON_PrintUnformatted(r);
     for (int i = 1; i <= 9; i++) {
@@ -961,6 +962,10 @@ static void test_redaction(void **state)
     assert_string_equal(jstr(r, "tuner.classArgs.author"), "ann");
     assert_string_equal(jstr(r, "tuner.classArgs.sshKeyPath"), "/k");
     assert_string_equal(jstr(r, "tuner.classArgs.keyword"), "kw");
+    /* names and places of secrets are not secrets */
+    assert_string_equal(jstr(r, "tuner.classArgs.secretName"), "s1");
+    assert_string_equal(jstr(r, "tuner.classArgs.token_path"), "/t");
+    assert_string_equal(jstr(r, "tuner.classArgs.imagePullSecrets[0].name"), "regcred");
     free(text);
     cJSON_Delete(r);
     cJSON_Delete(j);
