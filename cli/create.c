@@ -56,7 +56,11 @@ static int algo_error(const struct exp_config *cfg, const char *key, const char 
     const char *colon = strstr(msg, ": ");
     if (colon && (size_t)(colon - msg) < sizeof named && !memchr(msg, ' ', (size_t)(colon - msg)))
         snprintf(named, sizeof named, "%.*s", (int)(colon - msg), msg);
-    const char *at = named[0] && config_mark_of(cfg, named, &line, &col) == 0 ? named : key;
+    /* the message's own key when it is one below `key` (tuner.classArgs.R under
+     * tuner.classArgs), and the config has it */
+    size_t kl = strlen(key);
+    int below = strncmp(named, key, kl) == 0 && named[kl] == '.';
+    const char *at = below && config_mark_of(cfg, named, &line, &col) == 0 ? named : key;
     int advisor = str_starts(msg, "tuner") && config_mark_of(cfg, "advisor", &line, &col) == 0;
     char *shown = advisor ? xasprintf("advisor%s", msg + 5) : xstrdup(msg);
     int rc = config_mark_of(cfg, at, &line, &col) == 0
