@@ -281,8 +281,9 @@ int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms)
     kill(pid, SIGTERM);
     int64_t deadline = mono_ms() + grace_ms;
     for (;;) {
-        /* reap it if it is our child, so that it does not linger as a zombie */
-        while (waitpid(-1, NULL, WNOHANG) > 0)
+        /* reap it (or, for a group, our children in it) so that it does not linger as a
+         * zombie; never another child, whose exit status its owner waits for */
+        while (waitpid(pid, NULL, WNOHANG) > 0)
             ;
         if (group ? !pgrp_alive(target) : !proc_alive(target, start_time))
             return 0;
@@ -293,7 +294,7 @@ int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms)
     kill(pid, SIGKILL);
     deadline = mono_ms() + 5000;
     while (mono_ms() < deadline) {
-        while (waitpid(-1, NULL, WNOHANG) > 0)
+        while (waitpid(pid, NULL, WNOHANG) > 0)
             ;
         if (group ? !pgrp_alive(target) : !proc_alive(target, start_time))
             return 0;
