@@ -8,8 +8,9 @@
  * spawn: holding it for our whole life tells any later worker that the job lives.
  * We start COMMAND with SHELL -c in CODE_DIR, in its own process group, with our
  * environment (the worker prepared NNI's variables), stdout/stderr to trial.stdout and
- * trial.stderr; forward SIGTERM/SIGINT/SIGHUP to the group and escalate to SIGKILL
- * after 5 s; when the trial ends, kill what is left of its group and write
+ * trial.stderr. A stop (SIGTERM, SIGINT or SIGHUP to us) is passed to the trial's whole
+ * group as SIGINT, as NNI 3 kills a trial (Python sees KeyboardInterrupt and may save
+ * its work), and escalated to SIGKILL after 5 s; when the trial ends, kill what is left of its group and write
  * .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>" (atomically;
  * stopped: 1 when a stop was forwarded to the trial before it ended, so that a kill
  * asked for after the trial ended by itself does not name its end). The trial's pid is
@@ -32,6 +33,7 @@
 static volatile sig_atomic_t g_term, g_alarm;
 static void on_term(int sig) { (void)sig; g_term = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
+static void on_chld(int sig) { (void)sig; } /* only to wake sigsuspend */
 
 static void write_state(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
 {
@@ -53,8 +55,25 @@ int main(int argc, char **argv)
     }
     const char *dir = argv[1], *shell = argv[3], *code_dir = argv[4], *command = argv[5];
     int attempt = atoi(argv[2]);
+    /* the signals we act on are blocked except inside sigsuspend: one that comes between
+     * a look at the flags and the wait cannot be missed */
+    sigset_t handled, waiting;
+    sigemptyset(&handled);
+    sigaddset(&handled, SIGTERM);
+    sigaddset(&handled, SIGINT);
+    sigaddset(&handled, SIGHUP);
+    sigaddset(&handled, SIGALRM);
+    sigaddset(&handled, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &handled, &waiting);
+    sigdelset(&waiting, SIGTERM);
+    sigdelset(&waiting, SIGINT);
+    sigdelset(&waiting, SIGHUP);
+    sigdelset(&waiting, SIGALRM);
+    sigdelset(&waiting, SIGCHLD);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_chld;
+    sigaction(SIGCHLD, &sa, NULL);
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -79,14 +98,16 @@ int main(int argc, char **argv)
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
-        /* the default dispositions before the wait: a stop forwarded early ends us */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* the default dispositions, then no signal blocked, before the wait: a stop
+         * forwarded early ends us */
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
         signal(SIGALRM, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         close(go[1]);
         char c;
         ssize_t got;
@@ -125,7 +146,7 @@ int main(int argc, char **argv)
     int forwarded = 0, status = 0;
     for (;;) {
         if (g_term && !forwarded) {
-            kill(-pid, SIGTERM);
+            kill(-pid, SIGINT);
             alarm(KILL_GRACE_SECONDS);
             forwarded = 1;
         }
@@ -133,11 +154,12 @@ int main(int argc, char **argv)
             kill(-pid, SIGKILL);
             g_alarm = 0;
         }
-        pid_t r = waitpid(pid, &status, 0);
+        pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid)
             break;
         if (r < 0 && errno != EINTR)
             break;
+        sigsuspend(&waiting); /* returns after any handled signal, SIGCHLD included */
     }
     int64_t end = now_ms();
     int code = 127, sig = 0;

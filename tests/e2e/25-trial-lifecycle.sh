@@ -54,12 +54,16 @@ trialConcurrency: 3
 tuner: {name: GridSearch}
 trainingService: {platform: local}
 YML
+# started EXP N: waits (15 s at most) until N trials of EXP wrote their "started" file
+started() {
+    for _ in $(seq 150); do
+        [ "$(ls "$NNI_HOME/$1"/trials/*/started 2>/dev/null | wc -l)" = "$2" ] && return 0; sleep 0.1
+    done
+    fail "$2 trials of $1 did not start"
+}
 nnictl create --config "$WORK/exp/slow.yml" --port "$port" > "$WORK/create2.out"
 id2=$(exp_id_of "$WORK/create2.out")
-for _ in $(seq 100); do
-    [ "$(ls "$NNI_HOME/$id2"/trials/*/started 2>/dev/null | wc -l)" = 3 ] && break; sleep 0.1
-done
-[ "$(ls "$NNI_HOME/$id2"/trials/*/started 2>/dev/null | wc -l)" = 3 ] || fail "3 slow trials did not start"
+started "$id2" 3
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' ORDER BY sequence LIMIT 1")
 nnictl trial kill "$id2" --trial_id "$victim" > /dev/null
 for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] && break; sleep 0.1; done
@@ -90,5 +94,46 @@ done
 pass "after a reboot, vanished trials run again with the same parameters"
 nnictl stop "$id2" > /dev/null
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND (status = 'RUNNING' OR lease_owner IS NOT NULL)")" = 0 ] || fail "stop left trials"
+
+# a kill reaches a local trial as SIGINT, as under NNI 3: a Python trial sees
+# KeyboardInterrupt and can still save its work (and report); one that ignores SIGINT
+# and SIGTERM is ended by the SIGKILL 5 s later
+cp "$TRIALQ_SRC/tests/e2e/trials/interrupt.py" "$WORK/exp/"
+cat > "$WORK/exp/interrupt.yml" <<YML
+searchSpace:
+  mode: {_type: choice, _value: [graceful, stubborn]}
+trialCommand: python3 interrupt.py
+trialCodeDirectory: .
+trialConcurrency: 2
+tuner: {name: GridSearch}
+trainingService: {platform: local}
+YML
+nnictl create --config "$WORK/exp/interrupt.yml" --port "$port" > "$WORK/create3.out"
+id3=$(exp_id_of "$WORK/create3.out")
+started "$id3" 2
+tid() { sql "SELECT id FROM trial WHERE experiment_id='$id3' AND parameters LIKE '%\"$1\"%'"; }
+graceful=$(tid graceful) stubborn=$(tid stubborn)
+t0=$(date +%s%N)
+nnictl trial kill "$id3" --trial_id "$graceful" > /dev/null
+nnictl trial kill "$id3" --trial_id "$stubborn" > /dev/null
+ended() { [ "$(sql "SELECT status FROM trial WHERE id='$1'")" = USER_CANCELED ]; }
+for _ in $(seq 100); do ended "$graceful" && break; sleep 0.05; done
+ended "$graceful" || fail "the graceful trial did not end on its kill"
+grep -q KeyboardInterrupt "$NNI_HOME/$id3/trials/$graceful/interrupted" 2>/dev/null ||
+    fail "the killed Python trial saw no KeyboardInterrupt: $(cat "$NNI_HOME/$id3/trials/$graceful/trial.stderr")"
+[ "$(sql "SELECT group_concat(type || ':' || value) FROM metric WHERE trial_id='$graceful'")" = PERIODICAL:0.5 ] ||
+    fail "what the interrupted trial reported was lost"
+ended "$stubborn" && fail "a trial ignoring SIGINT and SIGTERM ended before the SIGKILL"
+for _ in $(seq 200); do ended "$stubborn" && break; sleep 0.05; done
+ended "$stubborn" || fail "the stubborn trial was not ended by SIGKILL"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -ge 4500 ] || fail "the stubborn trial ended after $ms ms, before the 5 s grace"
+# the signal that ended each, as the supervisor recorded it (.nni/state: exit code, end,
+# signal, attempt, stopped); the interrupted Python re-raised KeyboardInterrupt
+sig() { cut -d' ' -f3,5 "$NNI_HOME/$id3/trials/$1/.nni/state"; }
+[ "$(sig "$graceful")" = "2 1" ] || fail "graceful: signal, stopped = $(sig "$graceful")"
+[ "$(sig "$stubborn")" = "9 1" ] || fail "stubborn: signal, stopped = $(sig "$stubborn")"
+pass "a kill is SIGINT (KeyboardInterrupt, its report kept), SIGKILL after 5 s ($ms ms)"
+nnictl stop "$id3" > /dev/null
 assert_no_leftovers
 echo "25-trial-lifecycle: passed"
