@@ -253,6 +253,72 @@ class StdoutChannelTest(TempDirTest):
         self.assertEqual([m['type'] for m in metrics], ['PERIODICAL', 'FINAL'])
 
 
+class TrialLogTest(TempDirTest):
+    """trial.log as NNI's SDK writes it: the nni logger's records and, on the local
+    platform, every printed line as "[time] PRINT line"; prints still reach stdout."""
+    CODE = '''
+        import logging, sys
+        import nni
+        nni.get_next_parameter()
+        print('hello')
+        print('two\\nlines', end='')
+        sys.stdout.write(' joined\\n')
+        logging.getLogger('nni').info('a record')
+        logging.getLogger('nni').debug('not at INFO')
+        print('unfinished', end='')
+        nni.report_final_result(0.5)
+    '''
+    STAMP = r'\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] '
+
+    def trial_log(self):
+        with open(os.path.join(self.dir, 'trial.log'), encoding='utf-8') as f:
+            return f.read().splitlines()
+
+    def test_local_prints_go_to_trial_log_and_stdout(self):
+        self.write_params()
+        proc = self.check(run_python(self.CODE, self.local_env()))
+        self.assertEqual(proc.stdout, 'hello\ntwo\nlines joined\nunfinished')
+        log = self.trial_log()
+        self.assertEqual(len(log), 5, log)
+        for line, rest in zip(log, ['PRINT hello', 'PRINT two', 'PRINT lines joined',
+                                    r'INFO \(nni/MainThread\) a record', 'PRINT unfinished']):
+            self.assertRegex(line, '^' + self.STAMP + rest + '$')
+        # the final metric still went through the metrics file
+        self.assertEqual([m['type'] for m in parse_metrics(self.metrics_bytes())], ['FINAL'])
+
+    def test_appends_across_runs_and_keeps_stdout_usable(self):
+        self.write_params()
+        code = '''
+            import sys, subprocess
+            import nni
+            print(sys.stdout.encoding, sys.stdout.fileno() == 1)
+            sys.stdout.flush()
+            subprocess.run(['echo', 'from a child'], stdout=sys.stdout, check=True)
+        '''
+        for _ in range(2):
+            proc = self.check(run_python(code, self.local_env()))
+            self.assertEqual(proc.stdout.splitlines(), ['utf-8 True', 'from a child'])
+        # a child writing to the file descriptor is not a print of this trial
+        self.assertEqual([line.split('] ', 1)[1] for line in self.trial_log()],
+                         ['PRINT utf-8 True'] * 2)
+
+    def test_other_platforms_log_records_only(self):
+        self.write_params()
+        env = self.local_env()
+        env['NNI_PLATFORM'] = 'remote'
+        proc = self.check(run_python(self.CODE, env))
+        self.assertIn('hello', proc.stdout)
+        log = self.trial_log()
+        self.assertEqual(len(log), 1, log)
+        self.assertRegex(log[0], r'INFO \(nni/MainThread\) a record$')
+
+    def test_no_trial_log_without_manager_or_in_reuse_mode(self):
+        self.write_params()
+        for env in (trial_env(NNI_OUTPUT_DIR=self.dir), self.local_env(REUSE_MODE='true')):
+            self.check(run_python('import nni\nprint("x")', env))
+            self.assertFalse(os.path.exists(os.path.join(self.dir, 'trial.log')))
+
+
 class StandaloneTest(unittest.TestCase):
     CODE = '''
         import nni
