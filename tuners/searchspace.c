@@ -3,6 +3,8 @@
  * a tuner; trialq rejects them up front, naming the key and the rule. */
 #include "tuners/searchspace.h"
 
+#include "common/json.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -166,32 +168,45 @@ static int parse_numeric(struct parse_ctx *c, const struct type_info *t, const c
     p->a = v[0];
     p->b = v[1];
     p->q = n == 3 ? v[2] : 0;
+    /* the values as the user wrote them (shortest form) for the messages */
+    char s0[32], s1[32], s2[32];
+    json_format_double(v[0], s0, sizeof s0);
+    json_format_double(v[1], s1, sizeof s1);
+    json_format_double(v[2], s2, sizeof s2);
 
     if (p->type == SS_RANDINT) {
         for (int i = 0; i < 2; i++)
             if (v[i] != floor(v[i]) || fabs(v[i]) > MAX_EXACT_INT)
-                return fail(c, p->path, "randint bounds must be integers, got _value[%d] = %.17g", i, v[i]);
+                return fail(c, p->path, "randint bounds must be integers, got _value[%d] = %s", i, i ? s1 : s0);
         if (v[0] >= v[1])
             return fail(c, p->path,
-                        "randint needs lower < upper (the upper bound is exclusive), got [%.17g, %.17g]",
-                        v[0], v[1]);
+                        "randint needs lower < upper (the upper bound is exclusive), got [%s, %s]",
+                        s0, s1);
         if (v[1] - v[0] > INT_MAX)
-            return fail(c, p->path, "randint range [%.17g, %.17g) has more than %d values", v[0], v[1], INT_MAX);
+            return fail(c, p->path, "randint range [%s, %s) has more than %d values", s0, s1, INT_MAX);
         p->n_choices = (int)(v[1] - v[0]);
         return 0;
     }
     if (ss_type_is_normal(p->type)) {
         if (!(v[1] > 0))
-            return fail(c, p->path, "%s needs sigma > 0, got sigma = %.17g", t->name, v[1]);
+            return fail(c, p->path, "%s needs sigma > 0, got sigma = %s", t->name, s1);
+        /* samples and the tuners' arithmetic reach mu +- a few sigma: keep them finite */
+        if (!isfinite(fabs(v[0]) + 16 * v[1]))
+            return fail(c, p->path, "%s: mu = %s and sigma = %s are too large (mu +- 16 sigma is not a finite "
+                        "number)", t->name, s0, s1);
     } else {
         if (!(v[0] < v[1]))
-            return fail(c, p->path, "%s needs low < high, got [%.17g, %.17g]", t->name, v[0], v[1]);
+            return fail(c, p->path, "%s needs low < high, got [%s, %s]", t->name, s0, s1);
+        /* every tuner computes high - low (and a little more: TPE's prior, GP's scaling) */
+        if (!ss_type_is_log(p->type) && !isfinite(4 * (v[1] - v[0])))
+            return fail(c, p->path, "%s range [%s, %s] is too wide: 4 * (high - low) is not a finite number",
+                        t->name, s0, s1);
         if (ss_type_is_log(p->type) && !(v[0] > 0))
-            return fail(c, p->path, "%s needs low > 0 (it is sampled in log space), got low = %.17g", t->name,
-                        v[0]);
+            return fail(c, p->path, "%s needs low > 0 (it is sampled in log space), got low = %s", t->name,
+                        s0);
     }
     if (n == 3 && !(v[2] > 0))
-        return fail(c, p->path, "%s needs q > 0, got q = %.17g", t->name, v[2]);
+        return fail(c, p->path, "%s needs q > 0, got q = %s", t->name, s2);
     return 0;
 }
 
