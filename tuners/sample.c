@@ -3,6 +3,7 @@
  * [low, high) or in log space, normal(mu, sigma)), then exp / q-round / clip. */
 #include "tuners/searchspace.h"
 
+#include <float.h>
 #include <math.h>
 
 /* Python's round(): ties go to the even neighbour. nearbyint() does exactly that in
@@ -27,6 +28,10 @@ double ss_deformat(const struct ss_param *p, double v)
         if (v > p->b)
             v = p->b;
     }
+    /* the checks of searchspace.c keep draws within 16 sigma finite; a draw beyond
+     * (about one in 10^57) is not let out as inf, which JSON cannot carry */
+    if (isinf(v))
+        v = copysign(DBL_MAX, v);
     return v;
 }
 

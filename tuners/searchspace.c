@@ -194,6 +194,9 @@ static int parse_numeric(struct parse_ctx *c, const struct type_info *t, const c
         if (!isfinite(fabs(v[0]) + 16 * v[1]))
             return fail(c, p->path, "%s: mu = %s and sigma = %s are too large (mu +- 16 sigma is not a finite "
                         "number)", t->name, s0, s1);
+        if (ss_type_is_log(p->type) && !isfinite(exp(v[0] + 16 * v[1])))
+            return fail(c, p->path, "%s: mu = %s and sigma = %s are too large (exp(mu + 16 sigma) is beyond a "
+                        "double; mu + 16 sigma must be at most 709)", t->name, s0, s1);
     } else {
         if (!(v[0] < v[1]))
             return fail(c, p->path, "%s needs low < high, got [%s, %s]", t->name, s0, s1);
