@@ -80,6 +80,11 @@ int assess_init(struct api *a, struct errbuf *e);
 void assess_tick(struct api *a);
 void assess_free(struct api *a);
 
+/* tensorboard.c: TensorBoard tasks, children of the api that end with it */
+void tensorboard_reaped(struct api *a, pid_t pid, int status);
+void tensorboard_tick(struct api *a);
+void tensorboard_shutdown(struct api *a);
+
 /* children.c */
 void children_start(struct api *a);
 void children_reap(struct api *a);

@@ -77,6 +77,7 @@ void children_reap(struct api *a)
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         dispatcher_reaped(a, pid, status); /* a customized tuner's process (api/dispatcher.c) */
+        tensorboard_reaped(a, pid, status); /* a TensorBoard task (api/tensorboard.c) */
         for (int i = 0; i < a->nchildren; i++) {
             struct child *c = &a->children[i];
             if (c->pid != pid)

@@ -148,27 +148,6 @@ int json_int_in(const cJSON *v, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
-/* ---------------- TensorBoard: not supported ----------------
- * NNI starts a TensorBoard process per request; trialq does not. The listing answers
- * "no tasks" (what is true, and what the web UI asks on every page), a start says why
- * not and what to do instead. */
-
-static void h_tensorboard_start(struct req *q)
-{
-    reply_error(q->r, 501, "TensorBoard is not supported by trialq: run `tensorboard --logdir <dir>` yourself"
-                           " on the trials' output directories (logPath in GET " API_PREFIX "/trial-jobs)");
-}
-
-static void h_tensorboard_task(struct req *q)
-{
-    reply_error(q->r, 404, "no TensorBoard task %.40s: trialq does not run TensorBoard", q->args[0]);
-}
-
-static void h_tensorboard_tasks(struct req *q)
-{
-    reply_json(q->r, 200, evhttp_request_get_command(q->r) == EVHTTP_REQ_GET ? "[]" : "");
-}
-
 /* ---------------- routing ---------------- */
 
 /* ROUTE_TOKEN: refused without the experiment's token when the api listens beyond
@@ -211,12 +190,13 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file},
     {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data},
     {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file},
-    {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_MUTATES, h_tensorboard_start},
+    /* TensorBoard (api/tensorboard.c): processes, not stored state, so view mode may too */
+    {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_TOKEN, h_tensorboard_start},
     {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task},
-    {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_MUTATES, h_tensorboard_task},
-    {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_MUTATES, h_tensorboard_task},
+    {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task},
+    {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task},
     {EVHTTP_REQ_GET, API "/tensorboard-tasks", 0, h_tensorboard_tasks},
-    {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_MUTATES, h_tensorboard_tasks},
+    {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_TOKEN, h_tensorboard_tasks},
     WEBUI_ROUTES, /* the web UI and its reads (api/routes_webui.c) */
 };
 

@@ -114,6 +114,10 @@ void h_trial_job_delete(struct req *q);
 void h_trial_job_rerun(struct req *q);
 void h_job_statistics(struct req *q);
 void h_machines(struct req *q);
+/* tensorboard.c */
+void h_tensorboard_start(struct req *q);
+void h_tensorboard_task(struct req *q);
+void h_tensorboard_tasks(struct req *q);
 /* routes_metrics.c */
 void h_metric_data(struct req *q);
 void h_metric_data_trial(struct req *q);

@@ -63,6 +63,7 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
     (void)fd; (void)ev;
     struct api *a = arg;
     children_restart_due(a);
+    tensorboard_tick(a);
     sched_tick(a);
 }
 
@@ -217,6 +218,7 @@ int api_main(int argc, char **argv)
     event_base_dispatch(a->base);
     channel_shutdown(a); /* pending metrics stored, pending polls answered 410 */
     dispatcher_shutdown(a); /* TE to a customized tuner's process, before the HTTP server goes */
+    tensorboard_shutdown(a);
 
     /* stopping: workers first (their trials have ended or are left to supervisors) */
     children_stop(a);

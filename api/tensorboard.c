@@ -1,0 +1,508 @@
+/* tensorboard.c: NNI's TensorBoard tasks (POST /tensorboard, /tensorboard/:id,
+ * /tensorboard-tasks). A task is a `tensorboard` process (found on the api's PATH) over
+ * the `tensorboard` subdirectory of each chosen trial's output directory, where NNI's
+ * documentation has trials write their event files ($NNI_OUTPUT_DIR/tensorboard).
+ *
+ * A task belongs to the api process that started it, as under NNI: it is a child in
+ * its own process group with PR_SET_PDEATHSIG, so it ends with the api however the
+ * api ends (stop, SIGTERM, kill -9), and the list is held here, not in the database:
+ * there is nothing to resume, and `nnictl view` (which changes nothing stored) can
+ * show the TensorBoard of a finished experiment. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "api/routes.h"
+#include "common/common.h"
+#include "common/json.h"
+#include "schema/schema.h"
+
+#define MAX_TASKS 16
+#define MAX_TRIALS 100
+#define FIRST_PORT 6006 /* TensorBoard's own default, where NNI starts looking too */
+#define STOP_GRACE_MS 5000
+
+enum tb_status { TB_RUNNING, TB_STOPPING, TB_STOPPED, TB_ERROR };
+static const char *const status_names[] = {"RUNNING", "STOPPING", "STOPPED", "ERROR"};
+
+struct tb_task {
+    char id[6];
+    int ntrials;
+    char **trials, **dirs;  /* trial ids and their output directories */
+    enum tb_status status;
+    pid_t pid;
+    int port;
+    int64_t stop_deadline_ms; /* STOPPING: SIGKILL after this */
+    char *message;            /* why it is STOPPED or in ERROR */
+};
+
+static struct tb_task *g_tasks[MAX_TASKS];
+
+static void task_free(struct tb_task *t)
+{
+    for (int i = 0; i < t->ntrials; i++) {
+        free(t->trials[i]);
+        free(t->dirs[i]);
+    }
+    free(t->trials);
+    free(t->dirs);
+    free(t->message);
+    free(t);
+}
+
+static void set_message(struct tb_task *t, char *msg)
+{
+    free(t->message);
+    t->message = msg;
+}
+
+static char *log_path(const struct api *a, const struct tb_task *t)
+{
+    return xasprintf("%s/log/tensorboard-%s.log", a->exp.exp_dir, t->id);
+}
+
+/* NNI's TensorboardTaskInfo, plus message (why it stopped or failed) and logFile. */
+static cJSON *task_json(const struct api *a, const struct tb_task *t)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "id", t->id);
+    cJSON_AddStringToObject(j, "status", status_names[t->status]);
+    cJSON *ids = cJSON_AddArrayToObject(j, "trialJobIdList");
+    cJSON *dirs = cJSON_AddArrayToObject(j, "trialLogDirectoryList");
+    for (int i = 0; i < t->ntrials; i++) {
+        cJSON_AddItemToArray(ids, cJSON_CreateString(t->trials[i]));
+        cJSON_AddItemToArray(dirs, cJSON_CreateString(t->dirs[i]));
+    }
+    if (t->pid > 0)
+        cJSON_AddNumberToObject(j, "pid", t->pid);
+    if (t->port > 0)
+        cJSON_AddNumberToObject(j, "port", t->port);
+    if (t->message)
+        cJSON_AddStringToObject(j, "message", t->message);
+    char *lp = log_path(a, t);
+    cJSON_AddStringToObject(j, "logFile", lp);
+    free(lp);
+    return j;
+}
+
+static struct tb_task *task_find(const char *id)
+{
+    for (int i = 0; i < MAX_TASKS; i++)
+        if (g_tasks[i] && strcmp(g_tasks[i]->id, id) == 0)
+            return g_tasks[i];
+    return NULL;
+}
+
+/* The tensorboard executable on PATH (NULL when there is none). */
+static char *find_tensorboard(void)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = xstrdup(path), *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        char *p = xasprintf("%s/tensorboard", *d ? d : ".");
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
+            free(copy);
+            return p;
+        }
+        free(p);
+    }
+    free(copy);
+    return NULL;
+}
+
+static int listens_beyond_loopback(const struct api *a)
+{
+    const char *b = a->exp.bind_address;
+    return !(b && (str_starts(b, "127.") || strcmp(b, "::1") == 0 || strcmp(b, "localhost") == 0));
+}
+
+/* A TCP port from 6006 up that nothing listens on (at the address TensorBoard will
+ * use) and no task of ours holds. 0 when none. */
+static int free_port(const struct api *a)
+{
+    int v6 = a->exp.bind_address && strchr(a->exp.bind_address, ':');
+    for (int port = FIRST_PORT; port < FIRST_PORT + 2000; port++) {
+        int taken = 0;
+        for (int i = 0; i < MAX_TASKS && !taken; i++)
+            taken = g_tasks[i] && g_tasks[i]->port == port &&
+                    (g_tasks[i]->status == TB_RUNNING || g_tasks[i]->status == TB_STOPPING);
+        if (taken)
+            continue;
+        int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return 0;
+        int one = 1; /* as TensorBoard binds: a port with connections in TIME_WAIT is free */
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        int ok;
+        if (v6) {
+            struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+            if (!listens_beyond_loopback(a))
+                sa.sin6_addr = in6addr_loopback;
+            ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        } else {
+            struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+            sa.sin_addr.s_addr = htonl(listens_beyond_loopback(a) ? INADDR_ANY : INADDR_LOOPBACK);
+            ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        }
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return 0;
+}
+
+/* Starts (or restarts) t's process. 0, or -1 with e set (t unchanged). */
+static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
+{
+    char *exe = find_tensorboard();
+    if (!exe)
+        return errf(e, "tensorboard is not installed: no executable \"tensorboard\" on the api's PATH "
+                       "(pip install tensorboard, then start the experiment from that environment)");
+    int port = free_port(a);
+    if (!port) {
+        free(exe);
+        return errf(e, "no free TCP port from %d to %d for TensorBoard", FIRST_PORT, FIRST_PORT + 1999);
+    }
+    struct strbuf spec;
+    sb_init(&spec);
+    sb_puts(&spec, "--logdir_spec=");
+    for (int i = 0; i < t->ntrials; i++)
+        sb_printf(&spec, "%s%s:%s/tensorboard", i ? "," : "", t->trials[i], t->dirs[i]);
+    char *portarg = xasprintf("--port=%d", port);
+    char *hostarg = listens_beyond_loopback(a) ? xstrdup("--bind_all")
+                                               : xasprintf("--host=%s", a->exp.bind_address);
+    char *lp = log_path(a, t);
+    char *logdir = xasprintf("%s/log", a->exp.exp_dir);
+    mkdir_p(logdir, 0700);
+    free(logdir);
+    int out = open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* it ends with the api, however the api ends */
+        if (getppid() != parent)
+            _exit(127);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        int o = out >= 0 ? out : devnull;
+        if (o >= 0) {
+            dup2(o, 1);
+            dup2(o, 2);
+        }
+        close_fds_from(3);
+        execl(exe, "tensorboard", spec.buf, portarg, hostarg, (char *)NULL);
+        dprintf(2, "trialq: cannot run %s: %s\n", exe, strerror(errno));
+        _exit(127);
+    }
+    int err = errno;
+    if (out >= 0)
+        close(out);
+    int rc = 0;
+    if (pid < 0) {
+        rc = errf(e, "cannot start tensorboard: %s", strerror(err));
+    } else {
+        setpgid(pid, pid);
+        t->pid = pid;
+        t->port = port;
+        t->status = TB_RUNNING;
+        t->stop_deadline_ms = 0;
+        set_message(t, NULL);
+        log_info("TensorBoard task %s: %s %s %s %s (pid %d; output in %s)", t->id, exe, spec.buf, portarg, hostarg,
+                 (int)pid, lp);
+    }
+    free(lp);
+    free(exe);
+    free(portarg);
+    free(hostarg);
+    sb_free(&spec);
+    return rc;
+}
+
+/* SIGTERM to a running task's group; the tick sends SIGKILL after the grace and the
+ * reap marks it STOPPED. */
+static void task_stop(struct tb_task *t)
+{
+    if (t->status != TB_RUNNING)
+        return;
+    kill(-t->pid, SIGTERM);
+    t->status = TB_STOPPING;
+    t->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
+}
+
+void tensorboard_reaped(struct api *a, pid_t pid, int status)
+{
+    (void)a;
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct tb_task *t = g_tasks[i];
+        if (!t || t->pid != pid || (t->status != TB_RUNNING && t->status != TB_STOPPING))
+            continue;
+        kill(-pid, SIGKILL); /* whatever it started goes with it */
+        if (t->status == TB_STOPPING) {
+            t->status = TB_STOPPED;
+            set_message(t, xstrdup("stopped"));
+        } else {
+            t->status = TB_ERROR;
+            char *lp = log_path(a, t);
+            set_message(t, WIFSIGNALED(status)
+                               ? xasprintf("tensorboard was killed by signal %d; its output: %s", WTERMSIG(status), lp)
+                               : xasprintf("tensorboard exited with code %d; its output: %s", WEXITSTATUS(status), lp));
+            free(lp);
+            log_warn("TensorBoard task %s: %s", t->id, t->message);
+        }
+        t->pid = 0;
+        t->port = 0;
+    }
+}
+
+void tensorboard_tick(struct api *a)
+{
+    (void)a;
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct tb_task *t = g_tasks[i];
+        if (t && t->status == TB_STOPPING && mono_ms() >= t->stop_deadline_ms) {
+            kill(-t->pid, SIGKILL);
+            t->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
+        }
+    }
+}
+
+void tensorboard_shutdown(struct api *a)
+{
+    for (int i = 0; i < MAX_TASKS; i++) {
+        struct tb_task *t = g_tasks[i];
+        if (!t)
+            continue;
+        if (t->status == TB_RUNNING || t->status == TB_STOPPING) {
+            proc_terminate(-t->pid, 0, 2000);
+            log_info("TensorBoard task %s stopped", t->id);
+        }
+        task_free(t);
+        g_tasks[i] = NULL;
+    }
+    (void)a;
+}
+
+/* The trials of a POST body {"trials": "id1,id2"}: each a trial of this experiment
+ * whose output directory is on this machine. Returns the count, or -1 with a 4xx sent. */
+static int parse_trials(struct req *q, const cJSON *body, char ***ids_out, char ***dirs_out)
+{
+    struct api *a = q->a;
+    const cJSON *tr = cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "trials") : NULL;
+    if (!cJSON_IsString(tr) || !*tr->valuestring) {
+        reply_error(q->r, 400, "body: expected {\"trials\": \"<trial id>,<trial id>,...\"}%s",
+                    !cJSON_IsObject(body) ? " (not an object)" : !tr ? " (no \"trials\")" : "");
+        return -1;
+    }
+    char **ids = NULL, **dirs = NULL;
+    int n = 0;
+    char *copy = xstrdup(tr->valuestring), *save = NULL;
+    int bad = 0;
+    for (char *id = strtok_r(copy, ",", &save); id && !bad; id = strtok_r(NULL, ",", &save)) {
+        while (*id == ' ')
+            id++;
+        size_t l = strlen(id);
+        while (l && id[l - 1] == ' ')
+            id[--l] = '\0';
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(ids[i], id) == 0;
+        if (dup || !*id)
+            continue;
+        if (n == MAX_TRIALS) {
+            reply_error(q->r, 400, "trials: more than %d trials in one TensorBoard", MAX_TRIALS);
+            bad = 1;
+            break;
+        }
+        struct trial t;
+        struct errbuf e;
+        int f = trial_load(a->db, id, &t, &e);
+        if (f < 0) {
+            reply_error(q->r, 500, "%s", e.msg);
+            bad = 1;
+            break;
+        }
+        if (f == 0 || strcmp(t.experiment_id, a->exp_id) != 0) {
+            reply_error(q->r, 400, "trials: trial %.64s not found in experiment %s", id, a->exp_id);
+            if (f)
+                trial_clear(&t);
+            bad = 1;
+            break;
+        }
+        if (t.platform && strcmp(t.platform, "local") != 0) {
+            reply_error(q->r, 400, "trials: trial %s ran on platform %s: TensorBoard reads trials' output "
+                                   "directories on this machine (local platform)", t.id, t.platform);
+            trial_clear(&t);
+            bad = 1;
+            break;
+        }
+        char *dir = t.trial_dir ? xstrdup(t.trial_dir) : xasprintf("%s/trials/%s", a->exp.exp_dir, t.id);
+        trial_clear(&t);
+        if (strchr(dir, ',')) { /* --logdir_spec separates its entries with commas */
+            reply_error(q->r, 400, "trials: the output directory of trial %s has a ',' in its path (%s), which "
+                                   "TensorBoard's --logdir_spec cannot take", id, dir);
+            free(dir);
+            bad = 1;
+            break;
+        }
+        ids = xrealloc(ids, (size_t)(n + 1) * sizeof *ids);
+        dirs = xrealloc(dirs, (size_t)(n + 1) * sizeof *dirs);
+        ids[n] = xstrdup(id);
+        dirs[n] = dir;
+        n++;
+    }
+    free(copy);
+    if (!bad && n == 0) {
+        reply_error(q->r, 400, "trials: no trial id in \"%.100s\"", tr->valuestring);
+        bad = 1;
+    }
+    if (bad) {
+        for (int i = 0; i < n; i++) {
+            free(ids[i]);
+            free(dirs[i]);
+        }
+        free(ids);
+        free(dirs);
+        return -1;
+    }
+    *ids_out = ids;
+    *dirs_out = dirs;
+    return n;
+}
+
+static int same_trials(const struct tb_task *t, char **ids, int n)
+{
+    if (t->ntrials != n)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int k = 0; k < n && !found; k++)
+            found = strcmp(t->trials[k], ids[i]) == 0;
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* POST /tensorboard {"trials": "id1,id2"}: a running task over the same trials is
+ * answered as it is (NNI: one TensorBoard per set of trials); else a new one. */
+void h_tensorboard_start(struct req *q)
+{
+    struct api *a = q->a;
+    cJSON *body = body_json(q);
+    if (!body)
+        return;
+    char **ids, **dirs;
+    int n = parse_trials(q, body, &ids, &dirs);
+    cJSON_Delete(body);
+    if (n < 0)
+        return;
+    struct tb_task *t = NULL;
+    for (int i = 0; i < MAX_TASKS && !t; i++)
+        if (g_tasks[i] && g_tasks[i]->status == TB_RUNNING && same_trials(g_tasks[i], ids, n))
+            t = g_tasks[i];
+    if (t) {
+        for (int i = 0; i < n; i++) {
+            free(ids[i]);
+            free(dirs[i]);
+        }
+        free(ids);
+        free(dirs);
+        reply_cjson(q->r, task_json(a, t));
+        return;
+    }
+    int slot = -1;
+    for (int i = 0; i < MAX_TASKS && slot < 0; i++)
+        if (!g_tasks[i])
+            slot = i;
+    /* a full list makes room by forgetting the oldest task that no longer runs */
+    for (int i = 0; i < MAX_TASKS && slot < 0; i++)
+        if (g_tasks[i]->status == TB_STOPPED || g_tasks[i]->status == TB_ERROR) {
+            task_free(g_tasks[i]);
+            g_tasks[i] = NULL;
+            slot = i;
+        }
+    t = xcalloc(1, sizeof *t);
+    t->trials = ids;
+    t->dirs = dirs;
+    t->ntrials = n;
+    do
+        gen_trial_id(t->id);
+    while (task_find(t->id));
+    struct errbuf e;
+    if (slot < 0) {
+        reply_error(q->r, 400, "%d TensorBoard tasks run already: stop one first (DELETE %s/tensorboard/<id>)",
+                    MAX_TASKS, API_PREFIX);
+        task_free(t);
+    } else if (task_spawn(a, t, &e) < 0) {
+        reply_error(q->r, 400, "%s", e.msg);
+        task_free(t);
+    } else {
+        g_tasks[slot] = t;
+        reply_cjson(q->r, task_json(a, t));
+    }
+}
+
+/* GET: the task; PUT: starts it again when it is not running (NNI's update); DELETE:
+ * stops it (STOPPING, then STOPPED). */
+void h_tensorboard_task(struct req *q)
+{
+    struct api *a = q->a;
+    struct tb_task *t = task_find(q->args[0]);
+    if (!t) {
+        reply_error(q->r, 404, "no TensorBoard task %.40s (tasks end with the api that started them)", q->args[0]);
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(q->r);
+    if (m == EVHTTP_REQ_PUT && t->status != TB_RUNNING && t->status != TB_STOPPING) {
+        struct errbuf e;
+        if (task_spawn(a, t, &e) < 0) {
+            reply_error(q->r, 400, "%s", e.msg);
+            return;
+        }
+    } else if (m == EVHTTP_REQ_DELETE) {
+        task_stop(t);
+    }
+    reply_cjson(q->r, task_json(a, t));
+}
+
+/* GET: every task; DELETE: stops them all. */
+void h_tensorboard_tasks(struct req *q)
+{
+    struct api *a = q->a;
+    int del = evhttp_request_get_command(q->r) == EVHTTP_REQ_DELETE;
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; i < MAX_TASKS; i++) {
+        if (!g_tasks[i])
+            continue;
+        if (del)
+            task_stop(g_tasks[i]);
+        else
+            cJSON_AddItemToArray(list, task_json(a, g_tasks[i]));
+    }
+    if (del) {
+        cJSON_Delete(list);
+        reply_json(q->r, 200, "");
+    } else {
+        reply_cjson(q->r, list);
+    }
+}
