@@ -276,9 +276,7 @@ static int match(const char *pattern, const struct segments *s, char **args)
     return i == s->n;
 }
 
-/* Whether the api listens where other hosts can reach it (bind_address, set by
- * nnictl create --bind or nniManagerIp). */
-static int listens_beyond_loopback(const struct api *a)
+int listens_beyond_loopback(const struct api *a)
 {
     const char *b = a->exp.bind_address;
     return !(b && (str_starts(b, "127.") || strcmp(b, "::1") == 0 || strcmp(b, "localhost") == 0));

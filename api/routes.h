@@ -36,6 +36,10 @@ int split_path(const char *raw, struct segments *out);
 int strip_prefix(const struct api *a, struct segments *s);
 void segments_free(struct segments *s);
 
+/* Whether the api listens where other hosts can reach it (bind_address, set by
+ * nnictl create --bind or nniManagerIp). */
+int listens_beyond_loopback(const struct api *a);
+
 /* ---- replies ---- */
 void reply_json(struct evhttp_request *r, int code, const char *body);
 void reply_cjson(struct evhttp_request *r, cJSON *j); /* 200; takes ownership */

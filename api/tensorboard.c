@@ -123,12 +123,6 @@ static char *find_tensorboard(void)
     return NULL;
 }
 
-static int listens_beyond_loopback(const struct api *a)
-{
-    const char *b = a->exp.bind_address;
-    return !(b && (str_starts(b, "127.") || strcmp(b, "::1") == 0 || strcmp(b, "localhost") == 0));
-}
-
 /* A TCP port from 6006 up that nothing listens on (at the address TensorBoard will
  * use) and no task of ours holds. 0 when none. */
 static int free_port(const struct api *a)
