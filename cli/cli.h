@@ -34,6 +34,9 @@ extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 struct db *cli_open_db(const char *home_opt, char **home_out);
 /* Prints "ERROR: ..." to stderr and returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An integer option's value: the whole of s, within [min, max]; else prints argparse's
+ * kind of message naming opt and returns 1. */
+int cli_int_arg(const char *opt, const char *s, int min, int max, int *out);
 /* Options of the commands that take [ID] [--home H] (and [--trial_id/-T T] when
  * trial_id is not NULL): 0, or 1 after a usage error naming cmd's usage. The ID is
  * argv[optind] afterwards, when optind < argc. */

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,6 +26,19 @@ int cli_error(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
+}
+
+int cli_int_arg(const char *opt, const char *s, int min, int max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return cli_error("argument %s: invalid int value: '%s'", opt, s);
+    if (v < min || v > max)
+        return cli_error("argument %s: %ld is out of range (%d to %d)", opt, v, min, max);
+    *out = (int)v;
+    return 0;
 }
 
 int cli_home_trial_opts(int argc, char **argv, const struct cli_cmd *cmd, const char **home, const char **trial_id)

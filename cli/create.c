@@ -180,7 +180,7 @@ static int cmd_create_fn(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "c:p:dfu:nH:b:", opts, NULL)) != -1) {
         switch (c) {
         case 'c': path = optarg; break;
-        case 'p': port = atoi(optarg); break;
+        case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
         case 'd': debug = 1; break;
         case 'f': foreground = 1; break;
         case 'u': prefix_opt = optarg; break;
@@ -198,8 +198,6 @@ static int cmd_create_fn(int argc, char **argv)
         setenv("NNI_HOME", h, 1);
         free(h);
     }
-    if (port < 1 || port > 65535)
-        return cli_error("--port: %d is not a port number (1-65535)", port);
     if (bind && cli_check_bind(bind) != 0)
         return 1;
     char *prefix = NULL;
@@ -379,7 +377,7 @@ static int restart(int argc, char **argv, const char *action)
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:dfe:H:b:", opts, NULL)) != -1) {
         switch (c) {
-        case 'p': port = atoi(optarg); break;
+        case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
         case 'd': debug = 1; break;
         case 'f': foreground = 1; break;
         case 'e': home_opt = optarg; break;
@@ -460,4 +458,4 @@ const struct cli_cmd cmd_create = {NULL, "create", "nnictl create --config FILE 
                                    cmd_create_fn};
 const struct cli_cmd cmd_resume = {NULL, "resume", "nnictl resume ID [--port P] [--foreground] [--bind ADDR]",
                                    cmd_resume_fn};
-const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P] [--bind ADDR]", cmd_view_fn};
+const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P] [--foreground] [--bind ADDR]", cmd_view_fn};

@@ -24,6 +24,41 @@ static void usage(void)
         fprintf(stderr, "  %s\n", commands[i]->usage);
 }
 
+/* --help anywhere among a command's arguments (up to "--"), or -h as its only one
+ * (some commands take -h for --head): its usage, on stdout, as argparse prints it. */
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0)
+            return 1;
+    return argc == 2 && strcmp(argv[1], "-h") == 0;
+}
+
+static int run(const struct cli_cmd *c, int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        printf("usage: %s\n", c->usage);
+        return 0;
+    }
+    return c->fn(argc, argv);
+}
+
+/* `nnictl GROUP` alone or with --help/-h: the group's commands */
+static int group_usage(const char *group, int help)
+{
+    int n = 0;
+    for (int i = 0; commands[i]; i++)
+        if (commands[i]->group && strcmp(commands[i]->group, group) == 0) {
+            if (n++ == 0) {
+                if (!help)
+                    fprintf(stderr, "ERROR: nnictl %s needs a command\n", group);
+                fprintf(help ? stdout : stderr, "usage:\n");
+            }
+            fprintf(help ? stdout : stderr, "  %s\n", commands[i]->usage);
+        }
+    return n == 0 ? -1 : help ? 0 : 2;
+}
+
 int nnictl_main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -42,10 +77,12 @@ int nnictl_main(int argc, char **argv)
     for (int i = 0; commands[i] && rc < 0; i++) {
         const struct cli_cmd *c = commands[i];
         if (!c->group && strcmp(argv[1], c->name) == 0)
-            rc = c->fn(argc - 1, argv + 1);
+            rc = run(c, argc - 1, argv + 1);
         else if (c->group && strcmp(argv[1], c->group) == 0 && argc >= 3 && strcmp(argv[2], c->name) == 0)
-            rc = c->fn(argc - 2, argv + 2);
+            rc = run(c, argc - 2, argv + 2);
     }
+    if (rc < 0 && (argc == 2 || (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))))
+        rc = group_usage(argv[1], argc == 3);
     if (rc < 0) {
         fprintf(stderr, "ERROR: unknown command: %s%s%s\n", argv[1], argc >= 3 ? " " : "", argc >= 3 ? argv[2] : "");
         usage();

@@ -18,7 +18,7 @@ static int cmd_stop_fn(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:aH:", opts, NULL)) != -1) {
         switch (c) {
-        case 'p': port = atoi(optarg); break;
+        case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
         case 'a': all = 1; break;
         case 'H': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_stop.usage);

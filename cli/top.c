@@ -2,6 +2,7 @@
  * redrawn every SEC seconds (NNI's monitor), read from the database. --once prints
  * one screen and exits (scripts, tests). */
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static int cmd_top_fn(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:oH:", opts, NULL)) != -1) {
         switch (c) {
-        case 't': interval = atoi(optarg); break;
+        case 't': if (cli_int_arg("--time", optarg, INT_MIN, INT_MAX, &interval)) return 1; break;
         case 'o': once = 1; break;
         case 'H': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_top.usage);

@@ -1,5 +1,6 @@
 /* trial.c: nnictl trial ls | kill. */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,8 @@ static int cmd_ls_fn(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h:t:H:", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': head = atoi(optarg); if (head <= 0) head = -1; break;
-        case 't': tail = atoi(optarg); if (tail <= 0) tail = -1; break;
+        case 'h': if (cli_int_arg("--head", optarg, INT_MIN, INT_MAX, &head)) return 1; if (head <= 0) head = -1; break;
+        case 't': if (cli_int_arg("--tail", optarg, INT_MIN, INT_MAX, &tail)) return 1; if (tail <= 0) tail = -1; break;
         case 'H': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_trial_ls.usage);
         }

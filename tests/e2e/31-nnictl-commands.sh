@@ -60,6 +60,19 @@ rc=0; timeout 2.5 nnictl top --time 1 > "$WORK/top.out" 2>&1 || rc=$?
 [ "$(grep -c "^Id: $id" "$WORK/top.out")" -ge 2 ] || fail "top did not redraw"
 pass "top"
 
+# --help (and -h alone) print a command's usage and exit 0; a group alone lists its
+# commands; integer options take whole integers only (argparse's message)
+n create --help; [ "$rc" = 0 ]; has "^usage: nnictl create --config FILE"
+n trial ls -h; [ "$rc" = 0 ]; has "^usage: nnictl trial ls \[ID\] \[--head N | --tail N\]"
+n log stdout "$id" --help; [ "$rc" = 0 ]; has "^usage: nnictl log stdout"
+n experiment --help; [ "$rc" = 0 ]; has "^  nnictl experiment export"; has "^  nnictl experiment machines"
+n update; [ "$rc" = 2 ]; has "nnictl update needs a command"; has "^  nnictl update trialnum"
+n top --time 2s; [ "$rc" != 0 ]; has "argument --time: invalid int value: '2s'"
+n trial ls "$id" --head 3x; [ "$rc" != 0 ]; has "argument --head: invalid int value: '3x'"
+n create --config "$WORK/exp/grid.yml" --port 80x --dry-run; [ "$rc" != 0 ]; has "argument --port: invalid int value: '80x'"
+n resume "$id" --port 70000; [ "$rc" != 0 ]; has "argument --port: 70000 is out of range (1 to 65535)"
+pass "--help, group usage, strict integer options"
+
 n log stderr "$id" --tail 3; has "listening on"
 [ "$(wc -l < "$WORK/out")" -le 3 ] || fail "log stderr --tail 3 printed $(wc -l < "$WORK/out") lines"
 n log stdout "$id" --head 2; has "-----"
