@@ -7,6 +7,7 @@ trials finishes quickly. Run alone (`python3 trial.py`) it uses the defaults bel
 import math
 
 import nni
+from nni.utils import merge_parameter
 
 DEFAULTS = {'lr': 0.01, 'momentum': 0.9, 'hidden': 128, 'batch': 64}
 EPOCHS = 5
@@ -32,8 +33,9 @@ def train(p):
 
 
 def main():
-    params = dict(DEFAULTS)
-    params.update(nni.get_next_parameter() or {})
+    # the tuner's choices over the defaults, as NNI's examples do (a key the defaults
+    # do not have, or a value of another type, is an error)
+    params = merge_parameter(dict(DEFAULTS), nni.get_next_parameter())
     print('parameters:', params)
     accuracy = 0.0
     for epoch, accuracy in enumerate(train(params)):

@@ -319,6 +319,46 @@ class TrialLogTest(TempDirTest):
             self.assertFalse(os.path.exists(os.path.join(self.dir, 'trial.log')))
 
 
+class UtilsTest(unittest.TestCase):
+    """nni.utils.merge_parameter, as NNI's examples use it over argparse defaults."""
+    def setUp(self):
+        sys.path.insert(0, SDK_DIR)
+        self.addCleanup(sys.path.remove, SDK_DIR)
+        import nni.utils
+        self.utils = nni.utils
+
+    def test_merge_into_namespace_and_dict(self):
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--lr', type=float, default=0.01)
+        parser.add_argument('--hidden', type=int, default=512)
+        parser.add_argument('--act', default='relu')
+        parser.add_argument('--batch_num', type=int, default=None)
+        args = parser.parse_args([])
+        merged = self.utils.merge_parameter(args, {'lr': 1, 'hidden': 64, 'act': 'tanh', 'batch_num': 3})
+        self.assertIs(merged, args)
+        self.assertEqual(vars(args), {'lr': 1.0, 'hidden': 64, 'act': 'tanh', 'batch_num': 3})
+        self.assertIsInstance(args.lr, float)      # an int where a float was becomes a float
+        d = {'lr': 0.5, 'opt': None}
+        self.assertIs(self.utils.merge_parameter(d, {'opt': 'adam'}), d)
+        self.assertEqual(d, {'lr': 0.5, 'opt': 'adam'})
+        self.assertIs(self.utils.merge_parameter(d, None), d)
+
+    def test_unknown_key_and_wrong_type_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "Key 'nope' not found in base parameters"):
+            self.utils.merge_parameter({'lr': 0.1}, {'nope': 1})
+        with self.assertRaisesRegex(ValueError, 'Expected "hidden" .* type int, but found float'):
+            self.utils.merge_parameter({'hidden': 5}, {'hidden': 0.5})
+        with self.assertRaisesRegex(ValueError, 'type float, but found str'):
+            self.utils.merge_parameter(type('A', (), {'lr': 0.1})(), {'lr': '0.2'})
+
+    def test_extract_scalar(self):
+        self.assertEqual(self.utils.extract_scalar_reward({'default': 0.5, 'loss': 2}), 0.5)
+        self.assertEqual(self.utils.extract_scalar_history([1, {'default': 2}]), [1, 2])
+        with self.assertRaises(RuntimeError):
+            self.utils.extract_scalar_reward({'loss': 2})
+
+
 class StandaloneTest(unittest.TestCase):
     CODE = '''
         import nni
