@@ -375,6 +375,8 @@ static const char *const v1_names[] = {
     "localConfig", "v1 only; put its keys in trainingService",
     "machineList", "v1 only; use trainingService: {platform: remote, machineList: [...]}",
     "multiPhase", "multi-phase experiments are no longer supported",
+    /* NNI's own example config_detailed.yml says "name:", which NNI refuses too */
+    "name", "the experiment's name is experimentName",
     NULL, NULL,
 };
 
