@@ -331,21 +331,12 @@ static int anneal_suggest(void *state, int64_t index, const struct tuner_history
 
     /* NNI's constant liar, on the raw values: "min" is the best result when
      * minimizing and the worst when maximizing */
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
-    int n_results = 0, n_pending = 0;
-    for (int i = 0; i < n; i++) {
-        const struct tuner_result *it = &hist->items[i];
-        if (it->has_value && isfinite(it->value)) {
-            lo = it->value < lo ? it->value : lo;
-            hi = it->value > hi ? it->value : hi;
-            sum += it->value;
-            n_results++;
-        } else if (!it->has_value && !status_is_final(it->status)) {
-            n_pending++;
-        }
-    }
-    int lie = t->parallel && n > LIAR_AFTER && n_pending > 0 && n_results > 0;
-    double lie_value = t->liar == LIAR_MIN ? lo : t->liar == LIAR_MAX ? hi : sum / (n_results ? n_results : 1);
+    struct result_stats rs;
+    result_stats(hist, 1, &rs);
+    int lie = t->parallel && n > LIAR_AFTER && rs.n_pending > 0 && rs.n_results > 0;
+    double lie_value = t->liar == LIAR_MIN   ? rs.min
+                       : t->liar == LIAR_MAX ? rs.max
+                                             : rs.sum / (rs.n_results ? rs.n_results : 1);
 
     struct an_ctx c = {.st = t};
     c.obs = xcalloc((size_t)t->n_labels, sizeof *c.obs);

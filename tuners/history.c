@@ -2,6 +2,8 @@
  * tuners ask (Anneal, Evolution). */
 #include "tuners/internal.h"
 
+#include <math.h>
+
 #include <string.h>
 
 int status_is_final(const char *s)
@@ -11,6 +13,23 @@ int status_is_final(const char *s)
         if (strcmp(s, final[i]) == 0)
             return 1;
     return 0;
+}
+
+void result_stats(const struct tuner_history *hist, double sign, struct result_stats *out)
+{
+    *out = (struct result_stats){.min = INFINITY, .max = -INFINITY};
+    for (int i = 0; hist && i < hist->n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (it->has_value && isfinite(it->value)) {
+            double v = sign * it->value;
+            out->min = v < out->min ? v : out->min;
+            out->max = v > out->max ? v : out->max;
+            out->sum += v;
+            out->n_results++;
+        } else if (!it->has_value && !status_is_final(it->status)) {
+            out->n_pending++;
+        }
+    }
 }
 
 /* NNI's _spec_never_dup, negated: one unquantized numeric parameter anywhere (even in

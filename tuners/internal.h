@@ -80,6 +80,14 @@ int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
 /* ---- history.c ---- */
 /* SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED or EARLY_STOPPED (NULL: no). */
 int status_is_final(const char *status);
+/* What a constant liar needs of the history: over the results that are finite numbers,
+ * multiplied by sign (-1 makes a maximized metric a loss), their least, greatest, sum
+ * and count; and how many trials have no result and have not ended (pending). */
+struct result_stats {
+    double min, max, sum;
+    int n_results, n_pending;
+};
+void result_stats(const struct tuner_history *hist, double sign, struct result_stats *out);
 /* 1 when the space is finite-valued (no unquantized numeric parameter anywhere), so
  * that a suggestion can repeat an earlier one exactly. */
 int space_may_repeat(const struct ss_space *s);

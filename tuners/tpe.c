@@ -238,15 +238,6 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
 
 /* ---- history -> observations ---- */
 
-static int is_final_status(const char *s)
-{
-    static const char *const final[] = {"SUCCEEDED", "FAILED", "USER_CANCELED", "SYS_CANCELED", "EARLY_STOPPED"};
-    for (size_t i = 0; s && i < sizeof final / sizeof final[0]; i++)
-        if (strcmp(s, final[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* NNI's format_parameters for one value: the option index of a choice or randint,
  * the log of a log type. Returns 0 and sets *out, or -1 when the value does not fit
  * the parameter (such a trial is left out of that parameter's group). */
@@ -573,25 +564,15 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
     /* The constant liar's value: best, worst or mean loss of the results so far; 0
      * before any (NNI: "all of history is the same lie, so the value does not
      * matter"). Non-finite results are left out: they cannot be ranked. */
-    double best = INFINITY, worst = -INFINITY, sum = 0;
-    int n_results = 0;
-    for (int i = 0; i < n; i++) {
-        const struct tuner_result *it = &hist->items[i];
-        if (!it->has_value || !isfinite(it->value))
-            continue;
-        double loss = t->args.maximize ? -it->value : it->value;
-        best = loss < best ? loss : best;
-        worst = loss > worst ? loss : worst;
-        sum += loss;
-        n_results++;
-    }
+    struct result_stats rs;
+    result_stats(hist, t->args.maximize ? -1 : 1, &rs);
     double lie = 0;
-    if (n_results && t->args.liar == LIAR_BEST)
-        lie = best;
-    else if (n_results && t->args.liar == LIAR_WORST)
-        lie = worst;
-    else if (n_results && t->args.liar == LIAR_MEAN)
-        lie = sum / n_results;
+    if (rs.n_results && t->args.liar == LIAR_BEST)
+        lie = rs.min;
+    else if (rs.n_results && t->args.liar == LIAR_WORST)
+        lie = rs.max;
+    else if (rs.n_results && t->args.liar == LIAR_MEAN)
+        lie = rs.sum / rs.n_results;
 
     struct obs *sets = xcalloc((size_t)t->n_groups, sizeof *sets);
     for (int g = 0; g < t->n_groups; g++)
@@ -604,7 +585,7 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
     if (t->args.liar != LIAR_NONE)
         for (int i = 0; i < n; i++) {
             const struct tuner_result *it = &hist->items[i];
-            if (!it->has_value && !is_final_status(it->status))
+            if (!it->has_value && !status_is_final(it->status))
                 add_observation(t, sets, 0, it->parameters, lie);
         }
 
