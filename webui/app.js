@@ -45,6 +45,8 @@
     metricKeys: new Set(),  // keys of dict final metrics seen, other than "default"
     exps: { rows: [], sort: 'startTime', order: 'desc', status: '', platform: '', q: '', from: null, to: null },
     custom: null,           // {from: trial, msgEl} of the customized-trial dialog
+    seqOf: new Map(),       // trial id -> trial number, of the rows seen
+    tb: { tasks: [], current: null, focus: null, reads: 0, timer: null, html: '' }, // TensorBoard tasks
   };
 
   function loadCols() {
@@ -220,6 +222,7 @@
       if (S.page === 'experiment') jobs.push(loadExperiments());
       if (S.stale.charts) jobs.push(loadCharts());
       if (S.dialog) jobs.push(refreshDialog());
+      if ($('#tbDialog').open) jobs.push(loadTensorboards());
       const failed = (await Promise.all(jobs)).find(r => r instanceof Error);
       if (failed) throw failed;
       setReachable(true);
@@ -416,6 +419,7 @@
   function renderTable() {
     const t = S.table, ro = S.status === 'VIEWED';
     for (const r of t.rows) {
+      S.seqOf.set(r.trialJobId, r.sequenceId);
       Object.keys(paramsOf(r)).forEach(k => S.paramKeys.add(k));
       const m = finalObjOf(r);
       if (m && typeof m === 'object') Object.keys(m).forEach(k => { if (k !== 'default') S.metricKeys.add(k); });
@@ -814,6 +818,115 @@
     }
   }
 
+  /* ---------------- TensorBoard ---------------- */
+
+  /* NNI's TensorBoard of the trial table: POST tensorboard {"trials": "id1,id2"} starts
+   * a TensorBoard over the selected trials (or answers the one running over them); the
+   * tasks (GET tensorboard-tasks) are listed with their status, a link while RUNNING
+   * (the same host as this page, the task's port, as NNI's UI), Stop (DELETE
+   * tensorboard/<id>), Restart (PUT) and Stop all (DELETE tensorboard-tasks). Allowed
+   * under `nnictl view` too: a TensorBoard changes nothing stored. */
+  const trialName = id => (S.seqOf.has(id) ? '#' + S.seqOf.get(id) + ' (' + id + ')' : id);
+  const tbTrials = t => (t.trialJobIdList || []).map(trialName).join(', ');
+  const tbLink = (t, attrs) => '<a ' + attrs + ' href="' + esc(location.protocol + '//' + location.hostname + ':' + t.port + '/') +
+    '" target="_blank" rel="noopener" aria-label="Open TensorBoard ' + esc(t.id) + ' (new tab)">Open TensorBoard</a>';
+  const tbStatus = t => '<span class="st ' + esc(t.status) + '">' + esc(t.status) + '</span>';
+
+  function openTensorboardDialog() {
+    const d = $('#tbDialog');
+    if (!d.open) d.showModal();
+  }
+
+  async function launchTensorboard() {
+    const ids = Array.from(S.selected);
+    if (!ids.length) {
+      setMsg($('#tableMsg'), 'Select trials with the boxes of the first column, then press TensorBoard.', false);
+      return;
+    }
+    S.tb.current = null;
+    renderTensorboards();
+    $('#tableMsg').textContent = '';
+    $('#tbMsg').textContent = 'Starting TensorBoard for ' + ids.map(trialName).join(', ') + '…';
+    $('#tbMsg').className = 'msg';
+    openTensorboardDialog();
+    try {
+      const t = await change('POST', 'tensorboard', { trials: ids.join(',') });
+      S.tb.current = t.id; // shown in #tbCurrent, with its status and link
+      $('#tbMsg').textContent = '';
+    } catch (e) {
+      setMsg($('#tbMsg'), 'TensorBoard: ' + e.message, false);
+    }
+    await loadTensorboards();
+  }
+
+  function openTensorboards() {
+    S.tb.current = null;
+    $('#tbMsg').textContent = '';
+    $('#tbMsg').className = 'msg';
+    openTensorboardDialog();
+    return loadTensorboards();
+  }
+
+  /* the task list, read again every 0.5 s while one is STOPPING */
+  async function loadTensorboards() {
+    const mine = ++S.tb.reads;
+    clearTimeout(S.tb.timer);
+    let tasks;
+    try {
+      tasks = await get('tensorboard-tasks');
+    } catch (e) {
+      if (mine === S.tb.reads) setMsg($('#tbMsg'), 'TensorBoard tasks: ' + e.message, false);
+      return;
+    }
+    if (mine !== S.tb.reads) return; // a later read is on its way
+    S.tb.tasks = Array.isArray(tasks) ? tasks : [];
+    renderTensorboards();
+    if ($('#tbDialog').open && S.tb.tasks.some(t => t.status === 'STOPPING')) S.tb.timer = setTimeout(loadTensorboards, 500);
+  }
+
+  function renderTensorboards() {
+    const tasks = S.tb.tasks, cur = tasks.find(t => t.id === S.tb.current);
+    const c = $('#tbCurrent');
+    const html = cur ? 'TensorBoard ' + esc(cur.id) + ' of ' + esc(tbTrials(cur)) + ': ' + tbStatus(cur) +
+      (cur.status === 'RUNNING' ? ' ' + tbLink(cur, 'class="button" id="tbOpen"') : cur.message ? ' (' + esc(cur.message) + ')' : '') : '';
+    c.hidden = !cur;
+    if (S.tb.html !== html) { S.tb.html = html; c.innerHTML = html; } // a live region: only a change is announced
+    $('#tbTable tbody').innerHTML = tasks.length ? tasks.map(t => {
+      const running = t.status === 'RUNNING', ended = t.status === 'STOPPED' || t.status === 'ERROR';
+      return '<tr data-task="' + esc(t.id) + '"' + (t.id === S.tb.current ? ' class="current"' : '') + '><td><code>' + esc(t.id) + '</code></td>' +
+        '<td class="tbtrials">' + esc(tbTrials(t)) + '</td><td>' + tbStatus(t) + '</td>' +
+        '<td>' + (running ? tbLink(t, 'class="tblink"') : '—') + '</td><td class="reason">' + esc(t.message || '') + '</td><td class="ops">' +
+        (running ? '<button type="button" data-tb="DELETE" class="danger" aria-label="Stop TensorBoard ' + esc(t.id) + '">Stop</button>'
+          : ended ? '<button type="button" data-tb="PUT" aria-label="Restart TensorBoard ' + esc(t.id) + '">Restart</button>' : '…') +
+        '</td></tr>';
+    }).join('') : '<tr><td colspan="6" class="muted">No TensorBoard yet: select trials in the table and press TensorBoard.</td></tr>';
+    $('#tbStopAll').disabled = !tasks.some(t => t.status === 'RUNNING');
+    // a row drawn again keeps the focus on its operation (Stop becomes Restart)
+    const f = S.tb.focus && $('#tbTable tr[data-task="' + CSS.escape(S.tb.focus) + '"] button');
+    if (f && (document.activeElement === document.body || document.activeElement.closest('#tbTable'))) { f.focus(); S.tb.focus = null; }
+  }
+
+  async function tensorboardAction(method, id) {
+    S.tb.focus = id;
+    try {
+      const t = await change(method, 'tensorboard/' + encodeURIComponent(id));
+      setMsg($('#tbMsg'), 'TensorBoard ' + t.id + ' of ' + tbTrials(t) + ': ' + t.status + '.', true);
+    } catch (e) {
+      setMsg($('#tbMsg'), (method === 'PUT' ? 'Restart' : 'Stop') + ' of TensorBoard ' + id + ' failed: ' + e.message, false);
+    }
+    await loadTensorboards();
+  }
+
+  async function stopAllTensorboards() {
+    try {
+      await change('DELETE', 'tensorboard-tasks');
+      setMsg($('#tbMsg'), 'Stopping every TensorBoard…', true);
+    } catch (e) {
+      setMsg($('#tbMsg'), 'Stop all failed: ' + e.message, false);
+    }
+    await loadTensorboards();
+  }
+
   /* ---------------- nav panels: summary and log ---------------- */
 
   let summaryUrl = null;
@@ -1075,6 +1188,15 @@
       else trialAction(b.dataset.act, id, $('#tableMsg'));
     });
     $('#compare').addEventListener('click', () => openCompare());
+    $('#tbLaunch').addEventListener('click', () => launchTensorboard());
+    $('#tbTasks').addEventListener('click', () => openTensorboards());
+    $('#tbClose').addEventListener('click', () => $('#tbDialog').close());
+    $('#tbDialog').addEventListener('close', () => { clearTimeout(S.tb.timer); S.tb.focus = null; });
+    $('#tbStopAll').addEventListener('click', () => stopAllTensorboards());
+    $('#tbTable').addEventListener('click', ev => {
+      const b = ev.target.closest('button[data-tb]');
+      if (b) tensorboardAction(b.dataset.tb, b.closest('tr').dataset.task);
+    });
     $('#cmpClose').addEventListener('click', () => $('#compareDialog').close());
     hookChartPointer($('#cmpChart'));
 

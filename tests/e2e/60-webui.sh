@@ -8,10 +8,7 @@
 # build dir's tests/ folder under ctest; WEBUI_ARTIFACTS overrides).
 . "$(dirname "$0")/lib.sh"
 
-ART=${WEBUI_ARTIFACTS:-$PWD/webui-artifacts/60-webui}
-rm -rf "$ART"
-mkdir -p "$ART"
-ART=$(cd "$ART" && pwd)
+webui_artifacts   # sets ART
 webui_setup   # sets UI; chromium, node and playwright-core
 
 port=$(free_port)

@@ -7,10 +7,7 @@
 # <ctest's working dir>/webui-artifacts/61-webui-prefix/*.png (WEBUI_ARTIFACTS overrides).
 . "$(dirname "$0")/lib.sh"
 
-ART=${WEBUI_ARTIFACTS:-$PWD/webui-artifacts/61-webui-prefix}
-rm -rf "$ART"
-mkdir -p "$ART"
-ART=$(cd "$ART" && pwd)
+webui_artifacts   # sets ART
 webui_setup   # sets UI; chromium, node and playwright-core
 
 port=$(free_port)

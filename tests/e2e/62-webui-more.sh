@@ -8,10 +8,7 @@
 # (WEBUI_ARTIFACTS overrides).
 . "$(dirname "$0")/lib.sh"
 
-ART=${WEBUI_ARTIFACTS:-$PWD/webui-artifacts/62-webui-more}
-rm -rf "$ART"
-mkdir -p "$ART"
-ART=$(cd "$ART" && pwd)
+webui_artifacts   # sets ART
 webui_setup   # sets UI; chromium, node and playwright-core
 
 # A: a grid of 6 trials with dict final metrics ({"default", "loss"}) and 3

@@ -113,6 +113,15 @@ assert_metrics_match() {
     done
 }
 
+# webui_artifacts: sets ART, this test's screenshot folder, emptied:
+# <ctest's working dir>/webui-artifacts/<test name> (WEBUI_ARTIFACTS overrides)
+webui_artifacts() {
+    ART=${WEBUI_ARTIFACTS:-$PWD/webui-artifacts/$TEST_NAME}
+    rm -rf "$ART"
+    mkdir -p "$ART"
+    ART=$(cd "$ART" && pwd)
+}
+
 # webui_setup: what the browser tests need (Debian's chromium, node, playwright-core as
 # pinned in tests/webui/package-lock.json, which downloads no browser); sets UI
 webui_setup() {

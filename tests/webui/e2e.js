@@ -11,7 +11,7 @@
 'use strict';
 const path = require('path');
 const readline = require('readline');
-const { launch, sql, assert, eq, until } = require('./lib');
+const { runTest, sql, assert, eq, until } = require('./lib');
 
 const [mode, url, db, expId, artifacts] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
@@ -340,19 +340,10 @@ async function prefix(page, errors) {
   log('under the prefix ' + pfx + ': overview, trials, a trial, reload');
 }
 
-(async () => {
-  const { ctx, close } = await launch();
-  const page = await ctx.newPage();
+runTest(artifacts, 'failure-' + mode, async (ctx, page) => {
   const errors = watchConsole(page);
-  try {
-    if (mode === 'live') await live(page, errors);
-    else if (mode === 'view') await view(page, errors);
-    else if (mode === 'prefix') await prefix(page, errors);
-    else throw new Error('mode: live or view');
-  } catch (e) {
-    await shot(page, 'failure-' + mode).catch(() => {});
-    throw e;
-  } finally {
-    await close();
-  }
-})().catch(e => { console.error('FAIL: ' + (e.stack || e)); process.exit(1); });
+  if (mode === 'live') await live(page, errors);
+  else if (mode === 'view') await view(page, errors);
+  else if (mode === 'prefix') await prefix(page, errors);
+  else throw new Error('mode: live or view');
+});

@@ -47,4 +47,21 @@ async function until(what, fn, ms = 30000, every = 200) {
   }
 }
 
-module.exports = { launch, sql, assert, eq, until };
+// runs a browser test: body(ctx, page) in a fresh chromium; when it fails, a
+// screenshot <artifacts>/<failShot>.png, the error on stderr and exit code 1
+function runTest(artifacts, failShot, body) {
+  (async () => {
+    const { ctx, close } = await launch();
+    const page = await ctx.newPage();
+    try {
+      await body(ctx, page);
+    } catch (e) {
+      await page.screenshot({ path: path.join(artifacts, failShot + '.png'), fullPage: true }).catch(() => {});
+      throw e;
+    } finally {
+      await close();
+    }
+  })().catch(e => { console.error('FAIL: ' + (e.stack || e)); process.exit(1); });
+}
+
+module.exports = { launch, runTest, sql, assert, eq, until };

@@ -8,7 +8,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { launch, sql, assert, eq, until } = require('./lib');
+const { runTest, sql, assert, eq, until } = require('./lib');
 
 const [url, db, expA, artifacts, expB, expC] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
@@ -337,24 +337,15 @@ async function customized(page) {
   log('customized trial: #' + m[1] + ' (' + m[2] + ') with {x: 2, opt: adam} from #' + srcSeq + ', stored and run');
 }
 
-(async () => {
-  const { ctx, close } = await launch();
-  const page = await ctx.newPage();
+runTest(artifacts, 'failure', async (ctx, page) => {
   const errors = [];
   page.on('console', m => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
   page.on('pageerror', e => errors.push('page error: ' + e.message));
-  try {
-    await allExperiments(page);
-    await columns(page);
-    await compare(page);
-    await summaryAndLog(page);
-    await customized(page);
-    assert(errors.length === 0, 'no console errors: ' + errors.join('; '));
-    log('no console errors');
-  } catch (e) {
-    await shot(page, 'failure').catch(() => {});
-    throw e;
-  } finally {
-    await close();
-  }
-})().catch(e => { console.error('FAIL: ' + (e.stack || e)); process.exit(1); });
+  await allExperiments(page);
+  await columns(page);
+  await compare(page);
+  await summaryAndLog(page);
+  await customized(page);
+  assert(errors.length === 0, 'no console errors: ' + errors.join('; '));
+  log('no console errors');
+});
