@@ -28,6 +28,8 @@ extern const struct cli_cmd cmd_log_stdout, cmd_log_stderr, cmd_log_trial;
 extern const struct cli_cmd cmd_experiment_machines;
 extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, cmd_trial_rerun;
 extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
+extern const struct cli_cmd cmd_algo_list, cmd_algo_show, cmd_algo_register, cmd_algo_reg;
+extern const struct cli_cmd cmd_algo_unregister, cmd_algo_unreg;
 
 /* ---- shared helpers (cli/common.c) ---- */
 /* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */

@@ -70,6 +70,73 @@ static int algo_error(const struct exp_config *cfg, const char *key, const char 
     return rc;
 }
 
+/* A section naming an algorithm registered with `nnictl algo register` (NNI's
+ * registered_algorithms.yml) becomes the customized section it stands for: its class
+ * runs in NNI's dispatcher process, imported from the Python path as NNI imports a
+ * registered class. Built-in names are trialq's and come first. 0, or 1 after an error. */
+static int resolve_registered(struct exp_config *cfg, struct algo_config *algo, const char *key,
+                              const char *const *sections, const cJSON *reg)
+{
+    if (!algo->set || !algo->name)
+        return 0;
+    const cJSON *entry = NULL;
+    for (int s = 0; sections[s] && !entry; s++)
+        entry = algo_registry_find(reg, sections[s], algo->name);
+    if (!entry)
+        return 0;
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(entry, "className");
+    if (!cJSON_IsString(cls) || !strchr(cls->valuestring, '.')) {
+        char *path = algo_registry_path();
+        int rc = cli_error("%s: %s.name: %s is registered in %s without a className \"module.Class\"",
+                           cfg->source_path, key, algo->name, path);
+        free(path);
+        return rc;
+    }
+    cJSON *sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, key);
+    if (!sec && strcmp(key, "tuner") == 0)
+        sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "advisor");
+    if (sec) {
+        cJSON_DeleteItemFromObjectCaseSensitive(sec, "name");
+        cJSON_AddStringToObject(sec, "className", cls->valuestring);
+        /* default classArgs of the entry (NNI's TPE-like entries carry some) under the config's */
+        const cJSON *dflt = cJSON_GetObjectItemCaseSensitive(entry, "classArgs");
+        cJSON *args = cJSON_GetObjectItemCaseSensitive(sec, "classArgs");
+        if (cJSON_IsObject(dflt)) {
+            if (!args)
+                args = cJSON_AddObjectToObject(sec, "classArgs");
+            const cJSON *kv;
+            cJSON_ArrayForEach(kv, dflt)
+                if (!cJSON_GetObjectItemCaseSensitive(args, kv->string))
+                    cJSON_AddItemToObject(args, kv->string, cJSON_Duplicate(kv, 1));
+        }
+    }
+    free(algo->name);
+    algo->name = NULL;
+    algo->class_name = xstrdup(cls->valuestring);
+    return 0;
+}
+
+static int registered_algorithms(struct exp_config *cfg)
+{
+    int custom = (cfg->tuner.name && !tuner_find(cfg->tuner.name)) ||
+                 (cfg->assessor.set && cfg->assessor.name && !assessor_find(cfg->assessor.name));
+    if (!custom)
+        return 0; /* the registry is not read when every name is a built-in one */
+    struct errbuf e;
+    cJSON *reg;
+    if (algo_registry_load(&reg, &e) < 0)
+        return cli_error("%s", e.msg);
+    static const char *const tuner_sections[] = {"tuners", "advisors", NULL};
+    static const char *const assessor_sections[] = {"assessors", NULL};
+    int rc = 0;
+    if (cfg->tuner.name && !tuner_find(cfg->tuner.name))
+        rc = resolve_registered(cfg, &cfg->tuner, "tuner", tuner_sections, reg);
+    if (rc == 0 && cfg->assessor.set && cfg->assessor.name && !assessor_find(cfg->assessor.name))
+        rc = resolve_registered(cfg, &cfg->assessor, "assessor", assessor_sections, reg);
+    cJSON_Delete(reg);
+    return rc;
+}
+
 /* Everything a config must pass before anything is created. */
 static int validate(struct exp_config *cfg, int64_t *seed)
 {
@@ -81,11 +148,17 @@ static int validate(struct exp_config *cfg, int64_t *seed)
     *seed = -1;
     /* a customized tuner or assessor (className) runs in NNI's dispatcher process: the
      * config checked its module; its classArgs are the class's business */
+    int reg_rc = registered_algorithms(cfg);
+    if (reg_rc != 0) {
+        ss_free(space);
+        return reg_rc;
+    }
     if (cfg->tuner.name) {
         const struct tuner_ops *t = tuner_find(cfg->tuner.name);
         if (!t) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "tuner.name: unknown tuner '%s' (known: %s)", cfg->tuner.name, tuner_names());
+            snprintf(msg, sizeof msg, "tuner.name: unknown tuner '%s' (known: %s; and those of nnictl algo list)",
+                     cfg->tuner.name, tuner_names());
             ss_free(space);
             return algo_error(cfg, "tuner.name", msg);
         }
@@ -104,8 +177,8 @@ static int validate(struct exp_config *cfg, int64_t *seed)
         const struct assessor_ops *as = assessor_find(cfg->assessor.name);
         if (!as) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "assessor.name: unknown assessor '%s' (known: %s)", cfg->assessor.name,
-                     assessor_names());
+            snprintf(msg, sizeof msg, "assessor.name: unknown assessor '%s' (known: %s; and those of nnictl algo list)",
+                     cfg->assessor.name, assessor_names());
             return algo_error(cfg, "assessor.name", msg);
         }
         void *astate = NULL;

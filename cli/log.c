@@ -2,6 +2,7 @@
  * or --head/--tail lines) and log trial (each trial's log directory). From the
  * database and the files: they work whether or not the experiment runs. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,21 +38,22 @@ static void print_lines(const char *s, size_t len, long head, long tail)
 
 static int log_file(int argc, char **argv, const char *file, const struct cli_cmd *cmd)
 {
+    /* NNI's short options: -T tail, -H head (so --home has no short form here) */
     static const struct option opts[] = {
-        {"tail", required_argument, NULL, 'T'}, {"head", required_argument, NULL, 'h'},
-        {"path", no_argument, NULL, 'p'},       {"home", required_argument, NULL, 'H'},
+        {"tail", required_argument, NULL, 'T'}, {"head", required_argument, NULL, 'H'},
+        {"path", no_argument, NULL, 'p'},       {"home", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0},
     };
     const char *home_opt = NULL;
-    long head = 0, tail = 0;
+    int head = 0, tail = 0;
     int path_only = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "T:h:pH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "T:H:p", opts, NULL)) != -1) {
         switch (c) {
-        case 'T': tail = atol(optarg); break;
-        case 'h': head = atol(optarg); break;
+        case 'T': if (cli_int_arg("--tail", optarg, 0, INT_MAX, &tail)) return 1; break;
+        case 'H': if (cli_int_arg("--head", optarg, 0, INT_MAX, &head)) return 1; break;
         case 'p': path_only = 1; break;
-        case 'H': home_opt = optarg; break;
+        case 'o': home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd->usage);
         }
     }

@@ -69,4 +69,19 @@ cJSON *config_redacted(const cJSON *canonical);
 /* Pretty JSON of the redacted canonical config (nnictl create --dry-run). Caller frees. */
 char *config_to_string(const struct exp_config *cfg);
 
+/* ---- algos.c: NNI's registered algorithms (nnictl algo register) ---- */
+/* A YAML (or JSON) file as JSON (NULL for an empty file); errors name file:line:col. */
+int yaml_file_to_json(const char *path, cJSON **out, struct errbuf *e);
+/* registered_algorithms.yml in NNI's config dir ($NNI_CONFIG_DIR, $VIRTUAL_ENV/nni,
+ * $CONDA_PREFIX/nni, ~/.config/nni). */
+char *algo_registry_path(void);
+/* The registry as {"tuners": [...], "assessors": [...], "advisors": [...]} (each entry
+ * {builtinName, className, classArgsValidator?, classArgs?, acceptClassArgs?, source?});
+ * empty lists when there is no file. */
+int algo_registry_load(cJSON **out, struct errbuf *e);
+/* The entry of section ("tuners", "assessors", "advisors") named name (any case), or NULL. */
+const cJSON *algo_registry_find(const cJSON *reg, const char *section, const char *name);
+/* Writes the registry back (atomically). */
+int algo_registry_save(const cJSON *reg, struct errbuf *e);
+
 #endif

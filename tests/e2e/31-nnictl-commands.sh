@@ -76,6 +76,8 @@ pass "--help, group usage, strict integer options"
 n log stderr "$id" --tail 3; has "listening on"
 [ "$(wc -l < "$WORK/out")" -le 3 ] || fail "log stderr --tail 3 printed $(wc -l < "$WORK/out") lines"
 n log stdout "$id" --head 2; has "-----"
+n log stderr "$id" -H 1; [ "$rc" = 0 ] && [ "$(wc -l < "$WORK/out")" = 1 ] || fail "log -H (NNI's short --head): $(cat "$WORK/out")"
+n log stderr "$id" -T 2; [ "$rc" = 0 ] && [ "$(wc -l < "$WORK/out")" = 2 ] || fail "log -T: $(cat "$WORK/out")"
 n log stderr "$id" --path; has "$NNI_HOME/$id/log/nnictl_stderr.log"
 n log trial "$id"; has "All of trial log info:"; has "id:.* path:$NNI_HOME/$id/trials/"
 t0=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")
