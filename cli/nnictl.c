@@ -25,6 +25,19 @@ static void usage(void)
         fprintf(stderr, "  %s\n", commands[i]->usage);
 }
 
+/* NNI commands that have no meaning for trialq, with what to do instead. */
+static const struct {
+    const char *name, *why;
+} not_here[] = {
+    {"trainingservice", "trialq's training services are built in (local, remote, openpai, kubeflow, "
+                        "frameworkcontroller, adl, hybrid); NNI's Node.js service packages cannot be loaded"},
+    {"package", "it was replaced by `nnictl algo` in NNI; see nnictl algo --help"},
+    {"ss_gen", "it generated search spaces from NNI annotations, which NNI 3 and trialq do not support "
+               "(useAnnotation); write the search space in the config"},
+    {"jupyter-extension", "trialq has no Jupyter extension; its web UI is at the experiment's port"},
+    {"hello", "the bundled example is examples/quickstart (./quickstart.sh runs it)"},
+};
+
 /* --help anywhere among a command's arguments (up to "--"), or -h as its only one
  * (some commands take -h for --head): its usage, on stdout, as argparse prints it. */
 static int wants_help(int argc, char **argv)
@@ -84,6 +97,11 @@ int nnictl_main(int argc, char **argv)
     }
     if (rc < 0 && (argc == 2 || (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))))
         rc = group_usage(argv[1], argc == 3);
+    for (size_t i = 0; rc < 0 && i < sizeof not_here / sizeof not_here[0]; i++)
+        if (strcmp(argv[1], not_here[i].name) == 0) {
+            fprintf(stderr, "ERROR: nnictl %s is not supported by trialq: %s\n", argv[1], not_here[i].why);
+            rc = 2;
+        }
     if (rc < 0) {
         fprintf(stderr, "ERROR: unknown command: %s%s%s\n", argv[1], argc >= 3 ? " " : "", argc >= 3 ? argv[2] : "");
         usage();
