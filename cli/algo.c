@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@
 #include "config/config.h"
 #include "tuners/assessor.h"
 #include "tuners/tuner.h"
+
+#define IMPORT_TIMEOUT_MS 60000
 
 static const char *const kinds[] = {"tuner", "assessor", "advisor"};
 static const char *const sections[] = {"tuners", "assessors", "advisors"};
@@ -143,16 +147,34 @@ static int import_check(const char *cls)
     struct strbuf err;
     sb_init(&err);
     char buf[4096];
-    ssize_t n;
-    while ((n = read(pfd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    ssize_t n = 1;
+    /* an import that hangs (a module doing I/O at import) must not hang nnictl */
+    const char *tv = getenv("TRIALQ_IMPORT_TIMEOUT"); /* seconds; for tests */
+    int timeout_ms = tv && atoi(tv) > 0 ? atoi(tv) * 1000 : IMPORT_TIMEOUT_MS;
+    int64_t deadline = mono_ms() + timeout_ms;
+    int timed_out = 0;
+    while (pid > 0 && n != 0) {
+        struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
+        int64_t left = deadline - mono_ms();
+        if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+            timed_out = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
+        n = read(pfd[0], buf, sizeof buf);
         if (n > 0 && err.len < 65536)
             sb_add(&err, buf, (size_t)n);
+        if (n < 0 && errno != EINTR)
+            break;
+    }
     close(pfd[0]);
     int status = 0;
     while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     int rc = 0;
-    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (timed_out) {
+        rc = cli_error("cannot import %s with %s: no answer in %d s", cls, py, timeout_ms / 1000);
+    } else if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         /* the last line of the traceback says why */
         while (err.len && (err.buf[err.len - 1] == '\n' || err.buf[err.len - 1] == ' '))
             err.buf[--err.len] = '\0';
