@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -118,8 +119,33 @@ void cli_print_urls(const char *bind, int port, const char *prefix, const char *
     int any = strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0;
     int v6 = strchr(bind, ':') != NULL && !any;
     printf("Web portal URLs: http://%s%s%s:%d%s", v6 ? "[" : "", any ? "127.0.0.1" : bind, v6 ? "]" : "", port, p);
-    if (any && manager_ip && strcmp(manager_ip, "127.0.0.1") != 0)
-        printf(" http://%s:%d%s", manager_ip, port, p);
+    if (any) {
+        /* NNI: one URL per IPv4 address of the host, then nniManagerIp */
+        struct strbuf seen;
+        sb_init(&seen);
+        sb_puts(&seen, " 127.0.0.1 ");
+        struct ifaddrs *ifs = NULL;
+        if (getifaddrs(&ifs) == 0) {
+            for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+                char ip[INET_ADDRSTRLEN];
+                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+                    !inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, sizeof ip))
+                    continue;
+                char *key = xasprintf(" %s ", ip);
+                if (!strstr(seen.buf, key)) {
+                    printf(" http://%s:%d%s", ip, port, p);
+                    sb_puts(&seen, key + 1);
+                }
+                free(key);
+            }
+            freeifaddrs(ifs);
+        }
+        char *key = manager_ip ? xasprintf(" %s ", manager_ip) : NULL;
+        if (key && !strstr(seen.buf, key))
+            printf(" http://%s:%d%s", manager_ip, port, p);
+        free(key);
+        sb_free(&seen);
+    }
     printf("\n");
 }
 

@@ -38,6 +38,16 @@ n create --config "$WORK/exp/config.yml" --port "$port" --bind 0.0.0.0 --url_pre
 [ "$rc" = 0 ] || { cat "$WORK/out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/out")
 has "Web portal URLs: http://127.0.0.1:$port/tq/x"
+# as NNI: a URL for each IPv4 address of the host (each interface's, asked of the kernel)
+for ip in $($PY -c 'import fcntl, socket, struct
+for _, name in socket.if_nameindex():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        print(socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))[20:24]))
+    except OSError:
+        pass'); do
+    grep "^Web portal URLs:" "$WORK/out" | grep -qF " http://$ip:$port/tq/x" || { cat "$WORK/out"; fail "no URL for $ip"; }
+done
 [ "$(sql "SELECT bind_address || ' ' || url_prefix FROM experiment WHERE id='$id'")" = "0.0.0.0 /tq/x" ] ||
     fail "bind/prefix not stored: $(sql "SELECT bind_address, url_prefix FROM experiment")"
 token=$(sql "SELECT token FROM experiment WHERE id='$id'")
