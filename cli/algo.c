@@ -274,7 +274,7 @@ static int cmd_register_fn(int argc, char **argv)
     }
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(m, "algorithms");
     int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 1;
-    rc = 0;
+    rc = n == 0 ? cli_error("%s: algorithms: empty; nothing to register", meta) : 0;
     for (int i = 0; i < n && rc == 0; i++) {
         int kind = 0;
         cJSON *entry = NULL;

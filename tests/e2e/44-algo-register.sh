@@ -62,6 +62,7 @@ bad_meta "cannot import recorder.NoSuchTuner" "{algoType: tuner, builtinName: X,
 bad_meta "cannot import nosuchmodule.T with $PY: ModuleNotFoundError" "{algoType: tuner, builtinName: X, className: nosuchmodule.T}"
 bad_meta "algorithms\\[1\\].builtinName: required" "{algorithms: [{algoType: tuner, builtinName: Y, className: recorder.RecordingTuner}, {algoType: tuner, className: a.B}]}"
 bad_meta "classNme: unknown key" "{algoType: tuner, builtinName: X, classNme: a.B}"
+bad_meta "algorithms: empty; nothing to register" "{algorithms: []}"
 # an import that hangs does not hang nnictl (60 s; TRIALQ_IMPORT_TIMEOUT for the test)
 mkdir -p "$WORK/slow" && echo 'import time; time.sleep(30)' > "$WORK/slow/slowmod.py"
 PYTHONPATH="$WORK/slow:$PYTHONPATH" TRIALQ_IMPORT_TIMEOUT=1 bad_meta "cannot import slowmod.T with $PY: no answer in 1 s" \
