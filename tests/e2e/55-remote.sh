@@ -75,7 +75,15 @@ nnictl stop "$id" > /dev/null
 mkdir -p "$WORK/exp2"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp2/"
 remote_config "$WORK/exp2/config.yml" 4 8
-sed -i 's/^trialCommand: .*/trialCommand: TRIAL_SLEEP=300 sh metrics.sh/' "$WORK/exp2/config.yml"
+# a stop reaches a remote trial as SIGINT (as NNI 3 sends it), with the signal usable
+# although the runner starts the trial in the background, where a shell ignores SIGINT:
+# the trial's trap records it
+cat > "$WORK/exp2/kb.sh" <<'SH'
+trap 'echo INT > "$NNI_SYS_DIR/interrupted"; exit 130' INT
+TRIAL_SLEEP=300 sh metrics.sh &
+wait
+SH
+sed -i 's/^trialCommand: .*/trialCommand: sh kb.sh/' "$WORK/exp2/config.yml"
 port=$(free_port)
 nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.out" 2>&1 ||
     { cat "$WORK/create2.out"; fail "create 2"; }
@@ -100,7 +108,8 @@ for _ in $(seq 1 300); do
 done
 [ "$st" = USER_CANCELED ] || fail "killed trial is $st"
 remote_group_gone "$vpid" 10 || fail "process group $vpid of the killed trial lives on"
-pass "trial kill ended the remote process group ($victim)"
+[ "$(cat "$vdir/interrupted" 2>/dev/null)" = INT ] || fail "the killed remote trial did not get SIGINT"
+pass "trial kill: SIGINT reached the trial, then its remote process group ended ($victim)"
 
 nnictl stop "$id2" > "$WORK/stop.out" 2>&1 || { cat "$WORK/stop.out"; fail "stop"; }
 remote_wait_no_procs "$id2" 30

@@ -6,18 +6,19 @@
 # and no metric an attempt-1 process writes is stored as attempt 2's.
 #   1. two machines: the retries run on B; A's orphans are killed when A returns.
 #   2. one machine: the retries land on A itself, in the same trial dirs, while the old
-#      attempts (which ignore SIGTERM) are still being killed and still writing.
+#      attempts (which ignore SIGINT and SIGTERM) are still being killed and still writing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/remote.sh"
 remote_machines
 
-# The trial: ignores SIGTERM (an old attempt lives through the runner's whole 5 s grace),
+# The trial: ignores SIGINT and SIGTERM (an old attempt lives through the runner's whole
+# 5 s grace),
 # tags every metric with its attempt (value = attempt * 100000 + step, read from the
 # runner's .nni/attempt at its start) and appends each record by path, as a shell trial
 # does, so an old attempt still running after a new one took the dir over would write into
 # the new attempt's files. Attempt 1 runs until $RELEASE exists; later attempts run 10 steps.
 cat > "$WORK/part.sh" <<'SH'
-trap '' TERM
+trap '' INT TERM
 d=$NNI_SYS_DIR
 att=$(cat "$d/.nni/attempt")
 pid=$(sed -n 's/.*"parameter_id":\([0-9]*\).*/\1/p' "$d/parameter.cfg")
@@ -192,7 +193,7 @@ pass "two machines: each retried trial ended once, SUCCEEDED as attempt 2 on B, 
 remote_wait_no_procs "$id" 20
 
 # ---- 2. one machine: the retries start on A in the same trial dirs while the old
-# attempts are still being killed (they ignore SIGTERM, so they live 5 s more and write)
+# attempts are still being killed (they ignore SIGINT and SIGTERM, so they live 5 s more and write)
 rm -f "$WORK/release"
 exp_config "$WORK/exp2" 1
 id2=$(start_exp "$WORK/exp2")
