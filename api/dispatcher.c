@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1019,15 +1018,8 @@ static int launch(struct dispatcher *d)
     pid_t parent = getpid();
     pid_t pid = ok ? fork() : -1;
     if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* an api killed with SIGKILL takes it along */
-        if (getppid() != parent)
+        if (child_of(parent) < 0) /* an api killed with SIGKILL takes it along */
             _exit(127);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         int errw = high_fd(err[1]), cin = -1, cout = -1;
         if (!d->use_ws) {
             cin = high_fd(to[0]);

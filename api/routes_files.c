@@ -110,7 +110,7 @@ void h_trial_file(struct req *q)
     const char *name = strcmp(filename, "stdout") == 0   ? "trial.stdout"
                        : strcmp(filename, "stderr") == 0 ? "trial.stderr"
                                                          : filename;
-    char *dir = t.trial_dir ? xstrdup(t.trial_dir) : xasprintf("%s/trials/%s", a->exp.exp_dir, t.id);
+    char *dir = trial_dir_path(&t, a->exp.exp_dir);
     char *what = xasprintf("trial %s", t.id);
     trial_clear(&t);
     if (!name_is_relative_inside(name)) {

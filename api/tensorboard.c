@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -186,15 +185,8 @@ static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* it ends with the api, however the api ends */
-        if (getppid() != parent)
+        if (child_of(parent) < 0) /* it ends with the api, however the api ends */
             _exit(127);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0)
             dup2(devnull, 0);
@@ -296,9 +288,10 @@ void tensorboard_shutdown(struct api *a)
     (void)a;
 }
 
-/* The trials of a POST body {"trials": "id1,id2"}: each a trial of this experiment
- * whose output directory is on this machine. Returns the count, or -1 with a 4xx sent. */
-static int parse_trials(struct req *q, const cJSON *body, char ***ids_out, char ***dirs_out)
+/* The trials of a POST body {"trials": "id1,id2"} into t (trials, dirs): each a trial of
+ * this experiment whose output directory is on this machine. 0, or -1 with a 4xx sent
+ * (what t holds then is for task_free). */
+static int parse_trials(struct req *q, const cJSON *body, struct tb_task *t)
 {
     struct api *a = q->a;
     const cJSON *tr = cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "trials") : NULL;
@@ -307,90 +300,76 @@ static int parse_trials(struct req *q, const cJSON *body, char ***ids_out, char 
                     !cJSON_IsObject(body) ? " (not an object)" : !tr ? " (no \"trials\")" : "");
         return -1;
     }
-    char **ids = NULL, **dirs = NULL;
-    int n = 0;
     char *copy = xstrdup(tr->valuestring), *save = NULL;
-    int bad = 0;
-    for (char *id = strtok_r(copy, ",", &save); id && !bad; id = strtok_r(NULL, ",", &save)) {
+    int rc = 0;
+    for (char *id = strtok_r(copy, ",", &save); id && rc == 0; id = strtok_r(NULL, ",", &save)) {
         while (*id == ' ')
             id++;
         size_t l = strlen(id);
         while (l && id[l - 1] == ' ')
             id[--l] = '\0';
         int dup = 0;
-        for (int i = 0; i < n && !dup; i++)
-            dup = strcmp(ids[i], id) == 0;
+        for (int i = 0; i < t->ntrials && !dup; i++)
+            dup = strcmp(t->trials[i], id) == 0;
         if (dup || !*id)
             continue;
-        if (n == MAX_TRIALS) {
+        if (t->ntrials == MAX_TRIALS) {
             reply_error(q->r, 400, "trials: more than %d trials in one TensorBoard", MAX_TRIALS);
-            bad = 1;
+            rc = -1;
             break;
         }
-        struct trial t;
+        struct trial tl;
         struct errbuf e;
-        int f = trial_load(a->db, id, &t, &e);
+        int f = trial_load(a->db, id, &tl, &e);
         if (f < 0) {
             reply_error(q->r, 500, "%s", e.msg);
-            bad = 1;
+            rc = -1;
             break;
         }
-        if (f == 0 || strcmp(t.experiment_id, a->exp_id) != 0) {
+        char *dir = NULL;
+        if (f == 0 || strcmp(tl.experiment_id, a->exp_id) != 0) {
             reply_error(q->r, 400, "trials: trial %.64s not found in experiment %s", id, a->exp_id);
-            if (f)
-                trial_clear(&t);
-            bad = 1;
-            break;
-        }
-        if (t.platform && strcmp(t.platform, "local") != 0) {
+            rc = -1;
+        } else if (tl.platform && strcmp(tl.platform, "local") != 0) {
             reply_error(q->r, 400, "trials: trial %s ran on platform %s: TensorBoard reads trials' output "
-                                   "directories on this machine (local platform)", t.id, t.platform);
-            trial_clear(&t);
-            bad = 1;
-            break;
+                                   "directories on this machine (local platform)", tl.id, tl.platform);
+            rc = -1;
+        } else {
+            dir = trial_dir_path(&tl, a->exp.exp_dir);
+            if (strchr(dir, ',')) { /* --logdir_spec separates its entries with commas */
+                reply_error(q->r, 400, "trials: the output directory of trial %s has a ',' in its path (%s), "
+                                       "which TensorBoard's --logdir_spec cannot take", id, dir);
+                free(dir);
+                dir = NULL;
+                rc = -1;
+            }
         }
-        char *dir = t.trial_dir ? xstrdup(t.trial_dir) : xasprintf("%s/trials/%s", a->exp.exp_dir, t.id);
-        trial_clear(&t);
-        if (strchr(dir, ',')) { /* --logdir_spec separates its entries with commas */
-            reply_error(q->r, 400, "trials: the output directory of trial %s has a ',' in its path (%s), which "
-                                   "TensorBoard's --logdir_spec cannot take", id, dir);
-            free(dir);
-            bad = 1;
-            break;
+        if (dir) {
+            t->trials = xrealloc(t->trials, (size_t)(t->ntrials + 1) * sizeof *t->trials);
+            t->dirs = xrealloc(t->dirs, (size_t)(t->ntrials + 1) * sizeof *t->dirs);
+            t->trials[t->ntrials] = xstrdup(id);
+            t->dirs[t->ntrials++] = dir;
         }
-        ids = xrealloc(ids, (size_t)(n + 1) * sizeof *ids);
-        dirs = xrealloc(dirs, (size_t)(n + 1) * sizeof *dirs);
-        ids[n] = xstrdup(id);
-        dirs[n] = dir;
-        n++;
+        if (f)
+            trial_clear(&tl);
     }
     free(copy);
-    if (!bad && n == 0) {
+    if (rc == 0 && t->ntrials == 0) {
         reply_error(q->r, 400, "trials: no trial id in \"%.100s\"", tr->valuestring);
-        bad = 1;
+        rc = -1;
     }
-    if (bad) {
-        for (int i = 0; i < n; i++) {
-            free(ids[i]);
-            free(dirs[i]);
-        }
-        free(ids);
-        free(dirs);
-        return -1;
-    }
-    *ids_out = ids;
-    *dirs_out = dirs;
-    return n;
+    return rc;
 }
 
-static int same_trials(const struct tb_task *t, char **ids, int n)
+/* a and b hold the same trials (each list has no repeats) */
+static int same_trials(const struct tb_task *a, const struct tb_task *b)
 {
-    if (t->ntrials != n)
+    if (a->ntrials != b->ntrials)
         return 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < b->ntrials; i++) {
         int found = 0;
-        for (int k = 0; k < n && !found; k++)
-            found = strcmp(t->trials[k], ids[i]) == 0;
+        for (int k = 0; k < a->ntrials && !found; k++)
+            found = strcmp(a->trials[k], b->trials[i]) == 0;
         if (!found)
             return 0;
     }
@@ -405,40 +384,30 @@ void h_tensorboard_start(struct req *q)
     cJSON *body = body_json(q);
     if (!body)
         return;
-    char **ids, **dirs;
-    int n = parse_trials(q, body, &ids, &dirs);
+    struct tb_task *t = xcalloc(1, sizeof *t);
+    int rc = parse_trials(q, body, t);
     cJSON_Delete(body);
-    if (n < 0)
-        return;
-    struct tb_task *t = NULL;
-    for (int i = 0; i < MAX_TASKS && !t; i++)
-        if (g_tasks[i] && g_tasks[i]->status == TB_RUNNING && same_trials(g_tasks[i], ids, n))
-            t = g_tasks[i];
-    if (t) {
-        for (int i = 0; i < n; i++) {
-            free(ids[i]);
-            free(dirs[i]);
-        }
-        free(ids);
-        free(dirs);
-        reply_cjson(q->r, task_json(a, t));
+    struct tb_task *running = NULL;
+    for (int i = 0; rc == 0 && i < MAX_TASKS && !running; i++)
+        if (g_tasks[i] && g_tasks[i]->status == TB_RUNNING && same_trials(g_tasks[i], t))
+            running = g_tasks[i];
+    if (rc < 0 || running) {
+        if (running)
+            reply_cjson(q->r, task_json(a, running));
+        task_free(t);
         return;
     }
     int slot = -1;
     for (int i = 0; i < MAX_TASKS && slot < 0; i++)
         if (!g_tasks[i])
             slot = i;
-    /* a full list makes room by forgetting the oldest task that no longer runs */
+    /* a full list makes room by forgetting a task that no longer runs */
     for (int i = 0; i < MAX_TASKS && slot < 0; i++)
         if (g_tasks[i]->status == TB_STOPPED || g_tasks[i]->status == TB_ERROR) {
             task_free(g_tasks[i]);
             g_tasks[i] = NULL;
             slot = i;
         }
-    t = xcalloc(1, sizeof *t);
-    t->trials = ids;
-    t->dirs = dirs;
-    t->ntrials = n;
     do
         gen_trial_id(t->id);
     while (task_find(t->id));

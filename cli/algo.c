@@ -2,17 +2,11 @@
  * The built-in algorithms are trialq's, in C; registered ones are Python classes kept
  * in NNI's registered_algorithms.yml (config/algos.c), which a config names like a
  * built-in and which then run in NNI's dispatcher process. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
@@ -24,24 +18,13 @@
 static const char *const kinds[] = {"tuner", "assessor", "advisor"};
 static const char *const sections[] = {"tuners", "assessors", "advisors"};
 
-/* The built-in names of a kind, from the registries' lists ("TPE, Random, ..."). */
+/* 0 tuner, 1 assessor, 2 advisor for a built-in name (or alias), else -1 */
 static int builtin_kind_of(const char *name)
 {
     const struct tuner_ops *t = tuner_find(name);
     if (t)
         return t->advisor ? 2 : 0;
     return assessor_find(name) ? 1 : -1;
-}
-
-static void each_builtin(void (*fn)(const char *name, int kind, void *arg), void *arg)
-{
-    const char *lists[] = {tuner_names(), assessor_names()};
-    for (int l = 0; l < 2; l++) {
-        char *copy = xstrdup(lists[l]), *save = NULL;
-        for (char *n = strtok_r(copy, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
-            fn(n, builtin_kind_of(n), arg);
-        free(copy);
-    }
 }
 
 static const char *str_of(const cJSON *o, const char *key, const char *def)
@@ -52,11 +35,6 @@ static const char *str_of(const cJSON *o, const char *key, const char *def)
 
 #define ROW "%-22s %-10s %-8s %-28s %s\n"
 
-static void print_builtin(const char *name, int kind, void *arg)
-{
-    (void)arg;
-    printf(ROW, name, kind >= 0 ? kinds[kind] : "?", "trialq", "(built in, C)", "-");
-}
 
 static int cmd_list_fn(int argc, char **argv)
 {
@@ -68,7 +46,12 @@ static int cmd_list_fn(int argc, char **argv)
     if (algo_registry_load(&reg, &e) < 0)
         return cli_error("%s", e.msg);
     printf(ROW, "Name", "Type", "source", "Class Name", "Module Name");
-    each_builtin(print_builtin, NULL);
+    const struct tuner_ops *t;
+    for (int i = 0; (t = tuner_builtin(i)); i++)
+        printf(ROW, t->name, kinds[t->advisor ? 2 : 0], "trialq", "(built in, C)", "-");
+    const struct assessor_ops *as;
+    for (int i = 0; (as = assessor_builtin(i)); i++)
+        printf(ROW, as->name, kinds[1], "trialq", "(built in, C)", "-");
     for (size_t s = 0; s < sizeof sections / sizeof *sections; s++) {
         const cJSON *it;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reg, sections[s])) {
@@ -124,64 +107,28 @@ static int import_check(const char *cls)
     const char *py = getenv("TRIALQ_PYTHON");
     if (!py || !*py)
         py = "python3";
-    static const char code[] = "import importlib, sys\n"
-                               "m, c = sys.argv[1].rsplit('.', 1)\n"
-                               "getattr(importlib.import_module(m), c)\n";
-    int pfd[2];
-    if (pipe(pfd) < 0)
-        return cli_error("cannot check %s: %s", cls, strerror(errno));
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pfd[0]);
-        dup2(pfd[1], 2);
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 1);
-        }
-        execlp(py, py, "-c", code, cls, (char *)NULL);
-        dprintf(2, "cannot run %s: %s\n", py, strerror(errno));
-        _exit(127);
-    }
-    close(pfd[1]);
-    struct strbuf err;
-    sb_init(&err);
-    char buf[4096];
-    ssize_t n = 1;
     /* an import that hangs (a module doing I/O at import) must not hang nnictl */
     const char *tv = getenv("TRIALQ_IMPORT_TIMEOUT"); /* seconds; for tests */
     int timeout_ms = tv && atoi(tv) > 0 ? atoi(tv) * 1000 : IMPORT_TIMEOUT_MS;
-    int64_t deadline = mono_ms() + timeout_ms;
-    int timed_out = 0;
-    while (pid > 0 && n != 0) {
-        struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
-        int64_t left = deadline - mono_ms();
-        if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
-            timed_out = 1;
-            kill(pid, SIGKILL);
-            break;
-        }
-        n = read(pfd[0], buf, sizeof buf);
-        if (n > 0 && err.len < 65536)
-            sb_add(&err, buf, (size_t)n);
-        if (n < 0 && errno != EINTR)
-            break;
-    }
-    close(pfd[0]);
-    int status = 0;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    char *argv[] = {(char *)py, "-c",
+                    "import importlib, sys\n"
+                    "m, c = sys.argv[1].rsplit('.', 1)\n"
+                    "getattr(importlib.import_module(m), c)\n",
+                    (char *)cls, NULL};
+    char *err = NULL;
+    int st = run_capture(argv, timeout_ms, NULL, &err);
     int rc = 0;
-    if (timed_out) {
+    if (st == -2) {
         rc = cli_error("cannot import %s with %s: no answer in %d s", cls, py, timeout_ms / 1000);
-    } else if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    } else if (st != 0) {
         /* the last line of the traceback says why */
-        while (err.len && (err.buf[err.len - 1] == '\n' || err.buf[err.len - 1] == ' '))
-            err.buf[--err.len] = '\0';
-        const char *last = err.len ? strrchr(err.buf, '\n') : NULL;
-        rc = cli_error("cannot import %s with %s: %s", cls, py, last ? last + 1 : err.len ? err.buf : "failed");
+        size_t len = err ? strlen(err) : 0;
+        while (len && (err[len - 1] == '\n' || err[len - 1] == ' '))
+            err[--len] = '\0';
+        const char *last = len ? strrchr(err, '\n') : NULL;
+        rc = cli_error("cannot import %s with %s: %s", cls, py, last ? last + 1 : len ? err : "failed");
     }
-    sb_free(&err);
+    free(err);
     return rc;
 }
 

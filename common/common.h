@@ -83,6 +83,16 @@ int proc_alive(pid_t pid, uint64_t start_time);
  * pid<0 a process group. Returns 0 when gone. */
 int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
 void close_fds_from(int lowfd); /* in a child before exec */
+/* Runs argv (PATH searched; stdin /dev/null, its own process group), capturing stdout
+ * and stderr (up to 1 MiB each; out/err may be NULL, else the caller frees them).
+ * timeout_ms > 0: its group is killed after that long. Returns the exit status (128 +
+ * the signal when killed by one), -1 when it could not be run or waited for, -2 on a
+ * timeout. */
+int run_capture(char *const argv[], int timeout_ms, char **out, char **err);
+/* In a child right after fork: its own process group, SIGTERM when parent (the forker's
+ * pid) dies however it dies (PR_SET_PDEATHSIG), SIGPIPE and SIGHUP default, no signal
+ * blocked. -1 when parent is already gone (the child should _exit). */
+int child_of(pid_t parent);
 const char *host_name(void);
 /* setproctitle: main() hands over its argv once; a process may then rename itself as
  * ps and pgrep -f show it (a forked supervisor is not "trialq worker ..."). */

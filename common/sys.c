@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,108 @@ int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms)
         usleep(5000);
     }
     return -1;
+}
+
+int run_capture(char *const argv[], int timeout_ms, char **out, char **err)
+{
+    if (out)
+        *out = NULL;
+    if (err)
+        *err = NULL;
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2(pe, O_CLOEXEC) < 0) {
+        close(po[0]);
+        close(po[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0); /* a timeout ends what it started too */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        close_fds_from(3);
+        execvp(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    struct strbuf sb[2];
+    sb_init(&sb[0]);
+    sb_init(&sb[1]);
+    struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    int open_fds = pid > 0 ? 2 : 0, timed_out = 0;
+    while (open_fds > 0) {
+        int wait = -1;
+        if (deadline) {
+            int64_t left = deadline - mono_ms();
+            wait = left > 0 ? (int)left : 0;
+        }
+        int n = poll(pf, 2, wait);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            timed_out = n == 0;
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents)
+                continue;
+            char buf[4096];
+            ssize_t r = read(pf[i].fd, buf, sizeof buf);
+            if (r > 0 && sb[i].len < (1 << 20))
+                sb_add(&sb[i], buf, (size_t)r);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                pf[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    if (timed_out)
+        kill(-pid, SIGKILL);
+    close(po[0]);
+    close(pe[0]);
+    int st = 0;
+    int waited = pid > 0;
+    while (waited && waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            waited = 0;
+            break;
+        }
+    if (out)
+        *out = sb_detach(&sb[0]);
+    if (err)
+        *err = sb_detach(&sb[1]);
+    sb_free(&sb[0]);
+    sb_free(&sb[1]);
+    if (timed_out)
+        return -2;
+    if (!waited)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int child_of(pid_t parent)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) /* it died before the line above: nobody would end us */
+        return -1;
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    return 0;
 }
 
 void close_fds_from(int lowfd)

@@ -200,21 +200,16 @@ void nni_trial_job_text(struct strbuf *sb, const struct experiment *x, const str
     sb_add(sb, "]", 1);
     free(rec);
     nj_key(sb, &first, "logPath");
-    if (t->trial_dir) {
-        nj_str(sb, t->trial_dir);
-    } else {
-        char *dir = xasprintf("%s/trials/%s", x->exp_dir, t->id);
-        nj_str(sb, dir);
-        free(dir);
-    }
+    char *dir = trial_dir_path(t, x->exp_dir);
+    nj_str(sb, dir);
     if (strcmp(t->status, "FAILED") == 0) {
         /* NNI appends "/stderr"; ours is the file that exists */
-        char *err = t->trial_dir ? xasprintf("%s/trial.stderr", t->trial_dir)
-                                 : xasprintf("%s/trials/%s/trial.stderr", x->exp_dir, t->id);
+        char *err = xasprintf("%s/trial.stderr", dir);
         nj_key(sb, &first, "stderrPath");
         nj_str(sb, err);
         free(err);
     }
+    free(dir);
     if (t->message) {
         nj_key(sb, &first, "message");
         nj_str(sb, t->message);

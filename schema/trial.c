@@ -77,6 +77,11 @@ int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
+char *trial_dir_path(const struct trial *t, const char *exp_dir)
+{
+    return t->trial_dir ? xstrdup(t->trial_dir) : xasprintf("%s/trials/%s", exp_dir, t->id);
+}
+
 void trial_clear(struct trial *t)
 {
     free(t->id); free(t->experiment_id); free(t->parameters); free(t->parameter_source);

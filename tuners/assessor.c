@@ -25,6 +25,11 @@ const struct assessor_ops *assessor_find(const char *name)
     return NULL;
 }
 
+const struct assessor_ops *assessor_builtin(int i)
+{
+    return i >= 0 && (size_t)i < sizeof builtin / sizeof builtin[0] ? builtin[i] : NULL;
+}
+
 const char *assessor_names(void)
 {
     /* a literal, as tuner_names(); the unit test checks that it lists every entry */

@@ -46,5 +46,7 @@ struct assessor_ops {
 const struct assessor_ops *assessor_find(const char *name);
 /* Comma-separated list of known names, for error messages. */
 const char *assessor_names(void);
+/* The i-th built-in assessor (0, 1, ...), NULL past the last. */
+const struct assessor_ops *assessor_builtin(int i);
 
 #endif

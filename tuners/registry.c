@@ -31,6 +31,11 @@ const struct tuner_ops *tuner_find(const char *name)
     return NULL;
 }
 
+const struct tuner_ops *tuner_builtin(int i)
+{
+    return i >= 0 && (size_t)i < sizeof builtin / sizeof builtin[0] ? builtin[i] : NULL;
+}
+
 const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global

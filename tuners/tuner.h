@@ -71,5 +71,7 @@ struct tuner_ops {
 const struct tuner_ops *tuner_find(const char *name);
 /* Comma-separated list of known names, for error messages. */
 const char *tuner_names(void);
+/* The i-th built-in tuner (0, 1, ...), NULL past the last. */
+const struct tuner_ops *tuner_builtin(int i);
 
 #endif

@@ -149,44 +149,9 @@ static void held_drop(struct kube_state *ks, const char *id)
         }
 }
 
-/* Runs argv, capturing stdout (and stderr into *err). Returns the exit status or -1. */
-static int run_capture(char *const argv[], char **out, char **err)
-{
-    int po[2], pe[2];
-    if (pipe(po) < 0)
-        return -1;
-    if (pipe(pe) < 0) {
-        close(po[0]); close(po[1]);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(po[1], 1);
-        dup2(pe[1], 2);
-        close_fds_from(3);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(po[1]);
-    close(pe[1]);
-    struct strbuf so, se;
-    sb_init(&so);
-    sb_init(&se);
-    char buf[4096];
-    ssize_t r;
-    while ((r = read(po[0], buf, sizeof buf)) > 0)
-        sb_add(&so, buf, (size_t)r);
-    while ((r = read(pe[0], buf, sizeof buf)) > 0)
-        sb_add(&se, buf, (size_t)r);
-    close(po[0]);
-    close(pe[0]);
-    int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
-        st = -1;
-    *out = sb_detach(&so);
-    *err = sb_detach(&se);
-    return st < 0 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-}
+/* A mount, umount, sudo or az call that does not answer (an NFS server gone) must not
+ * hold the worker: it is ended after this long. */
+#define TOOL_TIMEOUT_MS 60000
 
 /* ---------------- API checks at start ---------------- */
 
@@ -350,10 +315,11 @@ static int mount_nfs(struct kube_state *ks, struct worker *w, const char *server
         char *argv_root[] = {"mount", "-t", "nfs", src, m, NULL};
         char *argv_sudo[] = {"sudo", "-n", "mount", "-t", "nfs", src, m, NULL};
         char *out = NULL, *err = NULL;
-        int rc = run_capture(geteuid() == 0 ? argv_root : argv_sudo, &out, &err);
+        int rc = run_capture(geteuid() == 0 ? argv_root : argv_sudo, TOOL_TIMEOUT_MS, &out, &err);
         if (rc != 0) {
             errf(e, "storage: cannot mount %s at %s (%s): %s; mount it yourself and set storage.localMountPoint",
-                 src, m, geteuid() == 0 ? "mount" : "sudo -n mount: needs passwordless sudo", err && *err ? err : "failed");
+                 src, m, geteuid() == 0 ? "mount" : "sudo -n mount: needs passwordless sudo",
+                 rc == -2 ? "no answer in 60 s (is the NFS server reachable?)" : err && *err ? err : "failed");
             free(out); free(err); free(src); free(m);
             return -1;
         }
@@ -401,7 +367,7 @@ static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *t
             if (geteuid() != 0) {
                 char *argv[] = {"sudo", "-n", "true", NULL};
                 char *o = NULL, *er = NULL;
-                int src = run_capture(argv, &o, &er);
+                int src = run_capture(argv, TOOL_TIMEOUT_MS, &o, &er);
                 free(o);
                 free(er);
                 if (src != 0)
@@ -428,7 +394,7 @@ static int azure_volume(struct kube_state *ks, struct worker *w, const cJSON *st
     char *argv[] = {"az", "keyvault", "secret", "show", "--name", (char *)jstr(st, "keyVaultKey", ""),
                     "--vault-name", (char *)jstr(st, "keyVaultName", ""), NULL};
     char *out = NULL, *err = NULL;
-    int rc = run_capture(argv, &out, &err);
+    int rc = run_capture(argv, TOOL_TIMEOUT_MS, &out, &err);
     cJSON *j = rc == 0 && (!err || !*err) ? cJSON_Parse(out) : NULL;
     const char *key = jstr(j, "value", NULL);
     if (!key) {
@@ -709,7 +675,7 @@ fail:
     if (ks->we_mounted) {
         char *argv[] = {"umount", ks->local_mount, NULL};
         char *o = NULL, *er = NULL;
-        run_capture(argv, &o, &er);
+        run_capture(argv, TOOL_TIMEOUT_MS, &o, &er);
         free(o); free(er);
     }
     state_free(ks);
@@ -1558,7 +1524,7 @@ static int kube_cleanup(struct worker *w, struct errbuf *e)
         char *argv[] = {"umount", ks->local_mount, NULL};
         char *argv_sudo[] = {"sudo", "-n", "umount", ks->local_mount, NULL};
         char *o = NULL, *er = NULL;
-        run_capture(geteuid() == 0 ? argv : argv_sudo, &o, &er);
+        run_capture(geteuid() == 0 ? argv : argv_sudo, TOOL_TIMEOUT_MS, &o, &er);
         free(o); free(er);
     }
     return rc;
