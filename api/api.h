@@ -27,6 +27,7 @@ struct child {
 struct api {
     struct event_base *base;
     struct evhttp *http;
+    struct guard *guard;       /* the connections' front door (guard.c) */
     struct db *db;
     char *home;
     char *exp_id;

@@ -25,6 +25,7 @@ static void spawn(struct api *a, struct child *c)
         sigaddset(&usr1, SIGUSR1);
         sigprocmask(SIG_SETMASK, &usr1, NULL);
         close_fds_from(3);
+        fd_limit_restore();
         execl(exe, "trialq", "worker", "--platform", c->platform, "--experiment", a->exp_id,
               "--home", a->home, "--log-level", a->log_level, "--parent-death", (char *)NULL);
         _exit(127);

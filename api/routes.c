@@ -25,7 +25,7 @@
 #include "api/routes_webui.h"
 #include "common/json.h"
 
-#define MAX_HEADERS (64 << 10)
+#define MAX_HEADERS (32 << 10) /* guard.c's HEAD_MAX: it refuses longer heads first */
 
 /* ---------------- replies ---------------- */
 
@@ -161,42 +161,43 @@ struct route {
     const char *pattern; /* segments; ":name" matches one non-empty segment */
     int flags;
     void (*fn)(struct req *q);
+    int64_t max_body; /* the most its body may be (guard.c refuses more from the head); 0: BODY_DEFAULT */
 };
 
 #define API API_PREFIX
 static const struct route routes[] = {
-    {EVHTTP_REQ_GET, API "/version", 0, h_version},
-    {EVHTTP_REQ_GET, API "/check-status", 0, h_check_status},
-    {EVHTTP_REQ_GET, API "/experiment", 0, h_experiment_get},
-    {EVHTTP_REQ_POST, API "/experiment", 0, h_experiment_post},
-    {EVHTTP_REQ_PUT, API "/experiment", ROUTE_MUTATES, h_experiment_put},
-    {EVHTTP_REQ_DELETE, API "/experiment", ROUTE_TOKEN, h_experiment_delete},
-    {EVHTTP_REQ_PUT, API "/experiment/cluster-metadata", ROUTE_MUTATES, h_cluster_metadata},
-    {EVHTTP_REQ_POST, API "/experiment/import-data", ROUTE_MUTATES, h_import_data},
-    {EVHTTP_REQ_GET, API "/experiment/imported-data", 0, h_imported_data},
-    {EVHTTP_REQ_GET, API "/experiment-metadata", 0, h_experiment_metadata},
-    {EVHTTP_REQ_GET, API "/experiments-info", 0, h_experiments_info},
-    {EVHTTP_REQ_GET, API "/job-statistics", 0, h_job_statistics},
-    {EVHTTP_REQ_GET, API "/machines", 0, h_machines},
-    {EVHTTP_REQ_GET, API "/trial-jobs", 0, h_trial_jobs},
-    {EVHTTP_REQ_POST, API "/trial-jobs", ROUTE_MUTATES, h_trial_job_post},
-    {EVHTTP_REQ_GET, API "/trial-jobs/:id", 0, h_trial_job_get},
-    {EVHTTP_REQ_DELETE, API "/trial-jobs/:id", ROUTE_MUTATES, h_trial_job_delete},
-    {EVHTTP_REQ_POST, API "/trial-jobs/:id/rerun", ROUTE_MUTATES, h_trial_job_rerun},
-    {EVHTTP_REQ_GET, API "/metric-data", 0, h_metric_data},
-    {EVHTTP_REQ_GET, API "/metric-data/:job_id", 0, h_metric_data_trial},
-    {EVHTTP_REQ_GET, API "/metric-data-range/:min_seq_id/:max_seq_id", 0, h_metric_data_range},
-    {EVHTTP_REQ_GET, API "/metric-data-latest", 0, h_metric_data_latest},
-    {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file},
-    {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data},
-    {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file},
+    {EVHTTP_REQ_GET, API "/version", 0, h_version, 0},
+    {EVHTTP_REQ_GET, API "/check-status", 0, h_check_status, 0},
+    {EVHTTP_REQ_GET, API "/experiment", 0, h_experiment_get, 0},
+    {EVHTTP_REQ_POST, API "/experiment", 0, h_experiment_post, BODY_PROFILE},
+    {EVHTTP_REQ_PUT, API "/experiment", ROUTE_MUTATES, h_experiment_put, BODY_PROFILE},
+    {EVHTTP_REQ_DELETE, API "/experiment", ROUTE_TOKEN, h_experiment_delete, 0},
+    {EVHTTP_REQ_PUT, API "/experiment/cluster-metadata", ROUTE_MUTATES, h_cluster_metadata, BODY_METADATA},
+    {EVHTTP_REQ_POST, API "/experiment/import-data", ROUTE_MUTATES, h_import_data, BODY_IMPORT},
+    {EVHTTP_REQ_GET, API "/experiment/imported-data", 0, h_imported_data, 0},
+    {EVHTTP_REQ_GET, API "/experiment-metadata", 0, h_experiment_metadata, 0},
+    {EVHTTP_REQ_GET, API "/experiments-info", 0, h_experiments_info, 0},
+    {EVHTTP_REQ_GET, API "/job-statistics", 0, h_job_statistics, 0},
+    {EVHTTP_REQ_GET, API "/machines", 0, h_machines, 0},
+    {EVHTTP_REQ_GET, API "/trial-jobs", 0, h_trial_jobs, 0},
+    {EVHTTP_REQ_POST, API "/trial-jobs", ROUTE_MUTATES, h_trial_job_post, BODY_TRIAL},
+    {EVHTTP_REQ_GET, API "/trial-jobs/:id", 0, h_trial_job_get, 0},
+    {EVHTTP_REQ_DELETE, API "/trial-jobs/:id", ROUTE_MUTATES, h_trial_job_delete, 0},
+    {EVHTTP_REQ_POST, API "/trial-jobs/:id/rerun", ROUTE_MUTATES, h_trial_job_rerun, 0},
+    {EVHTTP_REQ_GET, API "/metric-data", 0, h_metric_data, 0},
+    {EVHTTP_REQ_GET, API "/metric-data/:job_id", 0, h_metric_data_trial, 0},
+    {EVHTTP_REQ_GET, API "/metric-data-range/:min_seq_id/:max_seq_id", 0, h_metric_data_range, 0},
+    {EVHTTP_REQ_GET, API "/metric-data-latest", 0, h_metric_data_latest, 0},
+    {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file, 0},
+    {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data, 0},
+    {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file, 0},
     /* TensorBoard (api/tensorboard.c): processes, not stored state, so view mode may too */
-    {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_TOKEN, h_tensorboard_start},
-    {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task},
-    {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task},
-    {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task},
-    {EVHTTP_REQ_GET, API "/tensorboard-tasks", 0, h_tensorboard_tasks},
-    {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_TOKEN, h_tensorboard_tasks},
+    {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_TOKEN, h_tensorboard_start, 0},
+    {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task, 0},
+    {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task, 0},
+    {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task, 0},
+    {EVHTTP_REQ_GET, API "/tensorboard-tasks", 0, h_tensorboard_tasks, 0},
+    {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_TOKEN, h_tensorboard_tasks, 0},
     WEBUI_ROUTES, /* the web UI and its reads (api/routes_webui.c) */
 };
 
@@ -286,20 +287,24 @@ int listens_beyond_loopback(const struct api *a)
  * (design: loopback unless configured otherwise; then changes need the secret). The
  * rule is the listening address, not the peer's: a proxy or another local user on a
  * shared host would otherwise pass as "loopback". 0 ok, else the status to answer. */
-static int token_check(struct req *q)
+int routes_token_status(const struct api *a, const char *sent)
 {
-    if (!listens_beyond_loopback(q->a))
+    if (!listens_beyond_loopback(a))
         return 0;
-    const char *t = evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token");
-    const char *want = q->a->exp.token;
-    if (!t)
+    const char *want = a->exp.token;
+    if (!sent)
         return 401;
-    if (!want || strlen(t) != strlen(want))
+    if (!want || strlen(sent) != strlen(want))
         return 403;
     unsigned char diff = 0; /* constant time: the token is a secret */
     for (size_t i = 0; want[i]; i++)
-        diff |= (unsigned char)(t[i] ^ want[i]);
+        diff |= (unsigned char)(sent[i] ^ want[i]);
     return diff == 0 ? 0 : 403;
+}
+
+static int token_check(struct req *q)
+{
+    return routes_token_status(q->a, evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token"));
 }
 
 /* A Host header (or an Origin's authority) that names this machine's loopback:
@@ -399,6 +404,48 @@ static void tune_connection(struct evhttp_request *r)
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
     if (bev)
         bufferevent_set_max_single_write(bev, 256 << 10);
+}
+
+/* The route a request's method and target name, as dispatch finds it: NULL for none
+ * (then its body may be BODY_DEFAULT, enough for any error to be answered). Sets
+ * *channel for the trial channel (/env/:token/:trial). */
+static const struct route *route_of(const struct api *a, enum evhttp_cmd_type m, const char *raw, int *channel)
+{
+    struct segments segs = {.n = 0};
+    const struct route *found = NULL;
+    *channel = 0;
+    if (split_path(raw, &segs) == 0 && strip_prefix(a, &segs) == 0) {
+        *channel = segs.n == 3 && strcmp(segs.seg[0], "env") == 0;
+        for (size_t i = 0; !*channel && i < sizeof routes / sizeof routes[0]; i++) {
+            char *args[MAX_ARGS] = {NULL};
+            if (routes[i].method == m && match(routes[i].pattern, &segs, args)) {
+                found = &routes[i];
+                break;
+            }
+        }
+    }
+    segments_free(&segs);
+    return found;
+}
+
+void routes_head_policy(const struct api *a, enum evhttp_cmd_type m, const char *target, struct head_policy *out)
+{
+    out->max_body = BODY_DEFAULT;
+    out->needs_token = 0;
+    struct evhttp_uri *u = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT); /* as evhttp parses it */
+    const char *raw = u ? evhttp_uri_get_path(u) : NULL;
+    if (u) {
+        int channel = 0;
+        const struct route *r = route_of(a, m, raw && *raw ? raw : "/", &channel);
+        if (channel)
+            out->max_body = BODY_CHANNEL;
+        else if (r) {
+            if (r->max_body)
+                out->max_body = r->max_body;
+            out->needs_token = (r->flags & ROUTE_TOKEN) != 0;
+        }
+        evhttp_uri_free(u);
+    }
 }
 
 static void dispatch(struct evhttp_request *r, void *arg)

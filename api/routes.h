@@ -12,7 +12,15 @@
 #include "schema/history.h"
 
 #define API_PREFIX "/api/v1/nni"
-#define MAX_BODY (50 << 20) /* NNI's JSON body limit */
+/* Request bodies, per route (routes.c's table; docs/security.md). NNI takes 50 MB on
+ * every route; a body is read whole into memory, so each route takes what it needs. */
+#define BODY_DEFAULT (64 << 10)  /* every route not named below */
+#define BODY_TRIAL (1 << 20)     /* POST /trial-jobs: a customized trial's parameters */
+#define BODY_METADATA (1 << 20)  /* PUT /experiment/cluster-metadata */
+#define BODY_CHANNEL (4 << 20)   /* one trial channel command (a metric) */
+#define BODY_PROFILE (16 << 20)  /* PUT/POST /experiment: a profile with its search space */
+#define BODY_IMPORT (32 << 20)   /* POST /experiment/import-data */
+#define MAX_BODY BODY_IMPORT     /* evhttp's own bound, the largest of them */
 #define MAX_ARGS 3
 
 struct req {
@@ -35,6 +43,17 @@ int split_path(const char *raw, struct segments *out);
 /* Drops the --url_prefix segments from the front: 0, or -1 when the path is outside. */
 int strip_prefix(const struct api *a, struct segments *s);
 void segments_free(struct segments *s);
+
+/* What a request may bring, known from its method and target alone (api/guard.c asks
+ * before its body is read): the route's body limit, and whether it needs the token. */
+struct head_policy {
+    int64_t max_body;
+    int needs_token;
+};
+void routes_head_policy(const struct api *a, enum evhttp_cmd_type m, const char *target, struct head_policy *out);
+/* 0 when a change may be made with the X-Trialq-Token sent (NULL: none), else the
+ * status that refuses it (401 none, 403 wrong); always 0 on a loopback-only api. */
+int routes_token_status(const struct api *a, const char *sent);
 
 /* Whether the api listens where other hosts can reach it (bind_address, set by
  * nnictl create --bind or nniManagerIp). */

@@ -16,10 +16,10 @@ void h_webui_params(struct req *q);
 /* Entries of routes.c's table (struct route: method, pattern, flags, handler). The
  * static files take every one-segment GET that no other route takes. */
 #define WEBUI_ROUTES                                                         \
-    {EVHTTP_REQ_GET, API_PREFIX "/webui/overview", 0, h_webui_overview},     \
-        {EVHTTP_REQ_GET, API_PREFIX "/webui/trials", 0, h_webui_trials},     \
-        {EVHTTP_REQ_GET, API_PREFIX "/webui/charts", 0, h_webui_charts},     \
-        {EVHTTP_REQ_GET, API_PREFIX "/webui/params", 0, h_webui_params},     \
-        {EVHTTP_REQ_GET, "/", 0, h_webui_file}, {EVHTTP_REQ_GET, "/:file", 0, h_webui_file}
+    {EVHTTP_REQ_GET, API_PREFIX "/webui/overview", 0, h_webui_overview, 0},     \
+        {EVHTTP_REQ_GET, API_PREFIX "/webui/trials", 0, h_webui_trials, 0},     \
+        {EVHTTP_REQ_GET, API_PREFIX "/webui/charts", 0, h_webui_charts, 0},     \
+        {EVHTTP_REQ_GET, API_PREFIX "/webui/params", 0, h_webui_params, 0},     \
+        {EVHTTP_REQ_GET, "/", 0, h_webui_file, 0}, {EVHTTP_REQ_GET, "/:file", 0, h_webui_file, 0}
 
 #endif

@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "api/channel.h"
 #include "api/dispatcher.h"
+#include "api/guard.h"
 
 #define TICK_MS 500
 
@@ -153,6 +154,13 @@ int api_main(int argc, char **argv)
         return EXIT_CONFIG;
     }
 
+    struct guard_limits limits;
+    char lerr[200];
+    if (guard_limits_from_env(&limits, lerr, sizeof lerr) < 0) {
+        log_error("%s", lerr);
+        return EXIT_CONFIG;
+    }
+    long fd_limit = fd_limit_raise();
     a->base = event_base_new();
     a->http = evhttp_new(a->base);
     evhttp_set_timeout(a->http, 30);
@@ -167,6 +175,11 @@ int api_main(int argc, char **argv)
      * it from the listener, one setsockopt instead of one per request */
     int one = 1;
     setsockopt(evhttp_bound_socket_get_fd(listener), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* libevent listens with a backlog of 128: a burst of connections (clients coming
+     * back after the api closed theirs) would drop SYNs, a 1 s retry each; again, as
+     * deep as the kernel allows (somaxconn) */
+    listen(evhttp_bound_socket_get_fd(listener), 4096);
+    a->guard = guard_new(a, evhttp_bound_socket_get_listener(listener), &limits, fd_limit);
 
     /* NNI's resume clears endTime only if the budget is not used up: a DONE experiment
      * whose trials or time are used up, with nothing left to run, stays DONE as it ended */
@@ -234,6 +247,7 @@ int api_main(int argc, char **argv)
         event_free(sev[i]);
     event_free(tick);
     evhttp_free(a->http);
+    guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
     event_base_free(a->base);
     if (a->tuner_state)
         a->tuner->destroy(a->tuner_state);

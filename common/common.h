@@ -83,6 +83,11 @@ int proc_alive(pid_t pid, uint64_t start_time);
  * pid<0 a process group. Returns 0 when gone. */
 int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
 void close_fds_from(int lowfd); /* in a child before exec */
+/* Raises the soft limit on open files to the hard one (the api: thousands of
+ * connections); returns the limit now in force. fd_limit_restore, in a child before
+ * exec, gives it back the soft limit the process started with. */
+long fd_limit_raise(void);
+void fd_limit_restore(void);
 /* Runs argv (PATH searched; stdin /dev/null, its own process group), capturing stdout
  * and stderr (up to 1 MiB each; out/err may be NULL, else the caller frees them).
  * timeout_ms > 0: its group is killed after that long. Returns the exit status (128 +

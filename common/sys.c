@@ -14,6 +14,8 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -392,8 +394,35 @@ int run_capture(char *const argv[], int timeout_ms, char **out, char **err)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The soft fd limit as the process started, before fd_limit_raise: set once, at setup. */
+static struct rlimit fd_limit_at_start;
+static int fd_limit_raised;
+
+long fd_limit_raise(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    fd_limit_at_start = rl;
+    if (rl.rlim_cur != rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            rl.rlim_cur = rl.rlim_max;
+            fd_limit_raised = 1;
+        }
+    }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30 ? 1L << 30 : (long)rl.rlim_cur;
+}
+
+void fd_limit_restore(void)
+{
+    if (fd_limit_raised)
+        setrlimit(RLIMIT_NOFILE, &fd_limit_at_start);
+}
+
 int child_of(pid_t parent)
 {
+    fd_limit_restore();
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) /* it died before the line above: nobody would end us */
@@ -408,23 +437,33 @@ int child_of(pid_t parent)
 
 void close_fds_from(int lowfd)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) {
-        for (int fd = lowfd; fd < 1024; fd++)
-            close(fd);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
         return;
+#endif
+    /* without close_range: /proc/self/fd, read again until nothing is left to close
+     * (an api may hold thousands of connections) */
+    for (;;) {
+        DIR *d = opendir("/proc/self/fd");
+        if (!d) {
+            for (int fd = lowfd; fd < 65536; fd++)
+                close(fd);
+            return;
+        }
+        int dfd = dirfd(d);
+        struct dirent *de;
+        int fds[1024], n = 0;
+        while ((de = readdir(d)) && n < 1024) {
+            int fd = atoi(de->d_name);
+            if (de->d_name[0] != '.' && fd >= lowfd && fd != dfd)
+                fds[n++] = fd;
+        }
+        closedir(d);
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        if (n == 0)
+            return;
     }
-    int dfd = dirfd(d);
-    struct dirent *de;
-    int fds[1024], n = 0;
-    while ((de = readdir(d)) && n < 1024) {
-        int fd = atoi(de->d_name);
-        if (de->d_name[0] != '.' && fd >= lowfd && fd != dfd)
-            fds[n++] = fd;
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++)
-        close(fds[i]);
 }
 
 static char *g_title;
