@@ -15,7 +15,7 @@
  *
  * A taken-over connection carries channel requests only: another path gets 400 and
  * the connection closes (the client opens a new one for the REST API). Malformed
- * requests get 400 (431 for headers over 8 kB, 413 for a body over the API's limit,
+ * requests get 400 (431 for headers over 8 kB, 413 for a body over the channel's 4 MB,
  * 501 for a chunked body, 505 for an HTTP version other than 1.0/1.1) and the
  * connection closes. An idle connection closes after IDLE_MS. */
 #include <errno.h>
@@ -33,6 +33,7 @@
 #include <event2/http_struct.h>
 
 #include "api/chan_http.h"
+#include "api/guard.h"
 #include "api/routes.h"
 
 #define MAX_HEAD (8 << 10) /* request line + headers of a channel request */
@@ -56,6 +57,7 @@ struct cconn {
     int peer_gone;        /* EOF or an error: nothing more is read or written */
     int continued;        /* 100 Continue sent for the request being read */
     int in_cb;
+    int trusted;          /* a request on it carried a trial's right token */
     int64_t last_ms;
 };
 
@@ -196,12 +198,21 @@ void cconn_reply(struct cconn *c, int code, const char *body)
         event_active(c->kick, EV_TIMEOUT, 0);
 }
 
+void cconn_trust(struct cconn *c)
+{
+    c->trusted = 1;
+}
+
 void cconn_error(struct cconn *c, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     char *body = error_body(fmt, ap);
     va_end(ap);
+    /* a connection that never showed a trial's token is not kept after an error:
+     * adoption comes before the token check, and it must not stay ours for nothing */
+    if (!c->trusted)
+        c->close_after = 1;
     cconn_reply(c, code, body);
     free(body);
 }
@@ -337,8 +348,8 @@ static int parse_head(struct cconn *c, struct head *h, const char **msg)
             }
             if (h->content_length >= 0 && h->content_length != n)
                 return *msg = "two different Content-Length headers", 400;
-            if (n > MAX_BODY)
-                return *msg = "body over the API's limit", 413;
+            if (n > BODY_CHANNEL)
+                return *msg = "body over the trial channel's limit (4 MB)", 413;
             h->content_length = n;
         } else if (nl == 17 && strncasecmp(p, "Transfer-Encoding", nl) == 0) {
             return *msg = "Transfer-Encoding is not supported on the trial channel: send Content-Length", 501;
@@ -399,7 +410,7 @@ static int read_some(struct cconn *c)
             c->last_ms = mono_ms();
             if ((size_t)n < room)
                 return 0; /* drained for now */
-            if (c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD)
+            if (c->in_len > (size_t)BODY_CHANNEL + 2 * MAX_HEAD)
                 return 0; /* parsed (and refused) before any more is read */
             continue;
         }
@@ -447,7 +458,7 @@ static void serve(struct cconn *c)
     }
     c->in_cb = 0;
     /* a client may send its next request while this one waits, but not without end */
-    if (c->pending && c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD)
+    if (c->pending && c->in_len > (size_t)BODY_CHANNEL + 2 * MAX_HEAD)
         event_del(c->rev);
 }
 
@@ -500,6 +511,7 @@ struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
     c->fd = fd;
     c->last_ms = mono_ms();
     struct evbuffer *left = bufferevent_get_input(bev); /* bytes after the first request */
+    guard_take_held(a->guard, bev, left); /* and those the guard had not handed to evhttp yet */
     size_t n = evbuffer_get_length(left);
     c->in_cap = n + READ_CHUNK * 2;
     c->in = xmalloc(c->in_cap);
