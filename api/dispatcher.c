@@ -30,6 +30,7 @@
 #include <event2/http.h>
 
 #include "api/dispatcher.h"
+#include "api/guard.h"
 #include "api/websocket.h"
 #include "common/json.h"
 
@@ -857,6 +858,7 @@ void dispatcher_ws_request(struct api *a, struct evhttp_request *r)
      * freed with evhttp_connection_free (dispatcher_shutdown, close_channel). */
     char accept[29];
     ws_accept_key(key, accept);
+    guard_passthrough(d->a->guard, bev); /* WebSocket frames from here, not HTTP */
     bufferevent_setcb(bev, on_ws_read, NULL, on_channel_event, d);
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
