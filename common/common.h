@@ -60,6 +60,11 @@ void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(pr
 char *sb_detach(struct strbuf *sb); /* caller frees; sb is reset */
 int str_starts(const char *s, const char *prefix);
 int str_ends(const char *s, const char *suffix);
+/* Length of the valid UTF-8 character at s (1..4), or 0 when the bytes there are not one
+ * (overlong forms, surrogates and code points beyond U+10FFFF are not). Reads at most
+ * avail bytes, and a byte only while those before it fit: on a NUL-terminated string
+ * avail may be SIZE_MAX (the NUL is no continuation byte). */
+int utf8_len(const unsigned char *s, size_t avail);
 
 /* ---- files ---- */
 int mkdir_p(const char *path, mode_t mode);
