@@ -66,6 +66,21 @@ int str_ends(const char *s, const char *suffix);
  * avail may be SIZE_MAX (the NUL is no continuation byte). */
 int utf8_len(const unsigned char *s, size_t avail);
 
+/* ---- text from a trial (or a tuner, a cluster) in a log line or a message ---- */
+/* Untrusted text must not forge log lines or drive the reader's terminal: a snippet of
+ * it is one line of plain text. s[0..n) is the text as framed (a NUL in it is shown, not
+ * an end); at most max bytes of it are shown, then "..." when there was more. Valid
+ * UTF-8 stays as it is (never cut inside a character); backslash is \\, newline,
+ * return and tab are \n \r \t, other control bytes, DEL and bytes that are not UTF-8
+ * are \xNN, and the C1 controls and line separators (U+0080..U+009F, U+2028, U+2029)
+ * are \uNNNN. */
+void sb_add_snippet(struct strbuf *sb, const char *s, size_t n, size_t max);
+#define SNIPPET_MAX 200                      /* input bytes a log line shows */
+#define SNIPPET_SIZE (4 * SNIPPET_MAX + 4)   /* its worst case: \xNN each, "...", NUL */
+/* sb_add_snippet(s, n, SNIPPET_MAX) into out (SNIPPET_SIZE bytes), for a format's %s.
+ * Returns out. */
+const char *snippet(char out[SNIPPET_SIZE], const char *s, size_t n);
+
 /* ---- files ---- */
 int mkdir_p(const char *path, mode_t mode);
 /* Reads a whole file (NUL-terminated). NULL on error (errno set). */

@@ -498,9 +498,10 @@ static void job_backoff(struct pai_job *j, const char *what, const char *why)
         d = BACKOFF_MAX_MS;
     j->failures++;
     j->next_ms = mono_ms() + d;
+    char shown[SNIPPET_SIZE]; /* OpenPAI's answer may quote the job's own output */
     if (j->failures == 1 || j->failures % 10 == 0)
-        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what, why,
-                 (long long)d, j->failures);
+        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what,
+                 snippet(shown, why, strlen(why)), (long long)d, j->failures);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -948,7 +949,9 @@ static int openpai_cleanup(struct worker *w, struct errbuf *e)
         if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &resp, &he) < 0 ||
             status >= 300) {
             failed++;
-            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, resp ? resp : he.msg);
+            char shown[SNIPPET_SIZE];
+            const char *why = resp ? resp : he.msg;
+            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, snippet(shown, why, strlen(why)));
         } else {
             log_info("stopped OpenPAI job %s", n->valuestring);
         }
