@@ -123,6 +123,10 @@ void proc_title_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void random_bytes(void *buf, size_t n);
 void gen_experiment_id(char out[9]); /* 8 chars of [a-z0-9] without repetition */
 void gen_trial_id(char out[6]);      /* 5 chars, letter first, then [a-zA-Z0-9] */
+/* True when s has the form the generators above give (any repetition allowed): what an
+ * id read from outside (an experiment pack) must be before it names a file or a job. */
+int is_experiment_id(const char *s);
+int is_trial_id(const char *s);
 void gen_token(char *out, size_t hexlen); /* hex secret, NUL-terminated */
 
 /* ---- the trialq home: $NNI_HOME or ~/nni-experiments ---- */

@@ -507,6 +507,26 @@ void gen_trial_id(char out[6])
     out[5] = '\0';
 }
 
+int is_experiment_id(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n == 8 || !((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9')))
+            return 0;
+    return n == 8;
+}
+
+int is_trial_id(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        int letter = (s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z');
+        if (n == 5 || !(letter || (n > 0 && s[n] >= '0' && s[n] <= '9')))
+            return 0;
+    }
+    return n == 5;
+}
+
 void gen_token(char *out, size_t hexlen)
 {
     static const char hex[] = "0123456789abcdef";

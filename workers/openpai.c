@@ -525,9 +525,12 @@ static char *role_command(struct worker *w, struct pai *p, const struct trial *t
     char *qcmd = pai_shell_quote(cmd);
     char *run = xasprintf("%s/run.sh", c);
     char *qrun = pai_shell_quote(run);
+    char *qtrial = pai_shell_quote(t->id), *qexp = pai_shell_quote(w->exp_id); /* ids are checked, and quoted */
     char *line = xasprintf("export NNI_PLATFORM=pai NNI_SYS_DIR=%s NNI_OUTPUT_DIR=%s NNI_TRIAL_JOB_ID=%s "
                            "NNI_EXP_ID=%s NNI_TRIAL_SEQ_ID=%lld MULTI_PHASE=false NNI_CODE_DIR=%s && bash %s %s",
-                           qc, qo, t->id, w->exp_id, (long long)t->sequence, qcode, qrun, qcmd);
+                           qc, qo, qtrial, qexp, (long long)t->sequence, qcode, qrun, qcmd);
+    free(qtrial);
+    free(qexp);
     free(rel);
     free(c);
     free(qc);

@@ -363,13 +363,14 @@ static int prepare_machine(struct worker *w, struct remote_state *rs, struct rma
     cmd_prefix(&cmd, m);
     /* the experiment's dir is the owner's alone (0700, as $NNI_HOME is here): parameters,
      * code and outputs stay private on a shared host whatever the files' own modes */
-    sb_printf(&cmd, "E=\"$HOME/nni-experiments/%s\"; mkdir -p \"$E/trials\" && chmod 700 \"$E\" && "
-                    "[ -w \"$E/trials\" ] || "
-                    "{ echo \"cannot write to its work dir $E\" >&2; exit 3; }; "
-                    "cat > \"$E/runner.sh.tmp\" && mv -f \"$E/runner.sh.tmp\" \"$E/runner.sh\" || exit 3; "
-                    "echo \"$E\"; [ -f \"$E/nni-code/.trialq-shipped\" ] && echo shipped || echo new; "
-                    "python3 -c 'import nni, nni.runtime' >/dev/null 2>&1 && echo nni || echo no-nni",
-              w->exp_id);
+    sb_puts(&cmd, "E=\"$HOME/nni-experiments/\"");
+    sh_quote(&cmd, w->exp_id); /* checked where it comes from (create, load), quoted all the same */
+    sb_puts(&cmd, "; mkdir -p \"$E/trials\" && chmod 700 \"$E\" && "
+                  "[ -w \"$E/trials\" ] || "
+                  "{ echo \"cannot write to its work dir $E\" >&2; exit 3; }; "
+                  "cat > \"$E/runner.sh.tmp\" && mv -f \"$E/runner.sh.tmp\" \"$E/runner.sh\" || exit 3; "
+                  "echo \"$E\"; [ -f \"$E/nni-code/.trialq-shipped\" ] && echo shipped || echo new; "
+                  "python3 -c 'import nni, nni.runtime' >/dev/null 2>&1 && echo nni || echo no-nni");
     int st;
     int rc = run_cmd(m, cmd.buf, remote_runner_sh, strlen(remote_runner_sh), &out, &st, e);
     sb_free(&cmd);
@@ -884,8 +885,13 @@ static char *launch_script(struct worker *w, struct rmachine *m, struct trial *t
         sh_quote(&s, m->python_path);
         sb_puts(&s, ":\"$PATH\"; export PATH\n");
     }
-    if (!m->has_nni)
-        sb_printf(&s, "PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}%s/.trialq-sdk\"; export PYTHONPATH\n", m->root);
+    if (!m->has_nni) {
+        char *sdk = xasprintf("%s/.trialq-sdk", m->root);
+        sb_puts(&s, "PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}\"");
+        sh_quote(&s, sdk);
+        sb_puts(&s, "; export PYTHONPATH\n");
+        free(sdk);
+    }
     char *rec = nni_param_record(t);
     sb_puts(&s, "printf '%s' ");
     sh_quote(&s, rec);
