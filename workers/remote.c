@@ -10,7 +10,9 @@
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
  *   trials/<id>/       NNI_SYS_DIR of a trial: parameter.cfg, code/, .nni/metrics,
  *                      trial.stdout, trial.stderr, .nni/{attempt,runner,trialpid,code}
- *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot)
+ *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot id,
+ *                      machine id, and the machine that placed it: a home, and so this
+ *                      dir, may be shared by several machines; each acts on its own claims)
  *   trials/<id>.attempt<N>/  attempt N's dir, moved aside by a later attempt on this host
  * The runner starts each trial detached (setsid) in its own process group and writes
  * its exit code durably, so a trial outlives a dropped connection or a restarted
@@ -460,6 +462,9 @@ static int open_shell(struct rmachine *m, struct errbuf *e)
         char *runner = xasprintf("%s/runner.sh", m->root);
         sh_quote(&init, runner);
         free(runner);
+        /* the name its claims carry: what this machine placed (a home may be shared) */
+        sb_puts(&init, " TQ_MACHINE=");
+        sh_quote(&init, m->label);
         sb_puts(&init, "; . \"$TQ_RUNNER\"\n");
         rc = ssh_shell_send(m->shell, init.buf, init.len, e);
     }
@@ -488,7 +493,8 @@ static int shell_run(struct rmachine *m, const char *script, struct strbuf *out,
 }
 
 /* Why the run (trial_id, attempt) found on machine m is not that trial's current attempt
- * held there, from its row: NULL when it is (then it is re-attached, never killed). */
+ * held there, from its row: NULL when it is (then it is re-attached, never killed), and
+ * when the row places that attempt on another machine (then it is that machine's). */
 static char *run_not_current(struct worker *w, struct rmachine *m, const char *trial_id, int attempt,
                              struct errbuf *e)
 {
@@ -510,8 +516,17 @@ static char *run_not_current(struct worker *w, struct rmachine *m, const char *t
                             job ? job : "");
         else if (cur < attempt)
             why = xasprintf("the database knows only attempt %d of the trial", cur);
-        else if (!job || strcmp(job, mine) != 0)
-            why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
+        else if (!job || strcmp(job, mine) != 0) {
+            /* the database places it on another machine: what is seen of it here is that
+             * machine's run, through a home both see (claims of an older runner name no
+             * placement, so the runner's tq_runs cannot leave it out): it is looked for there */
+            struct rmachine *there = machine_of_job(w->platform, job, NULL);
+            if (there && there != m)
+                log_info("trial %s: attempt %d seen from %s is placed on %s (a shared home): left alone",
+                         trial_id, attempt, m->label, there->label);
+            else
+                why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
+        }
         free(status);
         free(job);
     } else if (step == SQLITE_DONE) {
@@ -525,9 +540,10 @@ static char *run_not_current(struct worker *w, struct rmachine *m, const char *t
 
 /* At every (re)connect, before anything new is started on the machine: the runs of this
  * experiment still going on there that are no trial's current attempt held there are
- * killed. A machine that was unreachable (a network partition, not a dead host) had its
- * trials retried elsewhere or later while their runs, detached from SSH, went on: left
- * alone, a trial would run twice. Decided from the rows alone, so a worker that has just
+ * killed (only runs this machine placed: tq_runs lists no other machine's, seen through
+ * a home they share). A machine that was unreachable (a network partition, not a dead
+ * host) had its trials retried elsewhere or later while their runs, detached from SSH,
+ * went on: left alone, a trial would run twice. Decided from the rows alone, so a worker that has just
  * started (nothing adopted yet) keeps the current runs for re-attaching. Each kill is
  * logged and recorded as an event (entity 'process', RUNNING -> KILLED) before it is sent:
  * a worker killed in between leaves the run to the next connect, which sees it again and
@@ -585,7 +601,7 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
             char *rdir = xasprintf("%s/trials/%s", m->root, o[i].id);
             sb_puts(&script, "tq_kill ");
             sh_quote(&script, rdir);
-            sb_printf(&script, " %d strict\n", o[i].attempt); /* only what tq_runs saw as this host's */
+            sb_printf(&script, " %d\n", o[i].attempt); /* only what tq_runs saw as this machine's */
             free(rdir);
         }
         sb_free(&out);
