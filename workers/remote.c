@@ -63,6 +63,9 @@ struct rmachine {
     struct ssh_conn *conn;
     struct ssh_shell *shell; /* `sh -s` with the runner sourced: one per connection */
     char *root;       /* E, absolute */
+    char *home_id;    /* who sees E (tq_ident): machines with one home id share a home */
+    char *host_ident; /* "<machine id> <boot id>" of the host at the last connect */
+    int home_noted;   /* its shared home was logged by this worker */
     int has_nni;      /* the host's python imports a real nni */
     int healthy;      /* as recorded in the machine table */
     int64_t down_since, next_try;
@@ -212,6 +215,7 @@ static void machine_free(struct rmachine *m)
     if (m->password) { memset(m->password, 0, strlen(m->password)); free(m->password); }
     if (m->passphrase) { memset(m->passphrase, 0, strlen(m->passphrase)); free(m->passphrase); }
     free(m->label); free(m->display); free(m->root); free(m->last_error);
+    free(m->home_id); free(m->host_ident);
     for (int i = 0; i < m->npending; i++) {
         free(m->pending[i].rdir);
         free(m->pending[i].script);
@@ -615,6 +619,60 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
     return rc;
 }
 
+/* Who sees the machine's work dir (tq_ident): the id of its home and its host. An answer
+ * it cannot read leaves them unknown (nothing depends on them but information). */
+static int read_ident(struct rmachine *m, struct errbuf *e)
+{
+    struct strbuf out;
+    sb_init(&out);
+    int rc = shell_run(m, "tq_ident", &out, e);
+    char home[80], mid[80], boot[80];
+    if (rc == 0 && sscanf(out.buf ? out.buf : "", "ident %79s %79s %79s", home, mid, boot) == 3) {
+        free(m->home_id);
+        m->home_id = strcmp(home, "-") != 0 ? xstrdup(home) : NULL;
+        free(m->host_ident);
+        m->host_ident = xasprintf("%s %s", mid, boot);
+    } else if (rc == 0) {
+        log_warn("machine %s: cannot tell which home it sees (answer: %.80s)", m->label, out.buf ? out.buf : "");
+    }
+    sb_free(&out);
+    return rc;
+}
+
+/* Machines that see one home (an NFS home; one host reached at two addresses) share the
+ * experiment's work dir and every trial's files in it. That works: each acts only on the
+ * trials it placed (the runner's claims name the placing machine and the host). So it is
+ * information: stored for `nnictl experiment machines`, logged once per worker. */
+static void note_shared_home(struct worker *w, struct remote_state *rs, struct rmachine *m)
+{
+    struct errbuf e;
+    if (m->row_id && machine_set_home(w->db, m->row_id, m->home_id, &e) < 0)
+        log_warn("machine %s: cannot record its home: %s", m->label, e.msg);
+    if (!m->home_id || m->home_noted)
+        return;
+    struct strbuf names;
+    sb_init(&names);
+    int same_host = m->host_ident != NULL;
+    for (int i = 0; i < rs->n; i++) {
+        struct rmachine *o = &rs->m[i];
+        if (o == m || !o->home_id || strcmp(o->home_id, m->home_id) != 0)
+            continue;
+        sb_printf(&names, "%s, ", o->label);
+        same_host = same_host && o->host_ident && strcmp(o->host_ident, m->host_ident) == 0;
+        o->home_noted = 1;
+    }
+    if (names.len) {
+        m->home_noted = 1;
+        const char *slash = strrchr(m->root, '/');
+        int dirlen = slash ? (int)(slash - m->root) : (int)strlen(m->root);
+        log_info("machines %s%s share one home directory (one %.*s/.trialq-home seen from each%s): the trials' "
+                 "files are in one place; each machine re-attaches to, polls and kills only the trials it placed",
+                 names.buf, m->label, dirlen, m->root,
+                 same_host ? "; one host too: the same machine id and boot id" : "");
+    }
+    sb_free(&names);
+}
+
 /* Connects (if due) and prepares a machine. 0 when usable. */
 static int connect_machine(struct worker *w, struct remote_state *rs, struct rmachine *m, struct errbuf *e)
 {
@@ -634,6 +692,8 @@ static int connect_machine(struct worker *w, struct remote_state *rs, struct rma
         rc = prepare_machine(w, rs, m, e);
         if (rc == 0)
             rc = open_shell(m, e);
+        if (rc == 0)
+            rc = read_ident(m, e);
         /* before the machine takes anything new (and before its queued starts go out) */
         if (rc == 0)
             rc = end_orphan_runs(w, m, e);
@@ -645,6 +705,7 @@ static int connect_machine(struct worker *w, struct remote_state *rs, struct rma
     }
     if (!m->row_id)
         machine_row(w->db, m, e);
+    note_shared_home(w, rs, m);
     gpu_refresh_machine(w, m, 1);
     if (!m->conn)
         return -1; /* lost while asking for its GPUs */
