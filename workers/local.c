@@ -7,7 +7,9 @@
  * Trial dir files (besides NNI's parameter.cfg, .nni/metrics, trial.stdout/stderr):
  *   .nni/job.lock   flock held by the supervisor; "<attempt> [<trial pid> <start ticks>]"
  *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped>" (written by the
- *                   supervisor; an older one has no <stopped>) */
+ *                   supervisor; an older one has no <stopped>)
+ *   .nni/channel    the URL of the trial's HTTP command channel while its supervisor
+ *                   serves it (trialCommandChannel: http, supervise/chanserve.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
