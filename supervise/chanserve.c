@@ -34,11 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/http1.h"
 #include "supervise/minijson.h"
 
 #define MAX_CONNS (CHANSERVE_MAX_FDS - 1)
@@ -62,6 +62,7 @@ struct conn {
     int eof;          /* the peer closed its side */
     int dead;         /* to be freed */
     int continued;    /* 100 Continue sent for the request being read */
+    size_t scanned;   /* bytes of in already searched for the end of the head */
     int64_t last_ms;
 };
 
@@ -78,28 +79,6 @@ struct chanserve {
 };
 
 /* ---------------- replies ---------------- */
-
-static const char *reason(int code)
-{
-    switch (code) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 410: return "Gone";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return code < 300 ? "OK" : code < 500 ? "Bad Request" : "Server Error";
-    }
-}
 
 static void flush(struct conn *c)
 {
@@ -122,7 +101,7 @@ static void reply(struct conn *c, int code, const char *body)
     size_t blen = body ? strlen(body) : 0;
     struct strbuf sb;
     sb_init(&sb);
-    sb_printf(&sb, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, reason(code),
+    sb_printf(&sb, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, http1_reason(code),
               blen ? "Content-Type: application/json\r\n" : "", blen, code == 405 ? "Allow: GET, PUT\r\n" : "",
               c->close_after ? "Connection: close\r\n" : "");
     if (blen)
@@ -335,121 +314,19 @@ static void on_get(struct chanserve *cs, struct conn *c)
     deliver(cs);
 }
 
-struct head {
-    enum { M_GET, M_PUT, M_OTHER } method;
-    char target[2048];
-    size_t head_len;
-    long long content_length;
-    int json_body, expect_continue, close, keep_alive, http10, chunked;
-};
-
-static int tchar(int ch)
+static void handle(struct chanserve *cs, struct conn *c, const struct http1_head *h, const char *body)
 {
-    return ch > 32 && ch < 127 && !strchr("()<>@,;:\\\"/[]?={}", ch);
-}
-
-static int has_token(const char *v, size_t n, const char *tok)
-{
-    size_t tl = strlen(tok);
-    for (size_t i = 0; i + tl <= n; i++)
-        if (strncasecmp(v + i, tok, tl) == 0 && (i == 0 || v[i - 1] == ' ' || v[i - 1] == ',') &&
-            (i + tl == n || v[i + tl] == ' ' || v[i + tl] == ','))
-            return 1;
-    return 0;
-}
-
-/* 0: the head is not complete; 1: h filled; else an HTTP error code with *msg. */
-static int parse_head(const struct conn *c, struct head *h, const char **msg)
-{
-    const char *in = c->in, *eoh = NULL;
-    for (size_t i = 1; i < c->in_len && !eoh; i++)
-        if (in[i] == '\n' && (in[i - 1] == '\n' || (i >= 2 && in[i - 1] == '\r' && in[i - 2] == '\n')))
-            eoh = in + i + 1;
-    if (!eoh)
-        return c->in_len > MAX_HEAD ? (*msg = "request head over 8 kB", 431) : 0;
-    memset(h, 0, sizeof *h);
-    h->head_len = (size_t)(eoh - in);
-    if (h->head_len > MAX_HEAD)
-        return *msg = "request head over 8 kB", 431;
-    const char *eol = memchr(in, '\n', h->head_len), *sp = in;
-    while (sp < eol && tchar((unsigned char)*sp))
-        sp++;
-    if (sp == in || *sp != ' ')
-        return *msg = "malformed request line", 400;
-    size_t ml = (size_t)(sp - in);
-    h->method = ml == 3 && memcmp(in, "GET", 3) == 0 ? M_GET : ml == 3 && memcmp(in, "PUT", 3) == 0 ? M_PUT : M_OTHER;
-    const char *t = sp + 1, *te = t;
-    while (te < eol && *te != ' ')
-        te++;
-    if (te == t || te >= eol || *t != '/' || (size_t)(te - t) >= sizeof h->target)
-        return *msg = "malformed request line: the target must be a path", 400;
-    memcpy(h->target, t, (size_t)(te - t));
-    const char *v = te + 1;
-    size_t vl = (size_t)(eol - v);
-    if (vl && v[vl - 1] == '\r')
-        vl--;
-    if (vl != 8 || memcmp(v, "HTTP/1.", 7) != 0 || (v[7] != '0' && v[7] != '1'))
-        return *msg = "only HTTP/1.0 and HTTP/1.1", vl >= 5 && memcmp(v, "HTTP/", 5) == 0 ? 505 : 400;
-    h->http10 = v[7] == '0';
-    for (const char *p = eol + 1; p < eoh; p = eol + 1) {
-        eol = memchr(p, '\n', (size_t)(eoh - p));
-        const char *le = eol;
-        if (le > p && le[-1] == '\r')
-            le--;
-        if (le == p)
-            break;
-        const char *colon = memchr(p, ':', (size_t)(le - p));
-        if (!colon || colon == p || *p == ' ' || *p == '\t')
-            return *msg = "malformed header line", 400;
-        size_t nl = (size_t)(colon - p);
-        const char *hv = colon + 1, *he = le;
-        while (hv < he && (*hv == ' ' || *hv == '\t'))
-            hv++;
-        while (he > hv && (he[-1] == ' ' || he[-1] == '\t'))
-            he--;
-        size_t hl = (size_t)(he - hv);
-        if (nl == 14 && strncasecmp(p, "Content-Length", nl) == 0) {
-            long long n = 0;
-            if (hl == 0 || hl > 18)
-                return *msg = "bad Content-Length", 400;
-            for (const char *d = hv; d < he; d++) {
-                if (*d < '0' || *d > '9')
-                    return *msg = "bad Content-Length", 400;
-                n = n * 10 + (*d - '0');
-            }
-            if (n > MAX_BODY)
-                return *msg = "body over 4 MB", 413;
-            h->content_length = n;
-        } else if (nl == 17 && strncasecmp(p, "Transfer-Encoding", nl) == 0) {
-            return *msg = "Transfer-Encoding is not supported on the trial channel: send Content-Length", 501;
-        } else if (nl == 12 && strncasecmp(p, "Content-Type", nl) == 0) {
-            size_t jl = strlen("application/json");
-            h->json_body = hl >= jl && strncasecmp(hv, "application/json", jl) == 0 &&
-                           (hl == jl || hv[jl] == ';' || hv[jl] == ' ');
-        } else if (nl == 10 && strncasecmp(p, "Connection", nl) == 0) {
-            h->close |= has_token(hv, hl, "close");
-            h->keep_alive |= has_token(hv, hl, "keep-alive");
-        } else if (nl == 6 && strncasecmp(p, "Expect", nl) == 0) {
-            if (hl != 12 || strncasecmp(hv, "100-continue", 12) != 0)
-                return *msg = "unsupported Expect", 417;
-            h->expect_continue = 1;
-        }
-    }
-    return 1;
-}
-
-static void handle(struct chanserve *cs, struct conn *c, struct head *h, const char *body)
-{
-    char *q = strchr(h->target, '?');
+    size_t tl = h->target_len;
+    const char *q = memchr(h->target, '?', tl);
     if (q)
-        *q = '\0';
-    if (h->method == M_OTHER) {
+        tl = (size_t)(q - h->target);
+    if (h->method == HTTP1_OTHER) {
         c->close_after = 1;
         reply_error(c, 405, "the trial command channel takes GET and PUT");
-    } else if (strcmp(h->target, cs->path) != 0) {
-        reply_error(c, 404, "%.200s: this port serves the command channel of trial %s only", h->target,
-                    cs->trial_id);
-    } else if (h->method == M_PUT) {
+    } else if (tl != strlen(cs->path) || memcmp(h->target, cs->path, tl) != 0) {
+        reply_error(c, 404, "%.*s: this port serves the command channel of trial %s only", (int)(tl > 200 ? 200 : tl),
+                    h->target, cs->trial_id);
+    } else if (h->method == HTTP1_PUT) {
         on_put(cs, c, body, (size_t)h->content_length, h->json_body);
     } else {
         on_get(cs, c);
@@ -460,9 +337,9 @@ static void handle(struct chanserve *cs, struct conn *c, struct head *h, const c
 static void serve(struct chanserve *cs, struct conn *c)
 {
     while (!c->waiting && !c->dead && !c->close_after && c->out_len == 0 && c->in_len) {
-        struct head h;
+        struct http1_head h;
         const char *msg = NULL;
-        int rc = parse_head(c, &h, &msg);
+        int rc = http1_parse_head(c->in, c->in_len, &c->scanned, MAX_HEAD, MAX_BODY, &h, &msg);
         if (rc == 0)
             break;
         if (rc != 1) {
