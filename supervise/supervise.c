@@ -15,9 +15,15 @@
  * stopped: 1 when a stop was forwarded to the trial before it ended, so that a kill
  * asked for after the trial ended by itself does not name its end). The trial's pid is
  * in the job lock before the trial runs: a supervisor killed at any moment leaves
- * either no trial or one the next worker can find and end. */
+ * either no trial or one the next worker can find and end.
+ *
+ * With TRIALQ_CHANNEL_PATH in our environment (trialCommandChannel: http), we also serve
+ * the trial's HTTP command channel (supervise/chanserve.c) on a loopback port for as
+ * long as the trial runs, and the trial's NNI_TRIAL_COMMAND_CHANNEL points there: the
+ * channel outlives the api and the worker as the trial does. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "supervise/chanserve.h"
 
 #define LOCK_FD 3
 #define KILL_GRACE_SECONDS 5
@@ -87,6 +94,20 @@ int main(int argc, char **argv)
     int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct chanserve *chan = NULL;
+    const char *chan_path = getenv("TRIALQ_CHANNEL_PATH");
+    if (chan_path) {
+        char why[256];
+        chan = chanserve_open(dir, getenv("NNI_TRIAL_JOB_ID"), chan_path, why, sizeof why);
+        if (!chan) {
+            if (efd >= 0)
+                dprintf(efd, "trialq: %s\n", why);
+            write_state(dir, 127, now_ms(), 0, attempt, 0);
+            return 1;
+        }
+        setenv("NNI_TRIAL_COMMAND_CHANNEL", chanserve_url(chan), 1); /* the trial inherits it */
+        unsetenv("TRIALQ_CHANNEL_PATH");
+    }
     /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
      * and ends without running anything */
     int go[2];
@@ -159,7 +180,28 @@ int main(int argc, char **argv)
             break;
         if (r < 0 && errno != EINTR)
             break;
-        sigsuspend(&waiting); /* returns after any handled signal, SIGCHLD included */
+        /* returns after any handled signal, SIGCHLD included, or what the channel waits for */
+        struct pollfd fds[CHANSERVE_MAX_FDS];
+        int nfds = 0, timeout_ms = -1;
+        if (chan) {
+            if (forwarded)
+                chanserve_closing(chan);
+            nfds = chanserve_pollfds(chan, fds, &timeout_ms);
+        }
+        struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+        if (ppoll(fds, (nfds_t)nfds, timeout_ms < 0 ? NULL : &ts, &waiting) < 0)
+            for (int i = 0; i < nfds; i++)
+                fds[i].revents = 0;
+        if (chan)
+            chanserve_run(chan, fds, nfds);
+    }
+    if (chan) { /* what the trial sent before it ended is answered (and stored) first */
+        struct pollfd fds[CHANSERVE_MAX_FDS];
+        int timeout_ms, nfds = chanserve_pollfds(chan, fds, &timeout_ms);
+        if (poll(fds, (nfds_t)nfds, 0) < 0)
+            nfds = 0;
+        chanserve_run(chan, fds, nfds);
+        chanserve_close(chan);
     }
     int64_t end = now_ms();
     int code = 127, sig = 0;

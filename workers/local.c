@@ -7,7 +7,9 @@
  * Trial dir files (besides NNI's parameter.cfg, .nni/metrics, trial.stdout/stderr):
  *   .nni/job.lock   flock held by the supervisor; "<attempt> [<trial pid> <start ticks>]"
  *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped>" (written by the
- *                   supervisor; an older one has no <stopped>) */
+ *                   supervisor; an older one has no <stopped>)
+ *   .nni/channel    the URL of the trial's HTTP command channel while its supervisor
+ *                   serves it (trialCommandChannel: http, supervise/chanserve.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -187,12 +189,12 @@ static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_pat
     const char *pythonpath = NULL;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set
-         * only with trialCommandChannel: http; the file channel survives an api restart) */
+        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set by
+         * the supervisor, only with trialCommandChannel: http) */
         static const char *const drop[] = {
             "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
             "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
-            NULL,
+            "TRIALQ_CHANNEL_PATH=", NULL,
         };
         int skip = 0;
         for (int d = 0; drop[d] && !skip; d++)
@@ -337,19 +339,19 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     /* GPUs: the ones claimed with the trial (trialGpuNumber > 0); "" hides every GPU
      * (trialGpuNumber 0, NNI v3); not set without trialGpuNumber */
     const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
-    /* trialCommandChannel: http -> NNI v3's HTTP channel of the api, with this trial's
-     * own token in the URL (common/chantoken.h); the file channel keeps working */
+    /* trialCommandChannel: http -> NNI v3's HTTP channel, served by the trial's own
+     * supervisor (supervise/chanserve.c), which outlives the api and this worker: it
+     * serves the path the api would (this trial's own token in it, common/chantoken.h)
+     * on a loopback port and sets NNI_TRIAL_COMMAND_CHANNEL for the trial; metrics come
+     * through .nni/metrics as with the file channel */
     const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    char chan_url[512], chan_tok[CHAN_TOKEN_LEN + 1];
+    char chan_path[512], chan_tok[CHAN_TOKEN_LEN + 1];
     const char *chan_env = NULL;
-    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
+    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token) {
         chan_token(w->exp.token, t->id, chan_tok);
-        const char *host = w->exp.bind_address;
-        if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strchr(host, ':'))
-            host = "127.0.0.1";
-        snprintf(chan_url, sizeof chan_url, "http://%s:%d%s/env/%s/%s", host, w->exp.port,
-                 w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok, t->id);
-        chan_env = chan_url;
+        snprintf(chan_path, sizeof chan_path, "%s/env/%s/%s", w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok,
+                 t->id);
+        chan_env = chan_path;
     }
     const char *nni_vars[][2] = {
         {"NNI_PLATFORM", platform_name(w)},
@@ -361,7 +363,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         {"NNI_CODE_DIR", cJSON_IsString(code) ? code->valuestring : "."},
         {"MULTI_PHASE", "false"},
         {"CUDA_VISIBLE_DEVICES", gpu},
-        {"NNI_TRIAL_COMMAND_CHANNEL", chan_env},
+        {"TRIALQ_CHANNEL_PATH", chan_env},
     };
     char **envp = trial_env(nni_vars, sizeof nni_vars / sizeof nni_vars[0], ls->real_nni ? NULL : ls->sdk_path);
     char *const args[] = {"trialq-supervise", dir, attempt, ls->shell,
