@@ -9,7 +9,7 @@
  *                      .nniignore honoured, NNI's 2000 entries / 300 MB limits)
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
  *   trials/<id>/       NNI_SYS_DIR of a trial: parameter.cfg, code/, .nni/metrics,
- *                      trial.stdout, trial.stderr, .nni/{attempt,runner,trialpid,code}
+ *                      trial.stdout, trial.stderr, .nni/{attempt,runner,lead,trialpid,code}
  *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot)
  *   trials/<id>.attempt<N>/  attempt N's dir, moved aside by a later attempt on this host
  * The runner starts each trial detached (setsid) in its own process group and writes
