@@ -37,18 +37,9 @@ metrics_experiment "$WORK/a" 3 6 21
 nnictl create --config "$WORK/a/config.yml" --port "$port" > "$WORK/a.out"
 a=$(exp_id_of "$WORK/a.out")
 copies_add "$a"
-killed=""
-end=$((SECONDS + 120))
-while [ "$(sql "SELECT status FROM experiment WHERE id='$a'")" != DONE ] && [ "$SECONDS" -lt "$end" ]; do
-    for p in $(supervisors "$a"); do
-        t=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | sed -n 's|.*/trials/\([^ /]*\) .*|\1|p')
-        kill -9 "$p" 2>/dev/null && killed="$killed $t"
-    done
-    sleep 0.2
-done
+kill_until_done "$a" supervisors 120
 wait_status "$a" DONE 60
-n=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
-[ "$n" = 6 ] || fail "a: the supervisors of $n trials were killed, not 6"
+[ "$KILLED_TRIALS" = 6 ] || fail "a: the supervisors of $KILLED_TRIALS trials were killed, not 6"
 check "$a"
 nnictl stop "$a" > /dev/null
 assert_no_leftovers

@@ -155,3 +155,18 @@ copies_check() {
     [ "$seen" -ge "$1" ] || fail "the sampler saw only $seen trials running ($samples samples)"
     echo "sampled the process table $samples times: $seen trials, never two copies of one"
 }
+
+# kill_until_done ID LISTER SECONDS: until experiment ID is DONE, kill -9 every process
+# `LISTER ID` prints (per-trial supervisors: each command line names .../trials/<trial>);
+# sets KILLED_TRIALS to the number of trials whose supervisor was killed
+kill_until_done() {
+    local p t killed="" end=$((SECONDS + $3))
+    while [ "$(sql "SELECT status FROM experiment WHERE id='$1'")" != DONE ] && [ "$SECONDS" -lt "$end" ]; do
+        for p in $($2 "$1"); do
+            t=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | sed -n 's|.*/trials/\([^ /]*\) .*|\1|p')
+            kill -9 "$p" 2>/dev/null && killed="$killed $t"
+        done
+        sleep 0.2
+    done
+    KILLED_TRIALS=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
+}
