@@ -3,13 +3,13 @@
 # (trialCommandChannel: http). An experiment runs C trials that only sleep; C client
 # processes (one per trial, each one keep-alive connection, as trialq's SDK uses) PUT
 # PERIODICAL metrics for their own trial as fast as the replies come, for SECONDS, to
-# the trial's channel: its supervisor's (supervise/chanserve.c: the metric is appended
-# to .nni/metrics and fdatasync'ed before the reply, the worker ingests the file), or
+# the trial's channel: its leader's (trialq-trial, supervise/chanserve.c: the metric is
+# appended to .nni/metrics before the reply, not fdatasync'ed; the worker ingests the file), or
 # with CHANNEL=api the api's (api/channel.c, what cluster trials use: committed before
 # the reply). Every acknowledged metric must be in the database at the end (the time
 # the worker took to catch up is printed). Prints metrics/s acknowledged and stored,
 # the reply latency p50/p99, the CPU time one metric cost in the manager's processes
-# (supervisors, worker, api) and in the clients (with what two idle cores would carry
+# (trials' leaders and supervisors, worker, api) and in the clients (with what two idle cores would carry
 # at that cost: the machine is shared, the throughput depends on what else runs).
 # The load comes from bench/metric_ingest_client (C; build it with the project), or
 # with CLIENT=python from Python's http.client as NNI's SDK sends it.
@@ -47,7 +47,7 @@ token=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT token FROM experiment WHERE 
 sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'" > "$WORK/trials"
 [ "$(wc -l < "$WORK/trials")" = "$C" ] || { echo "only $(wc -l < "$WORK/trials") of $C trials running" >&2; exit 1; }
 
-# the channel of each trial: "<trial id> <path> <port>", its supervisor's (the URL in
+# the channel of each trial: "<trial id> <path> <port>", its leader's (the URL in
 # .nni/channel) or the api's (/env/<its token>/<trial id> on the experiment's port)
 if [ "${CHANNEL:-supervisor}" = api ]; then
     /usr/bin/python3 - "$token" "$WORK/trials" "$SRC/tests/e2e" "$port" > "$WORK/channels" <<'PY'
@@ -66,11 +66,12 @@ else
         echo "$tid /${url#http://*/} ${hostport##*:}"
     done < "$WORK/trials" > "$WORK/channels"
 fi
-# CPU time (ms) of the manager's processes (api, worker, supervisors) so far: with the
+# CPU time (ms) of the manager's processes (api, worker, the trials' leaders, which serve
+# the channel, and supervisors) so far: with the
 # clients' own, what one metric costs, whatever else runs on this shared machine
 api_pid=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
 worker_pid=$(pgrep -f "trialq worker --platform local --experiment $id" | head -n 1)
-sup_pids=$(pgrep -f "trialq-supervise $NNI_HOME/$id/" | tr '\n' ' ')
+sup_pids=$(pgrep -f "trialq-(supervise|trial) $NNI_HOME/$id/" | tr '\n' ' ')
 tck=$(getconf CLK_TCK)
 cpu_ms() { cat $(printf '/proc/%s/stat ' "$@") 2>/dev/null | awk -v t="$tck" '{ s += $14 + $15 } END { print int(s * 1000 / t) }'; }
 cpu0=$(cpu_ms "$api_pid"); wcpu0=$(cpu_ms "$worker_pid"); scpu0=$(cpu_ms $sup_pids)
@@ -116,7 +117,7 @@ else
 fi
 t1=$(date +%s%3N)
 read -r _ acked _ errors _ p50 _ p99 _ client_ms <<< "$out"
-# the worker ingests what the supervisors wrote: wait until it caught up (at most 60 s)
+# the worker ingests what the leaders wrote: wait until it caught up (at most 60 s)
 count() { sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM metric JOIN trial ON trial.id = metric.trial_id WHERE trial.experiment_id = '$id'"; }
 stored=$(count)
 while [ "$stored" -lt "${acked:-0}" ] && [ $(($(date +%s%3N) - t1)) -lt 60000 ]; do
@@ -132,7 +133,7 @@ awk -v s="$stored" -v d="$DUR" -v lag=$((t2 - t1)) 'BEGIN { printf "metrics/s st
 awk -v a="$p50" -v b="$p99" 'BEGIN { printf "reply latency p50 %.2f ms, p99 %.2f ms\n", a / 1000, b / 1000 }'
 awk -v s="$stored" -v a=$((cpu1 - cpu0)) -v w=$((wcpu1 - wcpu0)) -v u=$((scpu1 - scpu0)) -v c="${client_ms:-0}" 'BEGIN { if (s == 0) exit
     m = (a + w + u) * 1000 / s
-    printf "CPU per metric: manager %.1f us (supervisors %.1f, worker %.1f, api %.1f)", m, u * 1000 / s, w * 1000 / s, a * 1000 / s
+    printf "CPU per metric: manager %.1f us (leaders+supervisors %.1f, worker %.1f, api %.1f)", m, u * 1000 / s, w * 1000 / s, a * 1000 / s
     if (c > 0) printf ", clients %.1f us (both together on 2 idle cores: ~%.0f metrics/s)", c * 1000 / s, 2e6 / (m + c * 1000 / s)
     printf "\n" }'
 awk -v b=$((busy1 - busy0)) -v a=$((cpu1 - cpu0 + wcpu1 - wcpu0 + scpu1 - scpu0)) -v c="${client_ms:-0}" -v ms=$((t2 - t0)) 'BEGIN {

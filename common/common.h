@@ -102,6 +102,10 @@ int proc_alive(pid_t pid, uint64_t start_time);
 /* SIGTERM, wait up to grace_ms, SIGKILL; waits for it to disappear. pid>0 a process,
  * pid<0 a process group. Returns 0 when gone. */
 int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
+/* True when a live (not zombie) process is in process group pgid, of session sid (0:
+ * any), started at or after since (clock ticks since boot): a job's group told apart
+ * from a later group that reused the number. Scans /proc. */
+int proc_group_alive(pid_t pgid, pid_t sid, uint64_t since);
 void close_fds_from(int lowfd); /* in a child before exec */
 /* Runs argv (PATH searched; stdin /dev/null, its own process group), capturing stdout
  * and stderr (up to 1 MiB each; out/err may be NULL, else the caller frees them).

@@ -1,6 +1,6 @@
 /* http1.h: the part of HTTP/1.1 a trial command channel server needs: a request head
  * (Content-Length bodies, keep-alive, Expect: 100-continue), and the reason phrases.
- * Used by the api's channel connections (api/chan_http.c) and by a trial supervisor's
+ * Used by the api's channel connections (api/chan_http.c) and by a trial leader's
  * channel (supervise/chanserve.c); no allocation, libc only. */
 #ifndef TRIALQ_HTTP1_H
 #define TRIALQ_HTTP1_H

@@ -1,7 +1,8 @@
 /* chanserve.c: NNI v3's HTTP trial command channel (spec §5.4) for one trial, served by
- * that trial's supervisor, so that it answers as long as the trial runs: the api and the
- * workers may be killed and restarted meanwhile (issue 23; docs/architecture.md, "The
- * HTTP trial channel").
+ * that trial's group leader (trialq-trial, supervise/lead.c), so that it answers as long
+ * as the trial runs: the api, the workers and the trial's supervisor may be killed and
+ * restarted meanwhile (issues 23 and 24; docs/architecture.md, "The HTTP trial
+ * channel").
  *
  * The trial's NNI_TRIAL_COMMAND_CHANNEL is http://127.0.0.1:<our port><path>, path being
  * what the api serves for it, /[prefix/]env/<token>/<trial> (common/chantoken.h); any

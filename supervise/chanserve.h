@@ -1,6 +1,6 @@
-/* chanserve.h: NNI v3's HTTP trial command channel for one trial, served by its
- * supervisor (supervise/chanserve.c). The supervisor polls the descriptors this gives
- * and hands back what poll found. */
+/* chanserve.h: NNI v3's HTTP trial command channel for one trial, served by its group
+ * leader (supervise/chanserve.c, supervise/lead.c). The leader polls the descriptors
+ * this gives and hands back what poll found. */
 #ifndef TRIALQ_CHANSERVE_H
 #define TRIALQ_CHANSERVE_H
 

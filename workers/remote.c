@@ -9,7 +9,7 @@
  *                      .nniignore honoured, NNI's 2000 entries / 300 MB limits)
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
  *   trials/<id>/       NNI_SYS_DIR of a trial: parameter.cfg, code/, .nni/metrics,
- *                      trial.stdout, trial.stderr, .nni/{attempt,runner,trialpid,code}
+ *                      trial.stdout, trial.stderr, .nni/{attempt,runner,lead,trialpid,code}
  *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot id,
  *                      machine id, and the machine that placed it: a home, and so this
  *                      dir, may be shared by several machines; each acts on its own claims)

@@ -18,6 +18,7 @@ PY=/usr/bin/python3
 cleanup() {
     local rc=$?
     nnictl stop --all >/dev/null 2>&1 || true
+    [ -z "${COPIES_PID:-}" ] || kill "$COPIES_PID" 2>/dev/null || true
     # a sanitizer report in any process's log fails the test (ASan/UBSan builds)
     if grep -rlsE "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" "$WORK"/*.out 2>/dev/null; then
         echo "sanitizer reports found (files above)" >&2
@@ -131,4 +132,41 @@ webui_setup() {
     if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
         (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/webui failed"
     fi
+}
+
+# copies_watch SCRIPT: samples the process table every 100 ms (lib/trial_copies.py) for
+# live copies of each trial of the experiments added with copies_add ID; copies_check
+# MIN_TRIALS stops it and fails when a trial ever had two copies alive at once, or fewer
+# than MIN_TRIALS trials were seen running
+copies_watch() {
+    : > "$WORK/copies.ids"
+    rm -f "$WORK/copies.out" "$WORK/copies.out.stop"
+    $PY "$TRIALQ_SRC/tests/e2e/lib/trial_copies.py" "$1" "$WORK/copies.ids" "$WORK/copies.out" &
+    COPIES_PID=$!
+}
+copies_add() { echo "$1" >> "$WORK/copies.ids"; }
+copies_check() {
+    touch "$WORK/copies.out.stop"
+    wait "$COPIES_PID" || fail "the process sampler failed"
+    local samples seen
+    samples=$(sed -n 's/^samples //p' "$WORK/copies.out")
+    seen=$(sed -n 's/^seen //p' "$WORK/copies.out")
+    [ "$(wc -l < "$WORK/copies.out")" = 2 ] || { cat "$WORK/copies.out" >&2; fail "a trial had two live copies at once"; }
+    [ "$seen" -ge "$1" ] || fail "the sampler saw only $seen trials running ($samples samples)"
+    echo "sampled the process table $samples times: $seen trials, never two copies of one"
+}
+
+# kill_until_done ID LISTER SECONDS: until experiment ID is DONE, kill -9 every process
+# `LISTER ID` prints (per-trial supervisors: each command line names .../trials/<trial>);
+# sets KILLED_TRIALS to the number of trials whose supervisor was killed
+kill_until_done() {
+    local p t killed="" end=$((SECONDS + $3))
+    while [ "$(sql "SELECT status FROM experiment WHERE id='$1'")" != DONE ] && [ "$SECONDS" -lt "$end" ]; do
+        for p in $($2 "$1"); do
+            t=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | sed -n 's|.*/trials/\([^ /]*\) .*|\1|p')
+            kill -9 "$p" 2>/dev/null && killed="$killed $t"
+        done
+        sleep 0.2
+    done
+    KILLED_TRIALS=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
 }
