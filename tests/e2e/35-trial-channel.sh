@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # trialCommandChannel: http — unchanged `import nni` trials get their parameters and
 # report their metrics over NNI v3's HTTP channel (/env/<token>/<trialId>), served for
-# each local trial by its supervisor (supervise/chanserve.c): parameters are the stored
+# each local trial by its group leader (supervise/chanserve.c): parameters are the stored
 # ones, every metric is stored exactly once. The api serves the same channel
 # (api/channel.c, for cluster platforms); by hand, it refuses what it must (another
 # trial's token or trial id, bad JSON), times polls out. tests/e2e/35b drives the
-# supervisor's channel by hand and through crashes.
+# trial's own channel by hand and through crashes (21 with its supervisors killed).
 . "$(dirname "$0")/lib.sh"
 
 port=$(free_port)
@@ -40,7 +40,7 @@ pass "6 import-nni trials SUCCEEDED over the HTTP channel"
 # the canonical config keeps the key; the default is file
 sql "SELECT config FROM experiment WHERE id='$id'" | grep -q '"trialCommandChannel":"http"' || fail "key not in the config"
 
-# every trial: the SDK was given its supervisor's channel (a loopback port that is not
+# every trial: the SDK was given its leader's channel (a loopback port that is not
 # the api's, the trial's own token), its metrics are exactly 3 PERIODICAL (0,1,2) +
 # 1 FINAL, and the loss is that of the parameters stored for the trial, so the trial
 # received its own parameters

@@ -7,37 +7,17 @@
 # While 4 run: kill -9 the api (its workers end with it), resume 3 s later; then again
 # with kill -9 of every manager process at once (api and workers). Every trial
 # SUCCEEDED in its first attempt, with exactly the metrics it was acknowledged, none
-# doubled, and the trials went on reporting while no manager process ran. First, the
-# supervisor's channel by hand: what it answers, and that a metric is in .nni/metrics
-# before its 200.
+# doubled, and the trials went on reporting while no manager process ran. First, a
+# trial's channel (served by its group leader, trialq-trial) by hand: what it answers,
+# and that a metric is in .nni/metrics before its 200.
 . "$(dirname "$0")/lib.sh"
-
-setup() { # dir seed
-    mkdir -p "$1"
-    cp "$TRIALQ_SRC/tests/e2e/trials/nni_http_client.py" "$TRIALQ_SRC/tests/e2e/trials/sdk_steps.py" "$1/"
-    cat > "$1/run.sh" <<'SH'
-if [ $((NNI_TRIAL_SEQ_ID % 2)) = 0 ]; then exec /usr/bin/python3 nni_http_client.py; fi
-exec /usr/bin/python3 sdk_steps.py
-SH
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh run.sh
-trialCodeDirectory: .
-trialConcurrency: 4
-maxTrialNumber: 12
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: $2}}
-trainingService: {platform: local}
-YML
-}
 
 acked_lines() { cat "$NNI_HOME/$1"/trials/*/acked.log 2>/dev/null | wc -l; }
 
 run_case() { # label seed what-to-kill (api | all)
     local port id api workers before after
     port=$(free_port)
-    setup "$WORK/$1" "$2"
+    http_experiment "$WORK/$1" "$2"
     nnictl create --config "$WORK/$1/config.yml" --port "$port" > "$WORK/$1.out"
     id=$(exp_id_of "$WORK/$1.out")
     [ -n "$id" ] || fail "$1: no experiment id printed"
@@ -71,23 +51,14 @@ run_case() { # label seed what-to-kill (api | all)
                  AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
                  GROUP BY trial_id HAVING count(*) != 1)")
     [ "$multi" = 0 ] || fail "$1: $multi trials reached a final state more or less than once"
-    local dir tid want got
-    for dir in "$NNI_HOME/$id"/trials/*/; do
-        tid=$(basename "$dir")
-        want=$(sort "$dir/acked.log")
-        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
-        [ "$want" = "$got" ] || { echo "acknowledged: $want"; echo "stored: $got"; fail "$1: metrics of $tid differ"; }
-        [ "$(grep -c '^PERIODICAL' "$dir/acked.log")" = 6 ] && [ "$(grep -c '^FINAL' "$dir/acked.log")" = 1 ] ||
-            fail "$1: $tid did not report 6 + 1 results"
-        [ ! -e "$dir/.nni/channel" ] || fail "$1: $tid's channel file left after its end"
-    done
+    assert_acked_match "$id" "$1" 6
     [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND final_metric IS NOT NULL")" = 12 ] ||
         fail "$1: final metrics missing"
     pass "$1: 12 trials SUCCEEDED in attempt 1, every acknowledged metric stored once ($((after - before)) acknowledged while down)"
     nnictl stop "$id" > /dev/null
 }
 
-# ---- the supervisor's channel by hand ----
+# ---- the trial's channel by hand (served by its group leader) ----
 port=$(free_port)
 mkdir -p "$WORK/hand"
 cat > "$WORK/hand/config.yml" <<YML
@@ -153,13 +124,13 @@ assert size() == n1, 'a refused metric was written'
 other = u.path.replace('/env/', '/env/0000')
 assert req('PUT', metric(tid, 8), path=other)[0] == 404
 assert req('POST', metric(tid, 8))[0] == 405
-print('supervisor channel by hand: ok')
+print('the trial channel by hand: ok')
 PY
 for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] && break; sleep 0.1; done
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid' AND sequence=7")" = 1 ] || fail "the metric sent twice is not stored once"
 nnictl stop "$id" > /dev/null
 [ ! -e "$tdir/.nni/channel" ] || fail "channel file left after the trial ended"
-pass "the supervisor's channel: parameter, 408, metric on disk before its 200, 403/400/415/404/405"
+pass "the trial leader's channel: parameter, 408, metric on disk before its 200, 403/400/415/404/405"
 
 run_case api-killed 11 api
 run_case all-killed 12 all

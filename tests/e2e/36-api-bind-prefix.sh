@@ -88,7 +88,7 @@ tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ -n "$tid" ] || fail "no trial runs"
 for _ in $(seq 100); do [ -s "$NNI_HOME/$id/trials/$tid/channel.url" ] && break; sleep 0.1; done
 chan=$(cat "$NNI_HOME/$id/trials/$tid/channel.url")
-# the trial's channel is served by its supervisor (a loopback port of its own) under
+# the trial's channel is served by its group leader (a loopback port of its own) under
 # the path the api serves it
 [[ "$chan" == "http://127.0.0.1:"*"/tq/x/env/"*"/$tid" && "$chan" != "http://127.0.0.1:$port/"* ]] ||
     fail "trial channel URL: $chan"

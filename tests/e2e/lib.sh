@@ -101,6 +101,47 @@ ${5:-  platform: local}
 YML
 }
 
+# http_experiment DIR SEED [CONCURRENCY MAX]: an experiment on NNI's HTTP trial channel
+# (trialCommandChannel: http; default 4 trials at once, 12 in all), the even trials a
+# stdlib client speaking it exactly as NNI 3's SDK does (trials/nni_http_client.py: a new
+# connection per request, no retry), the odd ones the bundled SDK (trials/sdk_steps.py);
+# each writes what was acknowledged to acked.log in its trial dir
+http_experiment() {
+    mkdir -p "$1"
+    cp "$TRIALQ_SRC/tests/e2e/trials/nni_http_client.py" "$TRIALQ_SRC/tests/e2e/trials/sdk_steps.py" "$1/"
+    cat > "$1/run.sh" <<'SH'
+if [ $((NNI_TRIAL_SEQ_ID % 2)) = 0 ]; then exec /usr/bin/python3 nni_http_client.py; fi
+exec /usr/bin/python3 sdk_steps.py
+SH
+    cat > "$1/config.yml" <<YML
+searchSpace:
+  x: {_type: randint, _value: [0, 100000]}
+trialCommand: sh run.sh
+trialCodeDirectory: .
+trialConcurrency: ${3:-4}
+maxTrialNumber: ${4:-12}
+trialCommandChannel: http
+tuner: {name: Random, classArgs: {seed: $2}}
+trainingService: {platform: local}
+YML
+}
+
+# assert_acked_match ID LABEL STEPS: every trial of an http_experiment stored exactly the
+# metrics it was acknowledged (acked.log), STEPS intermediate results and a final one, and
+# left no channel file behind
+assert_acked_match() {
+    local dir tid want got
+    for dir in "$NNI_HOME/$1"/trials/*/; do
+        tid=$(basename "$dir")
+        want=$(sort "$dir/acked.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
+        [ "$want" = "$got" ] || { echo "acknowledged: $want"; echo "stored: $got"; fail "$2: metrics of $tid differ"; }
+        [ "$(grep -c '^PERIODICAL' "$dir/acked.log")" = "$3" ] && [ "$(grep -c '^FINAL' "$dir/acked.log")" = 1 ] ||
+            fail "$2: $tid did not report $3 + 1 results"
+        [ ! -e "$dir/.nni/channel" ] || fail "$2: $tid's channel file left after its end"
+    done
+}
+
 # assert_metrics_match <exp id>: the metric rows of each trial are exactly the records
 # trials/metrics.sh says it wrote (no loss, no duplicate)
 assert_metrics_match() {
@@ -134,8 +175,8 @@ webui_setup() {
     fi
 }
 
-# copies_watch SCRIPT: samples the process table every 100 ms (lib/trial_copies.py) for
-# live copies of each trial of the experiments added with copies_add ID; copies_check
+# copies_watch SCRIPT[,SCRIPT...]: samples the process table every 100 ms
+# (lib/trial_copies.py) for live copies of each trial of the experiments added with copies_add ID; copies_check
 # MIN_TRIALS stops it and fails when a trial ever had two copies alive at once, or fewer
 # than MIN_TRIALS trials were seen running
 copies_watch() {

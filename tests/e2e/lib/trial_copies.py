@@ -1,10 +1,10 @@
 """Samples the process table every 100 ms and counts, per trial, the live copies of its
-command: processes with the trial script among their arguments (e.g. metrics.sh) whose
+command: processes with a trial script among their arguments (e.g. metrics.sh) whose
 environment names the trial (NNI_EXP_ID, NNI_TRIAL_JOB_ID) of an experiment listed in
 the ids file. One copy is one process group of such processes (the script's subshells
 are in its group); two groups at once are two copies of the trial.
 
-  trial_copies.py SCRIPT IDS_FILE OUT_FILE    (ends when OUT_FILE.stop exists)
+  trial_copies.py SCRIPT[,SCRIPT...] IDS_FILE OUT_FILE    (ends when OUT_FILE.stop exists)
 
 OUT_FILE: "samples N", "seen N" (trials seen running), then one line per sample that
 saw two copies of a trial: "<time> <exp>/<trial> groups <pgids>"."""
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-script, ids_file, out = sys.argv[1].encode(), sys.argv[2], sys.argv[3]
+scripts, ids_file, out = set(sys.argv[1].encode().split(b",")), sys.argv[2], sys.argv[3]
 samples, seen, bad = 0, set(), []
 
 
@@ -40,7 +40,7 @@ while not os.path.exists(out + ".stop"):
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if script not in f.read().split(b"\0"):
+                if not scripts.intersection(f.read().split(b"\0")):
                     continue
             with open(f"/proc/{pid}/stat") as f:
                 st = f.read()
