@@ -35,6 +35,7 @@
 #include "api/chan_http.h"
 #include "api/guard.h"
 #include "api/routes.h"
+#include "common/http1.h"
 
 #define MAX_HEAD (8 << 10) /* request line + headers of a channel request */
 #define READ_CHUNK 16384
@@ -151,34 +152,11 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     settle(c);
 }
 
-static const char *reason(int code)
-{
-    switch (code) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 410: return "Gone";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return code < 300 ? "OK" : code < 500 ? "Bad Request" : "Server Error";
-    }
-}
-
 void cconn_reply(struct cconn *c, int code, const char *body)
 {
     size_t blen = body ? strlen(body) : 0;
     char head[256];
-    int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, reason(code),
+    int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, http1_reason(code),
                      blen ? "Content-Type: application/json\r\n" : "", blen,
                      code == 405 ? "Allow: GET, PUT\r\n" : "", c->close_after ? "Connection: close\r\n" : "");
     if (blen) {
@@ -228,151 +206,8 @@ int cconn_alive(struct cconn *c)
 
 /* ---------------- reading ---------------- */
 
-struct head {
-    enum chan_method method;
-    const char *target;
-    size_t target_len;
-    int http10;
-    size_t head_len;      /* request line + headers + the empty line */
-    long long content_length;
-    int json_body, expect_continue, keep_alive, close;
-};
-
-static int tchar(int ch)
-{
-    return ch > 32 && ch < 127 && !strchr("()<>@,;:\\\"/[]?={}", ch);
-}
-
-/* The value of a header line's "name: value", trimmed. */
-static void trim(const char **v, const char **end)
-{
-    while (*v < *end && (**v == ' ' || **v == '\t'))
-        (*v)++;
-    while (*end > *v && ((*end)[-1] == ' ' || (*end)[-1] == '\t' || (*end)[-1] == '\r'))
-        (*end)--;
-}
-
-static int token_in(const char *v, const char *end, const char *tok)
-{
-    size_t tl = strlen(tok);
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
-            v++;
-        const char *s = v;
-        while (v < end && *v != ',')
-            v++;
-        const char *e = v;
-        trim(&s, &e);
-        if ((size_t)(e - s) == tl && strncasecmp(s, tok, tl) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* Parses the head at the start of c->in. 0: incomplete; 1: h filled; or an HTTP error
- * code with msg. */
-static int parse_head(struct cconn *c, struct head *h, const char **msg)
-{
-    /* the end of the head: an empty line (CRLF CRLF, or bare LFs as evhttp accepts) */
-    const char *in = c->in, *eoh = NULL;
-    size_t from = c->scanned > 3 ? c->scanned - 3 : 0;
-    for (size_t i = from; i < c->in_len; i++)
-        if (in[i] == '\n' && ((i >= 1 && in[i - 1] == '\n') || (i >= 2 && in[i - 1] == '\r' && in[i - 2] == '\n'))) {
-            eoh = in + i + 1;
-            break;
-        }
-    if (!eoh) {
-        c->scanned = c->in_len;
-        if (c->in_len > MAX_HEAD)
-            return *msg = "request head over 8 kB", 431;
-        return 0;
-    }
-    c->scanned = 0;
-    memset(h, 0, sizeof *h);
-    h->head_len = (size_t)(eoh - in);
-    if (h->head_len > MAX_HEAD)
-        return *msg = "request head over 8 kB", 431;
-    h->content_length = -1;
-
-    /* request line: METHOD SP target SP HTTP/1.x */
-    const char *p = in, *eol = memchr(p, '\n', (size_t)(eoh - p));
-    const char *sp = p;
-    while (sp < eol && tchar((unsigned char)*sp))
-        sp++;
-    if (sp == p || sp >= eol || *sp != ' ')
-        return *msg = "malformed request line", 400;
-    size_t ml = (size_t)(sp - p);
-    h->method = ml == 3 && memcmp(p, "GET", 3) == 0 ? CHAN_GET : ml == 3 && memcmp(p, "PUT", 3) == 0 ? CHAN_PUT
-                                                                                                     : CHAN_OTHER;
-    const char *t = sp + 1, *te = t;
-    while (te < eol && *te != ' ')
-        te++;
-    if (te == t || te >= eol || *t != '/')
-        return *msg = "malformed request line: the target must be a path", 400;
-    h->target = t;
-    h->target_len = (size_t)(te - t);
-    const char *v = te + 1, *ve = eol;
-    trim(&v, &ve);
-    if ((size_t)(ve - v) != 8 || memcmp(v, "HTTP/1.", 7) != 0)
-        return *msg = "malformed request line: no HTTP version", (ve - v) >= 5 && memcmp(v, "HTTP/", 5) == 0 ? 505 : 400;
-    if (v[7] != '0' && v[7] != '1')
-        return *msg = "only HTTP/1.0 and HTTP/1.1", 505;
-    h->http10 = v[7] == '0';
-
-    /* headers */
-    for (p = eol + 1; p < eoh; p = eol + 1) {
-        eol = memchr(p, '\n', (size_t)(eoh - p));
-        const char *le = eol;
-        if (le > p && le[-1] == '\r')
-            le--;
-        if (le == p)
-            break; /* the empty line */
-        if (*p == ' ' || *p == '\t')
-            return *msg = "folded header lines are not accepted", 400;
-        const char *colon = p;
-        while (colon < le && tchar((unsigned char)*colon))
-            colon++;
-        if (colon == p || colon >= le || *colon != ':')
-            return *msg = "malformed header line", 400;
-        size_t nl = (size_t)(colon - p);
-        const char *hv = colon + 1, *he = le;
-        trim(&hv, &he);
-        if (nl == 14 && strncasecmp(p, "Content-Length", nl) == 0) {
-            long long n = 0;
-            if (hv == he || he - hv > 18)
-                return *msg = "bad Content-Length", 400;
-            for (const char *d = hv; d < he; d++) {
-                if (*d < '0' || *d > '9')
-                    return *msg = "bad Content-Length", 400;
-                n = n * 10 + (*d - '0');
-            }
-            if (h->content_length >= 0 && h->content_length != n)
-                return *msg = "two different Content-Length headers", 400;
-            if (n > BODY_CHANNEL)
-                return *msg = "body over the trial channel's limit (4 MB)", 413;
-            h->content_length = n;
-        } else if (nl == 17 && strncasecmp(p, "Transfer-Encoding", nl) == 0) {
-            return *msg = "Transfer-Encoding is not supported on the trial channel: send Content-Length", 501;
-        } else if (nl == 12 && strncasecmp(p, "Content-Type", nl) == 0) {
-            size_t jl = strlen("application/json");
-            h->json_body = (size_t)(he - hv) >= jl && strncasecmp(hv, "application/json", jl) == 0 &&
-                           (hv + jl == he || hv[jl] == ';' || hv[jl] == ' ');
-        } else if (nl == 10 && strncasecmp(p, "Connection", nl) == 0) {
-            h->close |= token_in(hv, he, "close");
-            h->keep_alive |= token_in(hv, he, "keep-alive");
-        } else if (nl == 6 && strncasecmp(p, "Expect", nl) == 0) {
-            if ((size_t)(he - hv) != 12 || strncasecmp(hv, "100-continue", 12) != 0)
-                return *msg = "unsupported Expect", 417;
-            h->expect_continue = 1;
-        }
-    }
-    if (h->content_length < 0)
-        h->content_length = 0;
-    return 1;
-}
-
 /* The request of a complete head and body: the channel's, or a 4xx. */
-static void handle(struct cconn *c, const struct head *h, const char *body)
+static void handle(struct cconn *c, const struct http1_head *h, const char *body)
 {
     struct api *a = c->a;
     char *raw = xstrndup(h->target, h->target_len);
@@ -383,7 +218,8 @@ static void handle(struct cconn *c, const struct head *h, const char *body)
     int sp = split_path(raw, &segs);
     c->pending = 1;
     if (sp == 0 && strip_prefix(a, &segs) == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
-        struct chan_req r = {.method = h->method, .token = segs.seg[1], .trial_id = segs.seg[2],
+        struct chan_req r = {.method = h->method == HTTP1_GET ? CHAN_GET : h->method == HTTP1_PUT ? CHAN_PUT : CHAN_OTHER,
+                             .token = segs.seg[1], .trial_id = segs.seg[2],
                              .body = body, .body_len = (size_t)h->content_length, .json_body = h->json_body};
         channel_request(a, c, &r);
     } else {
@@ -427,9 +263,9 @@ static void serve(struct cconn *c)
 {
     c->in_cb = 1;
     while (!c->pending && !c->peer_gone && !c->close_after && out_empty(c) && c->in_len) {
-        struct head h;
+        struct http1_head h;
         const char *msg = NULL;
-        int rc = parse_head(c, &h, &msg);
+        int rc = http1_parse_head(c->in, c->in_len, &c->scanned, MAX_HEAD, BODY_CHANNEL, &h, &msg);
         if (rc == 0)
             break;
         if (rc != 1) {
@@ -450,7 +286,7 @@ static void serve(struct cconn *c)
         c->continued = 0;
         /* other methods (HEAD among them: a reply with a body would desync the client)
          * get their 405 and the connection ends */
-        if (h.close || (h.http10 && !h.keep_alive) || h.method == CHAN_OTHER)
+        if (h.close || (h.http10 && !h.keep_alive) || h.method == HTTP1_OTHER)
             c->close_after = 1;
         handle(c, &h, c->in + h.head_len);
         memmove(c->in, c->in + total, c->in_len - total);
@@ -519,8 +355,8 @@ struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
         evbuffer_remove(left, c->in, n);
     c->in_len = n;
     const char *conn_hdr = evhttp_find_header(evhttp_request_get_input_headers(r), "Connection");
-    int keep = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "keep-alive");
-    int close = conn_hdr && token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "close");
+    int keep = conn_hdr && http1_token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "keep-alive");
+    int close = conn_hdr && http1_token_in(conn_hdr, conn_hdr + strlen(conn_hdr), "close");
     enum evhttp_cmd_type m = evhttp_request_get_command(r);
     c->close_after = close || (r->major == 1 && r->minor == 0 && !keep) ||
                      (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_PUT);

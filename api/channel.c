@@ -379,7 +379,9 @@ static void on_put(struct chan_state *s, struct cconn *r, const char *trial_id, 
             }
         }
     } else {
-        log_warn("trial channel %s: unexpected command type %.40s", trial_id, type->valuestring);
+        char shown[SNIPPET_SIZE];
+        log_warn("trial channel %s: unexpected command type %s", trial_id,
+                 snippet(shown, type->valuestring, strlen(type->valuestring)));
         reply_empty(r, 200);
     }
     cJSON_Delete(cmd);

@@ -200,15 +200,21 @@ static void fail(struct dispatcher *d, const char *fmt, ...)
     d->state = D_FAILED;
     d->deadline_ms = 0;
     struct api *a = d->a;
+    /* the tuner's own text (a traceback): one escaped line in the log, as it is in
+     * experiment.errors (the web UI shows it there) */
+    struct strbuf line;
+    sb_init(&line);
+    sb_add_snippet(&line, msg, strlen(msg), MESSAGE_MAX);
     if (a->stopping || a->detach) {
-        log_info("dispatcher ended while stopping: %s", msg);
+        log_info("dispatcher ended while stopping: %s", line.buf);
     } else {
         /* as the scheduler's set_error: the message first, then the status */
         struct errbuf e;
-        log_error("experiment error: %s", msg);
+        log_error("experiment error: %s", line.buf);
         exp_add_error(a->db, a->exp_id, msg, &e);
         exp_transition(a->db, a->exp_id, NULL, "ERROR", "tuner process failed", &e);
     }
+    sb_free(&line);
     free(msg);
     close_channel(d);
     terminate_process(d, 2000);
@@ -589,8 +595,9 @@ static void on_ki(struct dispatcher *d, const char *content)
 {
     /* the trial id as a JSON string literal: "AbCd1", quotes included */
     cJSON *j = cJSON_Parse(content);
+    char shown[SNIPPET_SIZE];
     if (!cJSON_IsString(j)) {
-        log_warn("dispatcher: KI without a trial id string: %.200s", content);
+        log_warn("dispatcher: KI without a trial id string: %s", snippet(shown, content, strlen(content)));
         cJSON_Delete(j);
         return;
     }
@@ -612,7 +619,7 @@ static void on_ki(struct dispatcher *d, const char *content)
         }
         free(why);
     } else {
-        log_warn("dispatcher: KI for unknown trial %.64s", j->valuestring);
+        log_warn("dispatcher: KI for unknown trial %s", snippet(shown, j->valuestring, strlen(j->valuestring)));
     }
     free(id);
     cJSON_Delete(j);
@@ -620,7 +627,8 @@ static void on_ki(struct dispatcher *d, const char *content)
 
 static void on_command(struct dispatcher *d, const char *type, const char *content)
 {
-    log_debug("dispatcher -> %s (%zu bytes)", type, strlen(content));
+    char type_shown[SNIPPET_SIZE];
+    log_debug("dispatcher -> %s (%zu bytes)", snippet(type_shown, type, strnlen(type, 8)), strlen(content));
     if (d->state == D_FAILED || d->state == D_CLOSED)
         return;
     if (strcmp(type, "ID") == 0) {
@@ -640,9 +648,10 @@ static void on_command(struct dispatcher *d, const char *type, const char *conte
     } else if (strcmp(type, "SP") == 0) {
         log_warn("dispatcher: SendTrialJobParameter (SP) is not supported (multi-phase), ignored");
     } else if (strcmp(type, "_bye_") == 0) {
-        log_info("dispatcher said goodbye: %.200s", content);
+        char shown[SNIPPET_SIZE];
+        log_info("dispatcher said goodbye: %s", snippet(shown, content, strlen(content)));
     } else if (strcmp(type, "_nop_") != 0) {
-        log_warn("dispatcher: unknown command %.8s ignored", type);
+        log_warn("dispatcher: unknown command %s ignored", type_shown);
     }
 }
 

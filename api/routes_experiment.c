@@ -255,7 +255,9 @@ void h_cluster_metadata(struct req *q)
     cJSON_ArrayForEach(it, j)
     {
         cJSON_AddItemToArray(ignored, cJSON_CreateString(it->string));
-        sb_printf(&keys, "%s%s", keys.len ? ", " : "", it->string);
+        if (keys.len)
+            sb_puts(&keys, ", ");
+        sb_add_snippet(&keys, it->string, strlen(it->string), SNIPPET_MAX); /* a client's text */
     }
     /* the keys only: values may hold passwords */
     log_info("PUT cluster-metadata: keys [%s] not used: v2 training services take them from the config",

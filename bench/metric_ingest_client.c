@@ -7,7 +7,8 @@
  * api and not the client: Python's http.client costs ~0.4 ms of CPU per request here.
  *
  *   usage: metric_ingest_client PORT SECONDS CHANNELS_FILE
- *   CHANNELS_FILE: one line per client, "<trial id> <channel path>"
+ *   CHANNELS_FILE: one line per client, "<trial id> <channel path> [<port>]" (PORT
+ *   when absent: each trial's supervisor serves its channel on a port of its own)
  *   prints: "acknowledged N errors E p50_us P p99_us Q cpu_ms C" (C: CPU time of the
  *   clients); exit 1 on any non-200 reply */
 #include <arpa/inet.h>
@@ -162,10 +163,13 @@ int main(int argc, char **argv)
         perror(argv[3]);
         return 2;
     }
-    char trial[MAX_CLIENTS][64], path[MAX_CLIENTS][256];
-    int n = 0;
-    while (n < MAX_CLIENTS && fscanf(f, "%63s %255s", trial[n], path[n]) == 2)
-        n++;
+    char trial[MAX_CLIENTS][64], path[MAX_CLIENTS][256], line[512];
+    int n = 0, ports[MAX_CLIENTS];
+    while (n < MAX_CLIENTS && fgets(line, sizeof line, f)) {
+        ports[n] = port;
+        if (sscanf(line, "%63s %255s %d", trial[n], path[n], &ports[n]) >= 2)
+            n++;
+    }
     fclose(f);
     if (n == 0) {
         fprintf(stderr, "%s: no channels\n", argv[3]);
@@ -181,7 +185,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         pid_t pid = fork();
         if (pid == 0) {
-            client(port, start, dur, trial[i], path[i], &res[i]);
+            client(ports[i], start, dur, trial[i], path[i], &res[i]);
             _exit(0);
         }
         if (pid < 0) {

@@ -1,6 +1,8 @@
 /* machines.c: nnictl experiment machines [ID] — the machines of the experiment's
  * training service with their health and GPUs, read from the database (so it works
- * with the api stopped too). --json prints GET /api/v1/nni/machines' payload. */
+ * with the api stopped too). --json prints GET /api/v1/nni/machines' payload. Machines
+ * that see one home directory (NFS) are noted once below the table: information, since
+ * each machine acts only on the trials it placed. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,9 @@ static int cmd_machines_fn(int argc, char **argv)
         printf("no machine recorded yet for experiment %s (platform %s)\n", t.x.id, t.x.platform);
     } else {
         printf("%-9s %-28s %-8s %-5s %s\n", "platform", "machine", "health", "gpus", "last error");
+        struct strbuf notes, noted; /* one line per group of machines sharing a home */
+        sb_init(&notes);
+        sb_init(&noted);
         const cJSON *m;
         cJSON_ArrayForEach(m, list) {
             const cJSON *host = cJSON_GetObjectItemCaseSensitive(m, "host");
@@ -51,7 +56,24 @@ static int cmd_machines_fn(int argc, char **argv)
                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "healthy")) ? "healthy" : "DOWN",
                    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "gpus")),
                    cJSON_IsString(err) ? err->valuestring : cJSON_IsString(gerr) ? gerr->valuestring : "");
+            const cJSON *shared = cJSON_GetObjectItemCaseSensitive(m, "sharedHome"), *o;
+            char key[200];
+            snprintf(key, sizeof key, "\n%s\n", name);
+            if (!cJSON_IsArray(shared) || (noted.buf && strstr(noted.buf, key)))
+                continue;
+            sb_printf(&notes, "note: %s", name);
+            sb_printf(&noted, "%s", key);
+            cJSON_ArrayForEach(o, shared) {
+                sb_printf(&notes, "%s%s", o->next ? ", " : " and ", o->valuestring);
+                sb_printf(&noted, "\n%s\n", o->valuestring);
+            }
+            sb_puts(&notes, " share one home directory (e.g. NFS): each machine acts only on the trials it"
+                            " placed (docs/platforms/remote.md)\n");
         }
+        if (notes.len)
+            fputs(notes.buf, stdout);
+        sb_free(&notes);
+        sb_free(&noted);
     }
     cJSON_Delete(list);
     cli_target_close(&t);

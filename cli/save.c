@@ -171,23 +171,6 @@ static char *abs_path(const char *path)
     return r;
 }
 
-/* A path from a pack may only name something below the directory it is unpacked in. */
-static int safe_rel(const char *rel)
-{
-    if (!*rel || rel[0] == '/')
-        return 0;
-    for (const char *p = rel; *p;) {
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-            return 0;
-        p += len;
-        if (*p)
-            p++;
-    }
-    return 1;
-}
-
 struct unpack {
     const char *root;
     int keep_existing; /* the code directory: never overwrite the user's files */
@@ -195,11 +178,40 @@ struct unpack {
     struct errbuf *e;
 };
 
+/* Before anything is written into the user's code directory: no file of the pack goes
+ * through a symbolic link there, or where a directory or a non-directory stands. */
+static int check_code_file(void *arg, const char *rel, int mode, const void *data, size_t len)
+{
+    (void)mode, (void)data, (void)len;
+    struct unpack *u = arg;
+    char *path = path_join(u->root, rel), *part = path + strlen(path) - strlen(rel);
+    int rc = 0;
+    for (;;) {
+        char *slash = strchr(part, '/');
+        if (slash)
+            *slash = '\0';
+        struct stat st;
+        int present = lstat(path, &st) == 0; /* once absent, created below a checked directory */
+        if (present && slash && S_ISLNK(st.st_mode))
+            rc = errf(u->e, "%s is a symbolic link: the pack's files are not written through links", path);
+        else if (present && (slash ? !S_ISDIR(st.st_mode) : S_ISDIR(st.st_mode)))
+            rc = errf(u->e, "%s is %sa directory: the pack holds %s", path, slash ? "not " : "", rel);
+        if (slash)
+            *slash = '/';
+        if (rc || !present || !slash)
+            break;
+        part = slash + 1;
+    }
+    free(path);
+    return rc;
+}
+
 static int unpack_file(void *arg, const char *rel, int mode, const void *data, size_t len)
 {
     struct unpack *u = arg;
-    if (!safe_rel(rel)) {
-        errf(u->e, "the pack holds a file outside its directory: '%.200s'; not loaded", rel);
+    if (!pack_rel_path_ok(rel)) { /* checked before: kept as the last guard */
+        char sh[PACK_SHOWN];
+        errf(u->e, "the pack holds a file outside its directory: '%s'; not loaded", pack_shown(rel, sh));
         return -1;
     }
     char *path = path_join(u->root, rel);
@@ -209,7 +221,8 @@ static int unpack_file(void *arg, const char *rel, int mode, const void *data, s
     if (mkdir_p(path, 0700) < 0)
         rc = errf(u->e, "cannot create %s: %s", path, strerror(errno));
     *slash = '/';
-    if (rc == 0 && u->keep_existing && access(path, F_OK) == 0) {
+    struct stat st;
+    if (rc == 0 && u->keep_existing && lstat(path, &st) == 0) {
         u->kept++;
     } else if (rc == 0) {
         if (write_file_replace(path, data, len, (mode_t)(mode & 0777)) < 0)
@@ -250,16 +263,14 @@ static int cmd_load_fn(int argc, char **argv)
     struct errbuf e;
     struct pack *p = NULL;
     char *id = NULL, *old_dir = NULL, *old_config = NULL, *workdir = NULL, *exp_dir = NULL, *tmp = NULL;
-    char *code_dir = NULL, *config = NULL;
+    char *code_dir = NULL, *config = NULL, *ss = NULL;
     cJSON *cfg = NULL;
     int rc = 1, moved = 0;
+    /* the pack may come from someone else: everything in it is checked (the rows by a
+     * dry run of their insertion, the code files against --codeDir) before anything
+     * is written */
     if (pack_open(db, path, &p, &id, &e) < 0 || pack_experiment_info(p, &old_dir, &old_config, &e) < 0) {
         cli_error("--path %s: %s", path, e.msg);
-        goto done;
-    }
-    int64_t exists = 0;
-    if (db_int(db, &e, &exists, "SELECT 1 FROM experiment WHERE id = ?", "s", id) == 1) {
-        cli_error("experiment %s already exists; delete it first (nnictl experiment delete %s)", id, id);
         goto done;
     }
     cfg = cJSON_Parse(old_config);
@@ -275,6 +286,35 @@ static int cmd_load_fn(int argc, char **argv)
         cli_error("%s already exists; remove it or load into another --logDir", exp_dir);
         goto done;
     }
+    if (code_opt) {
+        code_dir = abs_path(code_opt);
+        cJSON_ReplaceItemInObjectCaseSensitive(cfg, "trialCodeDirectory", cJSON_CreateString(code_dir));
+    }
+    if (cJSON_HasObjectItem(cfg, "experimentWorkingDirectory") || log_opt) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "experimentWorkingDirectory");
+        cJSON_AddStringToObject(cfg, "experimentWorkingDirectory", workdir);
+    }
+    config = cJSON_PrintUnformatted(cfg);
+    if (pack_load_rows(p, exp_dir, config, 1, &e) < 0) {
+        cli_error("--path %s: %s", path, e.msg);
+        goto done;
+    }
+    struct unpack uc = {.root = code_dir, .keep_existing = 1, .e = &e};
+    if (code_dir && pack_each_file(p, "code", check_code_file, &uc, &e) != 0) {
+        cli_error("--codeDir: %s", e.msg);
+        goto done;
+    }
+    if (ss_opt) {
+        if (db_text(db, &e, &ss, "SELECT search_space FROM pack.experiment", "") != 1 || !ss) {
+            cli_error("--searchSpacePath: the pack has no search space");
+            goto done;
+        }
+        if (access(ss_opt, F_OK) == 0) {
+            cli_error("--searchSpacePath %s: already exists", ss_opt);
+            goto done;
+        }
+    }
+    /* checked: now written */
     if (mkdir_p(workdir, 0700) < 0) {
         cli_error("cannot create %s: %s (choose another with --logDir)", workdir, strerror(errno));
         goto done;
@@ -292,9 +332,7 @@ static int cmd_load_fn(int argc, char **argv)
         cli_error("%s", e.msg);
         goto done;
     }
-    if (code_opt) {
-        code_dir = abs_path(code_opt);
-        struct unpack uc = {.root = code_dir, .keep_existing = 1, .e = &e};
+    if (code_dir) {
         if (mkdir_p(code_dir, 0700) < 0) {
             cli_error("--codeDir: cannot create %s: %s", code_dir, strerror(errno));
             goto done;
@@ -305,33 +343,17 @@ static int cmd_load_fn(int argc, char **argv)
         }
         if (uc.kept)
             printf("%d files already in %s were kept (not overwritten)\n", uc.kept, code_dir);
-        cJSON_ReplaceItemInObjectCaseSensitive(cfg, "trialCodeDirectory", cJSON_CreateString(code_dir));
     }
-    if (cJSON_HasObjectItem(cfg, "experimentWorkingDirectory") || log_opt) {
-        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "experimentWorkingDirectory");
-        cJSON_AddStringToObject(cfg, "experimentWorkingDirectory", workdir);
-    }
-    config = cJSON_PrintUnformatted(cfg);
-    if (ss_opt) {
-        char *ss = NULL;
-        if (db_text(db, &e, &ss, "SELECT search_space FROM pack.experiment", "") != 1 || !ss) {
-            cli_error("--searchSpacePath: the pack has no search space");
-            free(ss);
-            goto done;
-        }
-        int w = access(ss_opt, F_OK) == 0 ? -2 : write_file_replace(ss_opt, ss, strlen(ss), 0600);
-        free(ss);
-        if (w < 0) {
-            cli_error("--searchSpacePath %s: %s", ss_opt, w == -2 ? "already exists" : strerror(errno));
-            goto done;
-        }
+    if (ss_opt && write_file_replace(ss_opt, ss, strlen(ss), 0600) < 0) {
+        cli_error("--searchSpacePath %s: %s", ss_opt, strerror(errno));
+        goto done;
     }
     if (rename(tmp, exp_dir) < 0) {
         cli_error("cannot move %s to %s: %s", tmp, exp_dir, strerror(errno));
         goto done;
     }
     moved = 1;
-    if (pack_load_rows(p, exp_dir, config, &e) < 0) {
+    if (pack_load_rows(p, exp_dir, config, 0, &e) < 0) {
         cli_error("%s", e.msg);
         goto done;
     }
@@ -348,6 +370,7 @@ done:
     pack_close(p);
     cJSON_Delete(cfg);
     free(config);
+    free(ss);
     free(code_dir);
     free(exp_dir);
     free(workdir);

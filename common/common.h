@@ -60,6 +60,26 @@ void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(pr
 char *sb_detach(struct strbuf *sb); /* caller frees; sb is reset */
 int str_starts(const char *s, const char *prefix);
 int str_ends(const char *s, const char *suffix);
+/* Length of the valid UTF-8 character at s (1..4), or 0 when the bytes there are not one
+ * (overlong forms, surrogates and code points beyond U+10FFFF are not). Reads at most
+ * avail bytes, and a byte only while those before it fit: on a NUL-terminated string
+ * avail may be SIZE_MAX (the NUL is no continuation byte). */
+int utf8_len(const unsigned char *s, size_t avail);
+
+/* ---- text from a trial (or a tuner, a cluster) in a log line or a message ---- */
+/* Untrusted text must not forge log lines or drive the reader's terminal: a snippet of
+ * it is one line of plain text. s[0..n) is the text as framed (a NUL in it is shown, not
+ * an end); at most max bytes of it are shown, then "..." when there was more. Valid
+ * UTF-8 stays as it is (never cut inside a character); backslash is \\, newline,
+ * return and tab are \n \r \t, other control bytes, DEL and bytes that are not UTF-8
+ * are \xNN, and the C1 controls and line separators (U+0080..U+009F, U+2028, U+2029)
+ * are \uNNNN. */
+void sb_add_snippet(struct strbuf *sb, const char *s, size_t n, size_t max);
+#define SNIPPET_MAX 200                      /* input bytes a log line shows */
+#define SNIPPET_SIZE (4 * SNIPPET_MAX + 4)   /* its worst case: \xNN each, "...", NUL */
+/* sb_add_snippet(s, n, SNIPPET_MAX) into out (SNIPPET_SIZE bytes), for a format's %s.
+ * Returns out. */
+const char *snippet(char out[SNIPPET_SIZE], const char *s, size_t n);
 
 /* ---- files ---- */
 int mkdir_p(const char *path, mode_t mode);
@@ -82,6 +102,10 @@ int proc_alive(pid_t pid, uint64_t start_time);
 /* SIGTERM, wait up to grace_ms, SIGKILL; waits for it to disappear. pid>0 a process,
  * pid<0 a process group. Returns 0 when gone. */
 int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms);
+/* True when a live (not zombie) process is in process group pgid, of session sid (0:
+ * any), started at or after since (clock ticks since boot): a job's group told apart
+ * from a later group that reused the number. Scans /proc. */
+int proc_group_alive(pid_t pgid, pid_t sid, uint64_t since);
 void close_fds_from(int lowfd); /* in a child before exec */
 /* Raises the soft limit on open files to the hard one (the api: thousands of
  * connections); returns the limit now in force. fd_limit_restore, in a child before
@@ -108,6 +132,10 @@ void proc_title_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void random_bytes(void *buf, size_t n);
 void gen_experiment_id(char out[9]); /* 8 chars of [a-z0-9] without repetition */
 void gen_trial_id(char out[6]);      /* 5 chars, letter first, then [a-zA-Z0-9] */
+/* True when s has the form the generators above give (any repetition allowed): what an
+ * id read from outside (an experiment pack) must be before it names a file or a job. */
+int is_experiment_id(const char *s);
+int is_trial_id(const char *s);
 void gen_token(char *out, size_t hexlen); /* hex secret, NUL-terminated */
 
 /* ---- the trialq home: $NNI_HOME or ~/nni-experiments ---- */

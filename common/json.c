@@ -25,25 +25,6 @@ void json_format_double(double d, char *buf, size_t size)
     }
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4 : 0;
-    }
-    return 0;
-}
-
 void json_put_string(struct strbuf *sb, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -55,7 +36,7 @@ void json_put_string(struct strbuf *sb, const char *str)
             s++;
             continue;
         }
-        int n = c >= 0x80 ? utf8_len(s) : 1;
+        int n = c >= 0x80 ? utf8_len(s, SIZE_MAX) : 1;
         if (c >= 0x80 && n > 0) {
             s += n; /* a valid multi-byte character goes out as it is */
             continue;
@@ -239,7 +220,7 @@ static void python_string(struct strbuf *sb, const char *str)
         default: break;
         }
         unsigned cp = 0xFFFD;
-        int n = c >= 0x80 ? utf8_len(s) : 1;
+        int n = c >= 0x80 ? utf8_len(s, SIZE_MAX) : 1;
         if (n == 0)
             n = 1; /* not UTF-8: U+FFFD for this byte */
         else if (n == 1)
@@ -451,14 +432,8 @@ static int jc_string(struct jcheck *c, struct strbuf *text)
             continue;
         }
         int len = 1;
-        if (ch >= 0x80) {
-            /* utf8_len reads up to 4 bytes: only where they exist */
-            unsigned char tmp[4] = {0};
-            memcpy(tmp, c->p, (size_t)(c->end - c->p < 4 ? c->end - c->p : 4));
-            len = utf8_len(tmp);
-            if (len == 0 || c->end - c->p < len)
-                return jc_fail(c, at, "bytes that are not UTF-8 in a string");
-        }
+        if (ch >= 0x80 && (len = utf8_len(c->p, (size_t)(c->end - c->p))) == 0)
+            return jc_fail(c, at, "bytes that are not UTF-8 in a string");
         if (text)
             sb_add(text, (const char *)c->p, (size_t)len);
         c->p += len;
@@ -518,7 +493,8 @@ static int cmp_keys(const void *a, const void *b)
 {
     const struct strbuf *x = a, *y = b;
     size_t n = x->len < y->len ? x->len : y->len;
-    int r = memcmp(x->buf, y->buf, n);
+    /* an empty key "" has no buffer at all: memcmp must not see its null pointer */
+    int r = n ? memcmp(x->buf, y->buf, n) : 0;
     return r ? r : (x->len > y->len) - (x->len < y->len);
 }
 
@@ -653,6 +629,10 @@ static int jc_value(struct jcheck *c)
 
 int json_check(const char *s, size_t n, struct json_issue *issue)
 {
+    if (!s) { /* an empty body may come as NULL: no arithmetic on a null pointer */
+        s = "";
+        n = 0;
+    }
     struct jcheck c = {(const unsigned char *)s, (const unsigned char *)s + n, (const unsigned char *)s, issue, 0};
     if (jc_value(&c) < 0)
         return -1;

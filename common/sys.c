@@ -270,6 +270,35 @@ int proc_alive(pid_t pid, uint64_t start_time)
     return start_time == 0 || st == start_time;
 }
 
+int proc_group_alive(pid_t pgid, pid_t sid, uint64_t since)
+{
+    if (pgid <= 0)
+        return 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return kill(-pgid, 0) == 0 || errno == EPERM; /* no /proc: the number alone */
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d))) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        char *s = read_file(path, NULL);
+        char *p = s ? strrchr(s, ')') : NULL;
+        char state = 0;
+        int ppid = 0, pgrp = 0, session = 0;
+        unsigned long long start = 0;
+        /* fields after comm: 3 state, 4 ppid, 5 pgrp, 6 session ... 22 starttime */
+        if (p && sscanf(p + 2, "%c %d %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                        &state, &ppid, &pgrp, &session, &start) == 5)
+            found = pgrp == pgid && (sid <= 0 || session == sid) && start >= since && state != 'Z' && state != 'X';
+        free(s);
+    }
+    closedir(d);
+    return found;
+}
+
 static int pgrp_alive(pid_t pgid)
 {
     return kill(-pgid, 0) == 0 || errno == EPERM;
@@ -544,6 +573,26 @@ void gen_trial_id(char out[6])
     for (int i = 1; i < 5; i++)
         out[i] = alnum[rand_below(62)];
     out[5] = '\0';
+}
+
+int is_experiment_id(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n == 8 || !((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9')))
+            return 0;
+    return n == 8;
+}
+
+int is_trial_id(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        int letter = (s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z');
+        if (n == 5 || !(letter || (n > 0 && s[n] >= '0' && s[n] <= '9')))
+            return 0;
+    }
+    return n == 5;
 }
 
 void gen_token(char *out, size_t hexlen)

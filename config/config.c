@@ -319,39 +319,105 @@ int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line
 
 /* What a key's name says of its value: SECRET_ANY, a secret whatever its type (a
  * number, a list, an object under "db_password", "credentials", "auth" go whole);
- * SECRET_TEXT, a secret when it is text ("token" also names settings: max_tokens: 100,
- * a tokenizer object), so strings, and the strings of a list, go; 0, not a secret.
- * Names are compared lowercased without '_' and '-' (api_key, apiKey, API-KEY). */
+ * SECRET_TEXT, a secret when it is text, for words that also name settings ("token":
+ * max_tokens: 100, a tokenizer object; "key": a sort key; "connection": max_connections:
+ * 8), so strings, and the strings of a list, go; 0, not a secret.
+ *
+ * The rule, in this order (docs/config.md, "Secrets and redaction"). A name is read
+ * lowercased as one word without '_', '-', '.' and ' ' (api_key, apiKey and API-KEY are
+ * "apikey") and as its words, split there and where camelCase or digits turn (apiKey,
+ * APIKey: "api" "key"; monkey and keyword are one word each):
+ *   1. shown: imagePullSecrets and publicKey(s) (the allow list), and a name that names
+ *      or locates a secret: it ends in name(s), ref(s), path(s), file(s), dir(s) or
+ *      directory, or its last word is id(s) (secretName, token_path, password_file,
+ *      sshKeyFile, accessKeyId);
+ *   2. SECRET_ANY: the name contains password, passwd, passphrase, secret, credential,
+ *      bearer, apikey, privatekey, secretkey or accountkey; or a word of it is auth,
+ *      oauth, authorization or authentication; or it is pass, pwd or accesskey;
+ *   3. SECRET_TEXT: the name contains token or connection, or a word of it is key or
+ *      keys (storageAccountKey, ssh_key, keys; not monkey, keyboard, keyword). */
 enum { SECRET_TEXT = 1, SECRET_ANY = 2 };
+
+struct key_name {
+    char joined[256]; /* "apikey" */
+    char words[512];  /* " api key " */
+};
+
+static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void key_name_read(const char *key, struct key_name *k)
+{
+    size_t j = 0, w = 0;
+    k->words[w++] = ' ';
+    for (const char *c = key; *c && j < sizeof k->joined - 1 && w < sizeof k->words - 3; c++) {
+        if (*c == '_' || *c == '-' || *c == '.' || *c == ' ') {
+            if (k->words[w - 1] != ' ')
+                k->words[w++] = ' ';
+            continue;
+        }
+        /* a word starts at apiKey's K, APIKey's K, key2's 2 and 2fa's f */
+        char prev = c > key ? c[-1] : 0;
+        int starts = (is_upper(*c) && (is_lower(prev) || is_digit(prev) || (is_upper(prev) && is_lower(c[1])))) ||
+                     (is_digit(*c) && (is_lower(prev) || is_upper(prev))) ||
+                     (!is_digit(*c) && is_digit(prev));
+        if (starts && k->words[w - 1] != ' ')
+            k->words[w++] = ' ';
+        char lower = (char)tolower((unsigned char)*c);
+        k->joined[j++] = lower;
+        k->words[w++] = lower;
+    }
+    k->joined[j] = 0;
+    if (k->words[w - 1] != ' ')
+        k->words[w++] = ' ';
+    k->words[w] = 0;
+}
+
+/* one of the words, each written " word " */
+static int has_word(const struct key_name *k, const char *const *words)
+{
+    for (const char *const *w = words; *w; w++)
+        if (strstr(k->words, *w))
+            return 1;
+    return 0;
+}
+
+static int contains(const char *s, const char *const *parts)
+{
+    for (const char *const *p = parts; *p; p++)
+        if (strstr(s, *p))
+            return 1;
+    return 0;
+}
 
 static int secret_kind(const char *key)
 {
-    static const char *const within[] = {"password", "passwd", "passphrase", "secret", "apikey", "privatekey",
-                                         "secretkey", "accountkey", "credential", NULL};
-    static const char *const exact[] = {"auth", "authorization", "pass", "pwd", "accesskey", NULL};
-    char n[256];
-    size_t len = 0;
-    for (const char *c = key; *c && len < sizeof n - 1; c++)
-        if (*c != '_' && *c != '-')
-            n[len++] = (char)tolower((unsigned char)*c);
-    n[len] = 0;
-    /* a key that names or locates a secret is not one: secretName, password_file,
-     * Kubernetes' imagePullSecrets (a list of secret names) */
-    static const char *const pointers[] = {"name", "names", "ref", "refs", "path", "file", NULL};
-    for (const char *const *w = pointers; *w; w++) {
-        size_t wl = strlen(*w);
-        if (len > wl && strcmp(n + len - wl, *w) == 0)
+    static const char *const allowed[] = {"imagepullsecrets", "publickey", "publickeys", NULL};
+    static const char *const locators[] = {"name", "names", "ref", "refs", "path", "paths", "file", "files",
+                                           "dir", "dirs", "directory", NULL};
+    static const char *const any_within[] = {"password", "passwd", "passphrase", "secret", "credential", "bearer",
+                                             "apikey", "privatekey", "secretkey", "accountkey", NULL};
+    static const char *const any_words[] = {" auth ", " oauth ", " authorization ", " authentication ", NULL};
+    static const char *const any_exact[] = {"pass", "pwd", "accesskey", NULL};
+    static const char *const text_within[] = {"token", "connection", NULL};
+    static const char *const text_words[] = {" key ", " keys ", NULL};
+    struct key_name k;
+    key_name_read(key, &k);
+    for (const char *const *a = allowed; *a; a++)
+        if (strcmp(k.joined, *a) == 0)
             return 0;
-    }
-    if (strcmp(n, "imagepullsecrets") == 0)
+    for (const char *const *l = locators; *l; l++)
+        if (str_ends(k.joined, *l))
+            return 0;
+    if (str_ends(k.words, " id ") || str_ends(k.words, " ids "))
         return 0;
-    for (const char *const *w = within; *w; w++)
-        if (strstr(n, *w))
+    if (contains(k.joined, any_within) || has_word(&k, any_words))
+        return SECRET_ANY;
+    for (const char *const *x = any_exact; *x; x++)
+        if (strcmp(k.joined, *x) == 0)
             return SECRET_ANY;
-    for (const char *const *w = exact; *w; w++)
-        if (strcmp(n, *w) == 0)
-            return SECRET_ANY;
-    return strstr(n, "token") ? SECRET_TEXT : 0;
+    return contains(k.joined, text_within) || has_word(&k, text_words) ? SECRET_TEXT : 0;
 }
 
 /* "********" under key (NULL in a list), built through an object so that cJSON

@@ -582,6 +582,12 @@ int machine_ensure(struct db *db, const char *platform, const char *host, int po
     return rc < 0 ? -1 : 0;
 }
 
+int machine_set_home(struct db *db, int64_t machine_id, const char *home_id, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE machine SET home_id = ? WHERE id = ? AND home_id IS NOT ?", "sis", home_id,
+                  machine_id, home_id) < 0 ? -1 : 0;
+}
+
 int gpu_store(struct db *db, int64_t machine_id, const struct gpu_info *g, int n,
               const char *collect_error, struct errbuf *e)
 {

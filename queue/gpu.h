@@ -82,6 +82,10 @@ void gpu_need_describe_filter(const struct gpu_need *need, char *buf, size_t siz
 int machine_ensure(struct db *db, const char *platform, const char *host, int port, const char *user,
                    int64_t *machine_id, struct errbuf *e);
 
+/* Records the id of the home directory the machine's account sees (remote: the id in
+ * $HOME/nni-experiments/.trialq-home): machines with one home_id share a home (NFS). */
+int machine_set_home(struct db *db, int64_t machine_id, const char *home_id, struct errbuf *e);
+
 /* Stores a collection: the machine's gpu rows become g[0..n) (rows of GPUs that vanished
  * are deleted with their claims). With collect_error != NULL the collection failed: the
  * rows are kept as they are and the error is recorded (machine.gpu_error). */

@@ -2,7 +2,8 @@
  * GET /api/v1/nni/machines and `nnictl experiment machines` (both read this). Machine
  * rows are shared by every experiment of the database (one per host and platform); an
  * experiment's are those its trainingService names: the local host, each machineList
- * entry. */
+ * entry. Machines that see one home directory (machine.home_id: an NFS home) are named
+ * in each other's "sharedHome". */
 #include <string.h>
 
 #include "schema/nnijson.h"
@@ -36,7 +37,8 @@ static void add_rows(struct db *db, cJSON *out, const char *platform, const char
 {
     struct errbuf e;
     static const char sql[] =
-        "SELECT id, platform, host, port, user, healthy, last_error, last_seen, gpu_checked, gpu_error FROM machine"
+        "SELECT id, platform, host, port, user, healthy, last_error, last_seen, gpu_checked, gpu_error, home_id"
+        " FROM machine"
         " WHERE experiment_id IS NULL AND platform = ?1 AND (?2 IS NULL OR (host = ?2 AND coalesce(port, 0) = ?3"
         " AND coalesce(user, '') = coalesce(?4, ''))) ORDER BY host, port";
     sqlite3_stmt *st = host ? db_query(db, &e, sql, "ssds", platform, host, port, user)
@@ -62,6 +64,8 @@ static void add_rows(struct db *db, cJSON *out, const char *platform, const char
             cJSON_AddNumberToObject(m, "gpuChecked", (double)col_i64(st, 8));
         if (sqlite3_column_type(st, 9) != SQLITE_NULL)
             cJSON_AddStringToObject(m, "gpuError", (const char *)sqlite3_column_text(st, 9));
+        if (sqlite3_column_type(st, 10) != SQLITE_NULL) /* for shared_homes, which takes it out */
+            cJSON_AddStringToObject(m, "homeId", (const char *)sqlite3_column_text(st, 10));
         rows[n++] = m;
     }
     if (st)
@@ -94,6 +98,38 @@ static void add_entry(struct db *db, cJSON *out, const cJSON *ts)
     }
 }
 
+static void machine_name(const cJSON *m, char *buf, size_t size)
+{
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(m, "user");
+    const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "port");
+    int n = snprintf(buf, size, "%s%s%s", cJSON_IsString(user) ? user->valuestring : "", cJSON_IsString(user) ? "@" : "",
+                     cJSON_GetObjectItemCaseSensitive(m, "host")->valuestring);
+    if (cJSON_IsNumber(port) && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ":%d", port->valueint);
+}
+
+/* "sharedHome": the other machines of the list whose account sees the same home. */
+static void shared_homes(cJSON *list)
+{
+    cJSON *m, *o;
+    cJSON_ArrayForEach(m, list) {
+        const cJSON *home = cJSON_GetObjectItemCaseSensitive(m, "homeId");
+        cJSON *with = NULL;
+        cJSON_ArrayForEach(o, list) {
+            const cJSON *h2 = cJSON_GetObjectItemCaseSensitive(o, "homeId");
+            if (o == m || !cJSON_IsString(home) || !cJSON_IsString(h2) || strcmp(home->valuestring, h2->valuestring))
+                continue;
+            char name[320];
+            machine_name(o, name, sizeof name);
+            if (!with)
+                with = cJSON_AddArrayToObject(m, "sharedHome");
+            cJSON_AddItemToArray(with, cJSON_CreateString(name));
+        }
+    }
+    cJSON_ArrayForEach(m, list)
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "homeId");
+}
+
 cJSON *machines_json(struct db *db, const struct experiment *x)
 {
     cJSON *out = cJSON_CreateArray();
@@ -105,6 +141,7 @@ cJSON *machines_json(struct db *db, const struct experiment *x)
     } else if (cJSON_IsObject(ts)) {
         add_entry(db, out, ts);
     }
+    shared_homes(out);
     cJSON_Delete(cfg);
     return out;
 }

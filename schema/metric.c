@@ -51,10 +51,13 @@ int metric_parse(const char *json, size_t len, struct metric_in *m, void **owned
 {
     memset(m, 0, sizeof *m);
     *owned = NULL;
+    /* the record is the trial's text, framed by len (not NUL-terminated): a message
+     * shows it escaped and cut, it must not forge log lines */
+    char shown[SNIPPET_SIZE];
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return errf(e, "metric is not a JSON object: %.80s", json);
+        return errf(e, "metric is not a JSON object: %s", snippet(shown, json, len));
     }
     struct metric_owned *o = xcalloc(1, sizeof *o);
     o->root = root;
@@ -64,18 +67,18 @@ int metric_parse(const char *json, size_t len, struct metric_in *m, void **owned
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(root, "parameter_id");
     if (!cJSON_IsString(type) ||
         (strcmp(type->valuestring, "PERIODICAL") != 0 && strcmp(type->valuestring, "FINAL") != 0)) {
-        errf(e, "metric has no type PERIODICAL or FINAL: %.80s", json);
+        errf(e, "metric has no type PERIODICAL or FINAL: %s", snippet(shown, json, len));
         goto fail;
     }
     if (!value) {
-        errf(e, "metric has no value: %.80s", json);
+        errf(e, "metric has no value: %s", snippet(shown, json, len));
         goto fail;
     }
     m->type = type->valuestring;
     /* a trial may send anything: only an integer in range is a sequence number */
     if (cJSON_IsNumber(seq) && !(seq->valuedouble >= 0 && seq->valuedouble < 9.0e15 &&
                                  seq->valuedouble == (double)(int64_t)seq->valuedouble)) {
-        errf(e, "metric sequence is not an integer >= 0: %.80s", json);
+        errf(e, "metric sequence is not an integer >= 0: %s", snippet(shown, json, len));
         goto fail;
     }
     m->sequence = cJSON_IsNumber(seq) ? (int64_t)seq->valuedouble : 0;

@@ -23,7 +23,11 @@ int pack_add_file(struct pack *p, const char *area, const char *rel, int mode, c
 /* Writes everything out (one commit) and detaches; p is freed either way. */
 int pack_finish(struct pack *p, struct errbuf *e);
 
-/* Opens a pack for loading; *exp_id (caller frees) is the experiment it holds. */
+/* Loading: a pack is untrusted input (it may come from someone else), so nothing it
+ * holds is used before it is checked. */
+
+/* Opens a pack for loading; *exp_id (caller frees) is the experiment it holds, refused
+ * unless it is an experiment id (is_experiment_id). */
 int pack_open(struct db *db, const char *path, struct pack **out, char **exp_id, struct errbuf *e);
 /* Calls fn for every file of the area, in path order; stops at fn's first nonzero. */
 int pack_each_file(struct pack *p, const char *area,
@@ -31,11 +35,22 @@ int pack_each_file(struct pack *p, const char *area,
                    struct errbuf *e);
 /* The stored experiment row's exp_dir and config (caller frees). */
 int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct errbuf *e);
-/* Inserts the rows, in one transaction: the experiment gets exp_dir and config, its
- * trial dirs move under exp_dir, process fields are cleared; metric and event rows get
- * new ids in their old order. Fails, changing nothing, when the experiment or one of
- * its trial ids already exists. */
-int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, struct errbuf *e);
+/* Checks the rows, then inserts them in one transaction (with dry_run: checks and
+ * inserts, then rolls back, so that a caller can check everything before it writes
+ * files). Refused, changing nothing, naming the row and field: a second experiment row,
+ * an id that is not trialq's, a trial, metric or event row of another experiment, a
+ * trial_dir outside the saved experiment directory (those of platforms with a shared
+ * storage outside it are cleared: the files are not in the pack), a file path leading
+ * outside its directory or stored twice, an experiment or trial id that exists in this
+ * database. The experiment gets exp_dir and config, its trial dirs move under exp_dir,
+ * process fields are cleared; metric and event rows get new ids in their old order. */
+int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run, struct errbuf *e);
+/* A relative path that stays inside the directory it is joined to: no leading '/',
+ * no empty, '.' or '..' part. */
+int pack_rel_path_ok(const char *rel);
+/* s for a message: at most 80 bytes, control characters as '?'. */
+#define PACK_SHOWN 84
+const char *pack_shown(const char *s, char out[PACK_SHOWN]);
 /* Detaches and frees. */
 void pack_close(struct pack *p);
 

@@ -6,16 +6,25 @@
  *
  * fd 3 is the trial's job lock (.nni/job.lock), flock'ed by the worker before the
  * spawn: holding it for our whole life tells any later worker that the job lives.
- * We start COMMAND with SHELL -c in CODE_DIR, in its own process group, with our
- * environment (the worker prepared NNI's variables), stdout/stderr to trial.stdout and
- * trial.stderr. A stop (SIGTERM, SIGINT or SIGHUP to us) is passed to the trial's whole
+ * We fork the trial's group leader ("trialq-trial", supervise/lead.c) into a process
+ * group of its own, with our environment (the worker prepared NNI's variables),
+ * stdout/stderr to trial.stdout and trial.stderr, in CODE_DIR; it runs COMMAND with
+ * SHELL -c and records the trial's end itself, so that the end is not lost when we are
+ * killed. A stop (SIGTERM, SIGINT or SIGHUP to us) is passed to the trial's whole
  * group as SIGINT, as NNI 3 kills a trial (Python sees KeyboardInterrupt and may save
- * its work), and escalated to SIGKILL after 5 s; when the trial ends, kill what is left of its group and write
- * .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>" (atomically;
- * stopped: 1 when a stop was forwarded to the trial before it ended, so that a kill
- * asked for after the trial ended by itself does not name its end). The trial's pid is
- * in the job lock before the trial runs: a supervisor killed at any moment leaves
- * either no trial or one the next worker can find and end. */
+ * its work), and escalated to SIGKILL after 5 s (the leader escalates too). When the
+ * leader died without recording an end (killed itself), we kill what is left of the
+ * group and write .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>"
+ * (atomically; stopped: 1 when a stop was forwarded to the trial before it ended, so
+ * that a kill asked for after the trial ended by itself does not name its end).
+ * The job lock holds "<attempt> <leader pid> <its start ticks> <our pid> <our start
+ * ticks>" before the trial runs: a supervisor killed at any moment leaves either no
+ * trial or one the next worker can find, watch and end.
+ *
+ * With TRIALQ_CHANNEL_PATH in our environment (trialCommandChannel: http), the leader,
+ * not we, serves the trial's HTTP command channel (supervise/chanserve.c): it lives
+ * exactly as long as the trial's group, so the channel outlives the api, the worker and
+ * us, as the trial does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,26 +35,13 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "supervise/lead.h"
 
 #define LOCK_FD 3
-#define KILL_GRACE_SECONDS 5
 
 static volatile sig_atomic_t g_term, g_alarm;
 static void on_term(int sig) { (void)sig; g_term = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
-static void on_chld(int sig) { (void)sig; } /* only to wake sigsuspend */
-
-static void write_state(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
-{
-    char state[128], path[4096];
-    int n = snprintf(state, sizeof state, "%d %lld %d %d %d\n", code, (long long)end, sig, attempt, stopped);
-    snprintf(path, sizeof path, "%s/.nni/state", dir);
-    /* atomic (rename), not fsync'ed: it survives any process crash, and like the
-     * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
-     * as vanished and retried. An fsync here would delay every next trial by a disk
-     * flush. */
-    write_file_replace(path, state, (size_t)n, 0644);
-}
 
 int main(int argc, char **argv)
 {
@@ -55,31 +51,11 @@ int main(int argc, char **argv)
     }
     const char *dir = argv[1], *shell = argv[3], *code_dir = argv[4], *command = argv[5];
     int attempt = atoi(argv[2]);
+    proc_title_init(argc, argv);
     /* the signals we act on are blocked except inside sigsuspend: one that comes between
      * a look at the flags and the wait cannot be missed */
-    sigset_t handled, waiting;
-    sigemptyset(&handled);
-    sigaddset(&handled, SIGTERM);
-    sigaddset(&handled, SIGINT);
-    sigaddset(&handled, SIGHUP);
-    sigaddset(&handled, SIGALRM);
-    sigaddset(&handled, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &handled, &waiting);
-    sigdelset(&waiting, SIGTERM);
-    sigdelset(&waiting, SIGINT);
-    sigdelset(&waiting, SIGHUP);
-    sigdelset(&waiting, SIGALRM);
-    sigdelset(&waiting, SIGCHLD);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_chld;
-    sigaction(SIGCHLD, &sa, NULL);
-    sa.sa_handler = on_term;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
+    sigset_t waiting;
+    catch_stop_signals(on_term, on_alarm, &waiting);
 
     char out[4096], err[4096];
     snprintf(out, sizeof out, "%s/trial.stdout", dir);
@@ -91,7 +67,7 @@ int main(int argc, char **argv)
      * and ends without running anything */
     int go[2];
     if (pipe2(go, O_CLOEXEC) < 0) {
-        write_state(dir, 127, now_ms(), 0, attempt, 0);
+        trial_state_write(dir, 127, now_ms(), 0, attempt, 0);
         return 1;
     }
 
@@ -100,14 +76,7 @@ int main(int argc, char **argv)
         setpgid(0, 0);
         /* the default dispositions, then no signal blocked, before the wait: a stop
          * forwarded early ends us */
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGALRM, SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        default_signals();
         close(go[1]);
         char c;
         ssize_t got;
@@ -123,19 +92,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", code_dir, strerror(errno));
             _exit(126);
         }
-        execl(shell, shell, "-c", command, (char *)NULL);
-        fprintf(stderr, "trialq: cannot run %s: %s\n", shell, strerror(errno));
-        _exit(127);
+        trial_lead(dir, attempt, shell, command);
     }
     close(go[0]);
     if (pid < 0) {
-        write_state(dir, 127, now_ms(), 0, attempt, 0);
+        trial_state_write(dir, 127, now_ms(), 0, attempt, 0);
         return 1;
     }
     setpgid(pid, pid); /* both sides set it: no race with an early kill */
-    /* the job lock file says which process group to end if we are gone */
-    char job[128];
-    int n = snprintf(job, sizeof job, "%d %d %llu\n", attempt, (int)pid, (unsigned long long)proc_start_time(pid));
+    /* the job lock file says which process group is the trial's (its leader records the
+     * end when we are gone), and who we are (our pid is also the session's id) */
+    char job[160];
+    int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
+                     (unsigned long long)proc_start_time(pid), (int)getpid(),
+                     (unsigned long long)proc_start_time(getpid()));
     if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
         fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
     /* recorded (or not recordable: then the trial still runs, as before): release it */
@@ -161,15 +131,17 @@ int main(int argc, char **argv)
             break;
         sigsuspend(&waiting); /* returns after any handled signal, SIGCHLD included */
     }
+    if (trial_state_of(dir, attempt))
+        return 0; /* the leader recorded the trial's end and ended the group */
+    /* the leader itself was killed (by our escalation, or by someone else): the trial
+     * ends with it */
     int64_t end = now_ms();
-    int code = 127, sig = 0;
-    if (WIFEXITED(status))
-        code = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status)) {
-        sig = WTERMSIG(status);
-        code = 128 + sig;
-    }
+    int code, sig;
+    exit_of(status, &code, &sig);
     kill(-pid, SIGKILL); /* nothing the trial started outlives it */
-    write_state(dir, code, end, sig, attempt, forwarded);
+    char chan_file[4096]; /* the channel the leader served, if any, went with it */
+    snprintf(chan_file, sizeof chan_file, "%s/.nni/channel", dir);
+    unlink(chan_file);
+    trial_state_write(dir, code, end, sig, attempt, forwarded);
     return 0;
 }

@@ -18,7 +18,8 @@ static int store_one(struct db *db, const char *trial_id, int attempt, const cha
     void *owned;
     struct errbuf pe;
     if (metric_parse(json, len, &m, &owned, &pe) < 0) {
-        /* a malformed record is the trial's bug: say so, keep the rest flowing */
+        /* a malformed record is the trial's bug: say so, keep the rest flowing (pe.msg
+         * shows the record escaped and cut at its frame: it cannot forge log lines) */
         log_warn("trial %s: ignoring bad metric record: %s", trial_id, pe.msg);
         return 0;
     }

@@ -1404,8 +1404,11 @@ static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, st
             js->has_exit = 1;
             js->exit_code = ok ? 0 : read_exit_code(ks, dir);
             js->end_time = now_ms();
-            if (!ok)
-                log_info("trial %s: job %s failed%s%s", t->id, name, why ? ": " : "", why ? why : "");
+            if (!ok) {
+                char shown[SNIPPET_SIZE]; /* a pod's message may be the trial's own text */
+                log_info("trial %s: job %s failed%s%s", t->id, name, why ? ": " : "",
+                         why ? snippet(shown, why, strlen(why)) : "");
+            }
         }
     } else if (st == 404) {
         char *kill_request = NULL;

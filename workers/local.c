@@ -1,13 +1,20 @@
 /* local.c: the local platform. Each trial runs under trialq-supervise (a tiny program
  * started with posix_spawn, in its own session) that starts the trial in its own
- * process group, forwards kill requests with escalation, and writes the exit status
- * into the trial dir. The supervisor outlives a killed worker, so no exit status is
- * ever lost; a flock it holds tells any later worker whether the job still lives.
+ * process group under a group leader (trialq-trial) and forwards kill requests with
+ * escalation; the leader writes the exit status into the trial dir. The supervisor
+ * outlives a killed worker, and the leader a killed supervisor, so no exit status is
+ * lost; a flock the supervisor holds tells any later worker that it lives, and the
+ * leader's pid tells whether the trial lives without it.
  *
  * Trial dir files (besides NNI's parameter.cfg, .nni/metrics, trial.stdout/stderr):
- *   .nni/job.lock   flock held by the supervisor; "<attempt> [<trial pid> <start ticks>]"
+ *   .nni/job.lock   flock held by the supervisor; "<attempt> [<leader pid> <start ticks>
+ *                   [<supervisor pid> <start ticks>]]" (the leader's pid is the trial's
+ *                   process group, the supervisor's its session)
  *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped>" (written by the
- *                   supervisor; an older one has no <stopped>) */
+ *                   leader, or by the supervisor when the leader was killed; an older
+ *                   one has no <stopped>)
+ *   .nni/channel    the URL of the trial's HTTP command channel while its leader serves
+ *                   it (trialCommandChannel: http, supervise/chanserve.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -156,6 +163,49 @@ static int read_ints(const char *path, long long *v, int n)
     return i == n ? 0 : -1;
 }
 
+/* The job lock's record: which attempt, and once started its leader (= the trial's
+ * process group) and supervisor (= its session); n fields were there. */
+struct local_job {
+    int n;
+    long long attempt, lead, lead_start, sup, sup_start;
+};
+
+static void read_job(const char *dir, struct local_job *j)
+{
+    char *path = xasprintf("%s/.nni/job.lock", dir);
+    long long v[5];
+    memset(j, 0, sizeof *j);
+    for (j->n = 5; j->n > 0 && read_ints(path, v, j->n) < 0; j->n--)
+        ;
+    free(path);
+    j->attempt = j->n > 0 ? v[0] : 0;
+    j->lead = j->n >= 3 ? v[1] : 0;
+    j->lead_start = j->n >= 3 ? v[2] : 0;
+    j->sup = j->n >= 5 ? v[3] : 0;
+    j->sup_start = j->n >= 5 ? v[4] : 0;
+}
+
+/* A process of the job is left in its group: by more than the number, which the kernel
+ * may give to a later group once this one is empty (the session and start times too). */
+static int job_group_alive(const struct local_job *j)
+{
+    return j->lead > 0 && proc_group_alive((pid_t)j->lead, (pid_t)j->sup, (uint64_t)j->lead_start);
+}
+
+/* Ends what is left of an attempt's group and waits (up to wait_ms) until it is empty:
+ * 0 when nothing of it is left. */
+static int end_job_group(const struct local_job *j, int wait_ms)
+{
+    int64_t deadline = mono_ms() + wait_ms;
+    while (job_group_alive(j)) {
+        kill(-(pid_t)j->lead, SIGKILL);
+        if (mono_ms() >= deadline)
+            return -1;
+        usleep(20000);
+    }
+    return 0;
+}
+
 /* 1 when the job lock is held (a supervisor lives), 0 when free, -1 when absent. */
 static int lock_held(const char *dir)
 {
@@ -187,12 +237,12 @@ static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_pat
     const char *pythonpath = NULL;
     for (size_t i = 0; i < n; i++) {
         const char *v = environ[i];
-        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set
-         * only with trialCommandChannel: http; the file channel survives an api restart) */
+        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set by
+         * the trial's leader, only with trialCommandChannel: http) */
         static const char *const drop[] = {
             "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
             "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
-            NULL,
+            "TRIALQ_CHANNEL_PATH=", NULL,
         };
         int skip = 0;
         for (int d = 0; drop[d] && !skip; d++)
@@ -240,7 +290,11 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         int old_attempt = s ? atoi(s) : 0;
         free(s);
         if (old_attempt && old_attempt != t->attempt) {
-            if (lock_held(dir) == 1) {
+            /* never two copies of a trial: what is left of the earlier attempt (its
+             * supervisor gone, its group not) is ended and waited for first */
+            struct local_job old;
+            read_job(dir, &old);
+            if (lock_held(dir) == 1 || (old.attempt == old_attempt && end_job_group(&old, 5000) < 0)) {
                 errf(e, "trial %s: a job of attempt %d still runs", t->id, old_attempt);
                 goto out;
             }
@@ -282,17 +336,17 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         rc = 0;
         goto out;
     }
-    long long job[3];
-    if (read_ints(lockpath, job, 3) == 0 && job[0] == t->attempt) {
-        /* this attempt's trial was started (its pid is recorded before it runs) and its
-         * supervisor is gone without an end: the job vanished, as local_poll finds it. Its
-         * processes are ended now, and the trial is retried as the next attempt: starting
-         * this attempt again would run it twice, in one directory. */
-        if (proc_alive((pid_t)job[1], (uint64_t)job[2]))
-            proc_terminate(-(pid_t)job[1], 0, 2000);
-        log_warn("trial %s: attempt %d started under a supervisor that is gone: its job vanished", t->id,
-                 t->attempt);
-        *job_id = xstrdup("local:vanished");
+    struct local_job job;
+    read_job(dir, &job);
+    if (job.n >= 3 && job.attempt == t->attempt) {
+        /* this attempt's trial was started (its leader is recorded before it runs) and its
+         * supervisor is gone without an end: starting this attempt again would run it
+         * twice, in one directory. Its leader may live and record the end: local_poll
+         * watches it; a job of which nothing is left vanished. */
+        log_warn("trial %s: attempt %d started under a supervisor that is gone; %s", t->id, t->attempt,
+                 proc_alive((pid_t)job.lead, (uint64_t)job.lead_start) ? "re-attached to the trial, which runs on"
+                                                                       : "watching what is left of it");
+        *job_id = xstrdup("local:attached");
         *trial_dir_out = xstrdup(dir);
         rc = 0;
         goto out;
@@ -337,19 +391,20 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     /* GPUs: the ones claimed with the trial (trialGpuNumber > 0); "" hides every GPU
      * (trialGpuNumber 0, NNI v3); not set without trialGpuNumber */
     const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
-    /* trialCommandChannel: http -> NNI v3's HTTP channel of the api, with this trial's
-     * own token in the URL (common/chantoken.h); the file channel keeps working */
+    /* trialCommandChannel: http -> NNI v3's HTTP channel, served by the trial's own
+     * group leader (trialq-trial: supervise/lead.c, supervise/chanserve.c), which
+     * outlives the api, this worker and the supervisor as the trial does: it
+     * serves the path the api would (this trial's own token in it, common/chantoken.h)
+     * on a loopback port and sets NNI_TRIAL_COMMAND_CHANNEL for the trial; metrics come
+     * through .nni/metrics as with the file channel */
     const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    char chan_url[512], chan_tok[CHAN_TOKEN_LEN + 1];
+    char chan_path[512], chan_tok[CHAN_TOKEN_LEN + 1];
     const char *chan_env = NULL;
-    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
+    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token) {
         chan_token(w->exp.token, t->id, chan_tok);
-        const char *host = w->exp.bind_address;
-        if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strchr(host, ':'))
-            host = "127.0.0.1";
-        snprintf(chan_url, sizeof chan_url, "http://%s:%d%s/env/%s/%s", host, w->exp.port,
-                 w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok, t->id);
-        chan_env = chan_url;
+        snprintf(chan_path, sizeof chan_path, "%s/env/%s/%s", w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok,
+                 t->id);
+        chan_env = chan_path;
     }
     const char *nni_vars[][2] = {
         {"NNI_PLATFORM", platform_name(w)},
@@ -361,7 +416,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         {"NNI_CODE_DIR", cJSON_IsString(code) ? code->valuestring : "."},
         {"MULTI_PHASE", "false"},
         {"CUDA_VISIBLE_DEVICES", gpu},
-        {"NNI_TRIAL_COMMAND_CHANNEL", chan_env},
+        {"TRIALQ_CHANNEL_PATH", chan_env},
     };
     char **envp = trial_env(nni_vars, sizeof nni_vars / sizeof nni_vars[0], ls->real_nni ? NULL : ls->sdk_path);
     char *const args[] = {"trialq-supervise", dir, attempt, ls->shell,
@@ -417,14 +472,34 @@ static int parse_job_id(const char *job_id, pid_t *pid, uint64_t *start)
 
 static const char *local_reaped(struct worker *w, pid_t pid, int wstatus)
 {
-    (void)wstatus;
     for (int i = 0; i < w->ntrials; i++) {
         pid_t p;
         uint64_t s;
-        if (parse_job_id(w->trials[i].t.job_id, &p, &s) == 0 && p == pid)
+        if (parse_job_id(w->trials[i].t.job_id, &p, &s) == 0 && p == pid) {
+            if (WIFSIGNALED(wstatus))
+                log_warn("trial %s: its supervisor (pid %d) was killed by signal %d; the trial's group leader "
+                         "records its end", w->trials[i].t.id, (int)pid, WTERMSIG(wstatus));
             return w->trials[i].t.id;
+        }
     }
     return NULL;
+}
+
+/* The end of this attempt as its leader or supervisor recorded it: 1 when there. */
+static int read_end(const char *statepath, int attempt, struct job_state *js)
+{
+    long long v[5];
+    int known = read_ints(statepath, v, 5) == 0;
+    if (!(known || read_ints(statepath, v, 4) == 0) || v[3] != attempt)
+        return 0;
+    js->finished = 1;
+    js->has_exit = v[2] == 0;
+    js->exit_code = (int)v[0];
+    js->signal = (int)v[2];
+    js->end_time = v[1];
+    js->stop_known = known;
+    js->stopped = known && v[4] != 0;
+    return 1;
 }
 
 static int local_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
@@ -433,25 +508,21 @@ static int local_poll(struct worker *w, struct trial *t, struct job_state *js, s
     memset(js, 0, sizeof *js);
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
     char *statepath = xasprintf("%s/.nni/state", dir);
-    long long v[5];
-    int known = read_ints(statepath, v, 5) == 0;
-    if ((known || read_ints(statepath, v, 4) == 0) && v[3] == t->attempt) {
-        js->finished = 1;
-        js->has_exit = v[2] == 0;
-        js->exit_code = (int)v[0];
-        js->signal = (int)v[2];
-        js->end_time = v[1];
-        js->stop_known = known;
-        js->stopped = known && v[4] != 0;
-    } else if (lock_held(dir) != 1) {
-        /* no supervisor and no exit record: the job is gone (supervisor killed, or the
-         * machine rebooted). End any orphaned trial processes before retrying. */
-        char *jobpath = xasprintf("%s/.nni/job.lock", dir);
-        long long j[3];
-        if (read_ints(jobpath, j, 3) == 0 && j[0] == t->attempt && proc_alive((pid_t)j[1], (uint64_t)j[2]))
-            proc_terminate(-(pid_t)j[1], 0, 2000);
-        free(jobpath);
-        js->vanished = 1;
+    if (!read_end(statepath, t->attempt, js) && lock_held(dir) != 1) {
+        /* no supervisor and no end record (the supervisor was killed, or the machine
+         * rebooted): the trial's leader, if it lives, records the end; without it no end
+         * will come, and what is left of the group is ended. Only when nothing of it is
+         * left (and still no end was recorded: the leader writes it before it ends the
+         * group) did the job vanish, and may the trial run again. */
+        struct local_job j;
+        read_job(dir, &j);
+        int started = j.n >= 3 && j.attempt == t->attempt;
+        if (started && proc_alive((pid_t)j.lead, (uint64_t)j.lead_start))
+            ; /* it runs on */
+        else if (started && job_group_alive(&j))
+            kill(-(pid_t)j.lead, SIGKILL); /* looked at again at the next poll */
+        else if (!read_end(statepath, t->attempt, js))
+            js->vanished = 1;
     }
     free(statepath);
     free(dir);
@@ -467,28 +538,17 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
         kill(pid, SIGTERM); /* the supervisor forwards it and escalates to SIGKILL */
         return 0;
     }
-    /* attached to a job we did not start: signal the trial group directly */
+    /* attached to a job we did not start: its supervisor as the job lock names it, else
+     * the trial's group directly (its leader notes the stop and escalates) */
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
-    char *jobpath = xasprintf("%s/.nni/job.lock", dir);
-    long long j[3];
-    if (read_ints(jobpath, j, 3) == 0 && proc_alive((pid_t)j[1], (uint64_t)j[2])) {
-        /* find the supervisor: the parent of the trial process */
-        char *statp = xasprintf("/proc/%d/stat", (int)j[1]);
-        char *s = read_file(statp, NULL);
-        free(statp);
-        pid_t parent = 0;
-        if (s) {
-            char *p = strrchr(s, ')');
-            if (p)
-                sscanf(p + 2, "%*c %d", &parent);
-            free(s);
-        }
-        if (parent > 1)
-            kill(parent, SIGTERM);
-        else
-            kill(-(pid_t)j[1], SIGTERM);
-    }
-    free(jobpath);
+    struct local_job j;
+    read_job(dir, &j);
+    if (j.n >= 5 && proc_alive((pid_t)j.sup, (uint64_t)j.sup_start))
+        kill((pid_t)j.sup, SIGTERM);
+    else if (j.n >= 3 && j.attempt == t->attempt && proc_alive((pid_t)j.lead, (uint64_t)j.lead_start))
+        kill(-(pid_t)j.lead, SIGINT);
+    else if (j.n >= 3 && j.attempt == t->attempt && job_group_alive(&j))
+        kill(-(pid_t)j.lead, SIGKILL);
     free(dir);
     return 0;
 }

@@ -498,9 +498,10 @@ static void job_backoff(struct pai_job *j, const char *what, const char *why)
         d = BACKOFF_MAX_MS;
     j->failures++;
     j->next_ms = mono_ms() + d;
+    char shown[SNIPPET_SIZE]; /* OpenPAI's answer may quote the job's own output */
     if (j->failures == 1 || j->failures % 10 == 0)
-        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what, why,
-                 (long long)d, j->failures);
+        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what,
+                 snippet(shown, why, strlen(why)), (long long)d, j->failures);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -524,9 +525,12 @@ static char *role_command(struct worker *w, struct pai *p, const struct trial *t
     char *qcmd = pai_shell_quote(cmd);
     char *run = xasprintf("%s/run.sh", c);
     char *qrun = pai_shell_quote(run);
+    char *qtrial = pai_shell_quote(t->id), *qexp = pai_shell_quote(w->exp_id); /* ids are checked, and quoted */
     char *line = xasprintf("export NNI_PLATFORM=pai NNI_SYS_DIR=%s NNI_OUTPUT_DIR=%s NNI_TRIAL_JOB_ID=%s "
                            "NNI_EXP_ID=%s NNI_TRIAL_SEQ_ID=%lld MULTI_PHASE=false NNI_CODE_DIR=%s && bash %s %s",
-                           qc, qo, t->id, w->exp_id, (long long)t->sequence, qcode, qrun, qcmd);
+                           qc, qo, qtrial, qexp, (long long)t->sequence, qcode, qrun, qcmd);
+    free(qtrial);
+    free(qexp);
     free(rel);
     free(c);
     free(qc);
@@ -948,7 +952,9 @@ static int openpai_cleanup(struct worker *w, struct errbuf *e)
         if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &resp, &he) < 0 ||
             status >= 300) {
             failed++;
-            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, resp ? resp : he.msg);
+            char shown[SNIPPET_SIZE];
+            const char *why = resp ? resp : he.msg;
+            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, snippet(shown, why, strlen(why)));
         } else {
             log_info("stopped OpenPAI job %s", n->valuestring);
         }

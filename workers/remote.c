@@ -9,8 +9,10 @@
  *                      .nniignore honoured, NNI's 2000 entries / 300 MB limits)
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
  *   trials/<id>/       NNI_SYS_DIR of a trial: parameter.cfg, code/, .nni/metrics,
- *                      trial.stdout, trial.stderr, .nni/{attempt,runner,trialpid,code}
- *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot)
+ *                      trial.stdout, trial.stderr, .nni/{attempt,runner,lead,trialpid,code}
+ *   trials/<id>.<N>.job  the claim of attempt N (its runner's pid, start time, boot id,
+ *                      machine id, and the machine that placed it: a home, and so this
+ *                      dir, may be shared by several machines; each acts on its own claims)
  *   trials/<id>.attempt<N>/  attempt N's dir, moved aside by a later attempt on this host
  * The runner starts each trial detached (setsid) in its own process group and writes
  * its exit code durably, so a trial outlives a dropped connection or a restarted
@@ -61,6 +63,9 @@ struct rmachine {
     struct ssh_conn *conn;
     struct ssh_shell *shell; /* `sh -s` with the runner sourced: one per connection */
     char *root;       /* E, absolute */
+    char *home_id;    /* who sees E (tq_ident): machines with one home id share a home */
+    char *host_ident; /* "<machine id> <boot id>" of the host at the last connect */
+    int home_noted;   /* its shared home was logged by this worker */
     int has_nni;      /* the host's python imports a real nni */
     int healthy;      /* as recorded in the machine table */
     int64_t down_since, next_try;
@@ -210,6 +215,7 @@ static void machine_free(struct rmachine *m)
     if (m->password) { memset(m->password, 0, strlen(m->password)); free(m->password); }
     if (m->passphrase) { memset(m->passphrase, 0, strlen(m->passphrase)); free(m->passphrase); }
     free(m->label); free(m->display); free(m->root); free(m->last_error);
+    free(m->home_id); free(m->host_ident);
     for (int i = 0; i < m->npending; i++) {
         free(m->pending[i].rdir);
         free(m->pending[i].script);
@@ -363,13 +369,14 @@ static int prepare_machine(struct worker *w, struct remote_state *rs, struct rma
     cmd_prefix(&cmd, m);
     /* the experiment's dir is the owner's alone (0700, as $NNI_HOME is here): parameters,
      * code and outputs stay private on a shared host whatever the files' own modes */
-    sb_printf(&cmd, "E=\"$HOME/nni-experiments/%s\"; mkdir -p \"$E/trials\" && chmod 700 \"$E\" && "
-                    "[ -w \"$E/trials\" ] || "
-                    "{ echo \"cannot write to its work dir $E\" >&2; exit 3; }; "
-                    "cat > \"$E/runner.sh.tmp\" && mv -f \"$E/runner.sh.tmp\" \"$E/runner.sh\" || exit 3; "
-                    "echo \"$E\"; [ -f \"$E/nni-code/.trialq-shipped\" ] && echo shipped || echo new; "
-                    "python3 -c 'import nni, nni.runtime' >/dev/null 2>&1 && echo nni || echo no-nni",
-              w->exp_id);
+    sb_puts(&cmd, "E=\"$HOME/nni-experiments/\"");
+    sh_quote(&cmd, w->exp_id); /* checked where it comes from (create, load), quoted all the same */
+    sb_puts(&cmd, "; mkdir -p \"$E/trials\" && chmod 700 \"$E\" && "
+                  "[ -w \"$E/trials\" ] || "
+                  "{ echo \"cannot write to its work dir $E\" >&2; exit 3; }; "
+                  "cat > \"$E/runner.sh.tmp\" && mv -f \"$E/runner.sh.tmp\" \"$E/runner.sh\" || exit 3; "
+                  "echo \"$E\"; [ -f \"$E/nni-code/.trialq-shipped\" ] && echo shipped || echo new; "
+                  "python3 -c 'import nni, nni.runtime' >/dev/null 2>&1 && echo nni || echo no-nni");
     int st;
     int rc = run_cmd(m, cmd.buf, remote_runner_sh, strlen(remote_runner_sh), &out, &st, e);
     sb_free(&cmd);
@@ -460,6 +467,9 @@ static int open_shell(struct rmachine *m, struct errbuf *e)
         char *runner = xasprintf("%s/runner.sh", m->root);
         sh_quote(&init, runner);
         free(runner);
+        /* the name its claims carry: what this machine placed (a home may be shared) */
+        sb_puts(&init, " TQ_MACHINE=");
+        sh_quote(&init, m->label);
         sb_puts(&init, "; . \"$TQ_RUNNER\"\n");
         rc = ssh_shell_send(m->shell, init.buf, init.len, e);
     }
@@ -488,7 +498,8 @@ static int shell_run(struct rmachine *m, const char *script, struct strbuf *out,
 }
 
 /* Why the run (trial_id, attempt) found on machine m is not that trial's current attempt
- * held there, from its row: NULL when it is (then it is re-attached, never killed). */
+ * held there, from its row: NULL when it is (then it is re-attached, never killed), and
+ * when the row places that attempt on another machine (then it is that machine's). */
 static char *run_not_current(struct worker *w, struct rmachine *m, const char *trial_id, int attempt,
                              struct errbuf *e)
 {
@@ -510,8 +521,17 @@ static char *run_not_current(struct worker *w, struct rmachine *m, const char *t
                             job ? job : "");
         else if (cur < attempt)
             why = xasprintf("the database knows only attempt %d of the trial", cur);
-        else if (!job || strcmp(job, mine) != 0)
-            why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
+        else if (!job || strcmp(job, mine) != 0) {
+            /* the database places it on another machine: what is seen of it here is that
+             * machine's run, through a home both see (claims of an older runner name no
+             * placement, so the runner's tq_runs cannot leave it out): it is looked for there */
+            struct rmachine *there = machine_of_job(w->platform, job, NULL);
+            if (there && there != m)
+                log_info("trial %s: attempt %d seen from %s is placed on %s (a shared home): left alone",
+                         trial_id, attempt, m->label, there->label);
+            else
+                why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
+        }
         free(status);
         free(job);
     } else if (step == SQLITE_DONE) {
@@ -525,9 +545,10 @@ static char *run_not_current(struct worker *w, struct rmachine *m, const char *t
 
 /* At every (re)connect, before anything new is started on the machine: the runs of this
  * experiment still going on there that are no trial's current attempt held there are
- * killed. A machine that was unreachable (a network partition, not a dead host) had its
- * trials retried elsewhere or later while their runs, detached from SSH, went on: left
- * alone, a trial would run twice. Decided from the rows alone, so a worker that has just
+ * killed (only runs this machine placed: tq_runs lists no other machine's, seen through
+ * a home they share). A machine that was unreachable (a network partition, not a dead
+ * host) had its trials retried elsewhere or later while their runs, detached from SSH,
+ * went on: left alone, a trial would run twice. Decided from the rows alone, so a worker that has just
  * started (nothing adopted yet) keeps the current runs for re-attaching. Each kill is
  * logged and recorded as an event (entity 'process', RUNNING -> KILLED) before it is sent:
  * a worker killed in between leaves the run to the next connect, which sees it again and
@@ -585,7 +606,7 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
             char *rdir = xasprintf("%s/trials/%s", m->root, o[i].id);
             sb_puts(&script, "tq_kill ");
             sh_quote(&script, rdir);
-            sb_printf(&script, " %d strict\n", o[i].attempt); /* only what tq_runs saw as this host's */
+            sb_printf(&script, " %d\n", o[i].attempt); /* only what tq_runs saw as this machine's */
             free(rdir);
         }
         sb_free(&out);
@@ -597,6 +618,60 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
     sb_free(&script);
     sb_free(&out);
     return rc;
+}
+
+/* Who sees the machine's work dir (tq_ident): the id of its home and its host. An answer
+ * it cannot read leaves them unknown (nothing depends on them but information). */
+static int read_ident(struct rmachine *m, struct errbuf *e)
+{
+    struct strbuf out;
+    sb_init(&out);
+    int rc = shell_run(m, "tq_ident", &out, e);
+    char home[80], mid[80], boot[80];
+    if (rc == 0 && sscanf(out.buf ? out.buf : "", "ident %79s %79s %79s", home, mid, boot) == 3) {
+        free(m->home_id);
+        m->home_id = strcmp(home, "-") != 0 ? xstrdup(home) : NULL;
+        free(m->host_ident);
+        m->host_ident = xasprintf("%s %s", mid, boot);
+    } else if (rc == 0) {
+        log_warn("machine %s: cannot tell which home it sees (answer: %.80s)", m->label, out.buf ? out.buf : "");
+    }
+    sb_free(&out);
+    return rc;
+}
+
+/* Machines that see one home (an NFS home; one host reached at two addresses) share the
+ * experiment's work dir and every trial's files in it. That works: each acts only on the
+ * trials it placed (the runner's claims name the placing machine and the host). So it is
+ * information: stored for `nnictl experiment machines`, logged once per worker. */
+static void note_shared_home(struct worker *w, struct remote_state *rs, struct rmachine *m)
+{
+    struct errbuf e;
+    if (m->row_id && machine_set_home(w->db, m->row_id, m->home_id, &e) < 0)
+        log_warn("machine %s: cannot record its home: %s", m->label, e.msg);
+    if (!m->home_id || m->home_noted)
+        return;
+    struct strbuf names;
+    sb_init(&names);
+    int same_host = m->host_ident != NULL;
+    for (int i = 0; i < rs->n; i++) {
+        struct rmachine *o = &rs->m[i];
+        if (o == m || !o->home_id || strcmp(o->home_id, m->home_id) != 0)
+            continue;
+        sb_printf(&names, "%s, ", o->label);
+        same_host = same_host && o->host_ident && strcmp(o->host_ident, m->host_ident) == 0;
+        o->home_noted = 1;
+    }
+    if (names.len) {
+        m->home_noted = 1;
+        const char *slash = strrchr(m->root, '/');
+        int dirlen = slash ? (int)(slash - m->root) : (int)strlen(m->root);
+        log_info("machines %s%s share one home directory (one %.*s/.trialq-home seen from each%s): the trials' "
+                 "files are in one place; each machine re-attaches to, polls and kills only the trials it placed",
+                 names.buf, m->label, dirlen, m->root,
+                 same_host ? "; one host too: the same machine id and boot id" : "");
+    }
+    sb_free(&names);
 }
 
 /* Connects (if due) and prepares a machine. 0 when usable. */
@@ -618,6 +693,8 @@ static int connect_machine(struct worker *w, struct remote_state *rs, struct rma
         rc = prepare_machine(w, rs, m, e);
         if (rc == 0)
             rc = open_shell(m, e);
+        if (rc == 0)
+            rc = read_ident(m, e);
         /* before the machine takes anything new (and before its queued starts go out) */
         if (rc == 0)
             rc = end_orphan_runs(w, m, e);
@@ -629,6 +706,7 @@ static int connect_machine(struct worker *w, struct remote_state *rs, struct rma
     }
     if (!m->row_id)
         machine_row(w->db, m, e);
+    note_shared_home(w, rs, m);
     gpu_refresh_machine(w, m, 1);
     if (!m->conn)
         return -1; /* lost while asking for its GPUs */
@@ -884,8 +962,13 @@ static char *launch_script(struct worker *w, struct rmachine *m, struct trial *t
         sh_quote(&s, m->python_path);
         sb_puts(&s, ":\"$PATH\"; export PATH\n");
     }
-    if (!m->has_nni)
-        sb_printf(&s, "PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}%s/.trialq-sdk\"; export PYTHONPATH\n", m->root);
+    if (!m->has_nni) {
+        char *sdk = xasprintf("%s/.trialq-sdk", m->root);
+        sb_puts(&s, "PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}\"");
+        sh_quote(&s, sdk);
+        sb_puts(&s, "; export PYTHONPATH\n");
+        free(sdk);
+    }
     char *rec = nni_param_record(t);
     sb_puts(&s, "printf '%s' ");
     sh_quote(&s, rec);

@@ -319,8 +319,10 @@ static void reap(struct worker *w)
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         const char *id = w->ops->reaped ? w->ops->reaped(w, pid, status) : NULL;
         struct worker_trial *wt = id ? held_find(w, id) : NULL;
-        if (wt)
+        if (wt) {
+            wt->is_child = 0; /* a job that outlives it (local: the trial's leader) is polled */
             poll_one(w, wt);
+        }
     }
 }
 

@@ -138,7 +138,19 @@ expect 200 -X PUT -d '{"nni_manager_ip":{"nniManagerIp":"10.0.0.1"},"machine_lis
 check 'sorted(j["ignored"]) == ["machine_list", "nni_manager_ip"] and "not used" in j["message"]'
 grep -q secret "$NNI_HOME/$id/log/nnictl_stderr.log" && fail "a cluster-metadata secret reached the log"
 expect 400 -X PUT -d '[1,2]' "$API/experiment/cluster-metadata"
-pass "cluster-metadata accepted and reported unused"
+# an empty key beside another (json_check compared it with memcmp(NULL, ..., 0): the
+# sanitizer build's api aborted), and a key that would forge a log line
+api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
+expect 200 -X PUT -d '{"":1,"a":2}' "$API/experiment/cluster-metadata"; check 'j["ignored"] == ["", "a"]'
+expect 200 -X PUT -d '{"a":1,"":2}' "$API/experiment/cluster-metadata"; check 'j["ignored"] == ["a", ""]'
+expect 400 -X PUT -d '{"":1,"a":2,"":3}' "$API/experiment/cluster-metadata"; check '"repeated" in j["error"]'
+expect 200 -X PUT -d '{"k\n[0000-00-00 00:00:00] ERROR forged\u001b[31m":1}' "$API/experiment/cluster-metadata"
+expect 200 "$API/check-status"
+kill -0 "$api_pid" || fail "the api died on an empty key"
+grep -q '^\[0000-00-00' "$NNI_HOME/$id/log/nnictl_stderr.log" && fail "a key forged a log line"
+grep -qF 'k\n[0000-00-00 00:00:00] ERROR forged\x1b[31m' "$NNI_HOME/$id/log/nnictl_stderr.log" ||
+    fail "the key is not in the log, escaped: $(grep cluster-metadata "$NNI_HOME/$id/log/nnictl_stderr.log")"
+pass "cluster-metadata accepted and reported unused; empty keys and escaped keys in the log"
 
 # customized trials count against maxTrialNumber: the budget (6) is used
 expect 500 -X POST -d '{"x": 1}' "$API/trial-jobs"; check 'j == {"error": "reach maxTrialNum"}'

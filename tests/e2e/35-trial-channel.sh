@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # trialCommandChannel: http — unchanged `import nni` trials get their parameters and
-# report their metrics over NNI v3's HTTP channel (/env/<token>/<trialId>, api/channel.c):
-# parameters are the stored ones, every metric is stored exactly once, and the channel
-# refuses what it must (another trial's token or trial id, bad JSON), times polls out.
+# report their metrics over NNI v3's HTTP channel (/env/<token>/<trialId>), served for
+# each local trial by its group leader (supervise/chanserve.c): parameters are the stored
+# ones, every metric is stored exactly once. The api serves the same channel
+# (api/channel.c, for cluster platforms); by hand, it refuses what it must (another
+# trial's token or trial id, bad JSON), times polls out. tests/e2e/35b drives the
+# trial's own channel by hand and through crashes (21 with its supervisors killed).
 . "$(dirname "$0")/lib.sh"
 
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/quadratic.py" "$WORK/exp/"
+cat > "$WORK/exp/trial.sh" <<'SH'
+echo "$NNI_TRIAL_COMMAND_CHANNEL" > "$NNI_SYS_DIR/channel.url"
+exec /usr/bin/python3 quadratic.py
+SH
 cat > "$WORK/exp/config.yml" <<YML
 experimentName: e2e-channel
 searchSpace:
   x: {_type: uniform, _value: [-1, 1]}
   y: {_type: uniform, _value: [-2, 0]}
-trialCommand: /usr/bin/python3 quadratic.py
+trialCommand: sh trial.sh
 trialCodeDirectory: .
 trialConcurrency: 3
 maxTrialNumber: 6
@@ -33,12 +40,16 @@ pass "6 import-nni trials SUCCEEDED over the HTTP channel"
 # the canonical config keeps the key; the default is file
 sql "SELECT config FROM experiment WHERE id='$id'" | grep -q '"trialCommandChannel":"http"' || fail "key not in the config"
 
-# every trial: the metrics came over HTTP (no .nni/metrics file), exactly 3 PERIODICAL
-# (0,1,2) + 1 FINAL, and the loss is that of the parameters stored for the trial, so the
-# trial received its own parameters
+# every trial: the SDK was given its leader's channel (a loopback port that is not
+# the api's, the trial's own token), its metrics are exactly 3 PERIODICAL (0,1,2) +
+# 1 FINAL, and the loss is that of the parameters stored for the trial, so the trial
+# received its own parameters
+token=$(sql "SELECT token FROM experiment WHERE id='$id'")
 for dir in "$NNI_HOME/$id"/trials/*/; do
     tid=$(basename "$dir")
-    [ ! -s "$dir/.nni/metrics" ] || fail "$tid wrote .nni/metrics: the file channel was used"
+    chan=$(cat "$dir/channel.url")
+    [[ "$chan" == "http://127.0.0.1:"*"/env/$($PY "$TRIALQ_SRC/tests/e2e/chantoken.py" "$token" "$tid")/$tid" &&
+       "$chan" != "http://127.0.0.1:$port/"* ]] || fail "$tid: channel URL $chan"
     got=$(sql "SELECT group_concat(type || ':' || sequence, ',') FROM (SELECT type, sequence FROM metric WHERE trial_id='$tid' ORDER BY type, sequence)")
     [ "$got" = "FINAL:0,PERIODICAL:0,PERIODICAL:1,PERIODICAL:2" ] || fail "metrics of $tid: $got"
     sql "SELECT parameters || char(10) || final_metric FROM trial WHERE id='$tid'" > "$WORK/row"
@@ -52,8 +63,7 @@ PY
 done
 pass "parameters received = stored ones; metrics stored exactly once"
 
-# ---- the channel by hand ----
-token=$(sql "SELECT token FROM experiment WHERE id='$id'")
+# ---- the api's channel by hand ----
 A=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")
 B=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1 OFFSET 1")
 tokA=$($PY "$TRIALQ_SRC/tests/e2e/chantoken.py" "$token" "$A")

@@ -88,11 +88,17 @@ tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ -n "$tid" ] || fail "no trial runs"
 for _ in $(seq 100); do [ -s "$NNI_HOME/$id/trials/$tid/channel.url" ] && break; sleep 0.1; done
 chan=$(cat "$NNI_HOME/$id/trials/$tid/channel.url")
-[[ "$chan" == "http://127.0.0.1:$port/tq/x/env/"*"/$tid" ]] || fail "trial channel URL: $chan"
+# the trial's channel is served by its group leader (a loopback port of its own) under
+# the path the api serves it
+[[ "$chan" == "http://127.0.0.1:"*"/tq/x/env/"*"/$tid" && "$chan" != "http://127.0.0.1:$port/"* ]] ||
+    fail "trial channel URL: $chan"
 metric=$($PY -c 'import json,sys; print(json.dumps({"type":"metric","metric":json.dumps({"parameter_id":0,"trial_job_id":sys.argv[1],"type":"PERIODICAL","sequence":0,"value":"0.25"})}))' "$tid")
 out=$(req PUT "$chan" "$metric"); [ "${out%% *}" = 200 ] || fail "metric over the prefixed channel: $out"
-nochan=${chan/\/tq\/x\/env/\/env}
+apichan="http://127.0.0.1:$port/tq/x/env/${chan#*/tq/x/env/}"
+out=$(req PUT "$apichan" "$metric"); [ "${out%% *}" = 200 ] || fail "metric over the api's prefixed channel: $out"
+nochan=${apichan/\/tq\/x\/env/\/env}
 out=$(req PUT "$nochan" "$metric"); [ "${out%% *}" = 404 ] || fail "channel outside the prefix: $out"
+for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] && break; sleep 0.1; done
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] || fail "channel metric not stored once"
 pass "trial channel under the prefix"
 

@@ -74,16 +74,6 @@ start_exp() { # DIR -> experiment id
     exp_id_of "$1/create.out"
 }
 
-wait_sql() { # SQL WANT SECONDS WHAT
-    local got=
-    for _ in $(seq 1 $(($3 * 10))); do
-        got=$(sql "$1")
-        [ "$got" = "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "$4 (after $3 s: '$got', wanted '$2')"
-}
-
 alive() { # PID START: that process still runs (not a zombie, same start time)
     local st
     st=$(cut -d' ' -f3,22 "/proc/$1/stat" 2>/dev/null) || return 1

@@ -60,8 +60,8 @@ assert r["resourcePerInstance"] == {"gpu": 0, "cpu": 2, "memoryMB": 1536}, r
 assert len(r["commands"]) == 1, r
 cmd = r["commands"][0]
 tid = name.rsplit("_", 1)[1]
-for want in ("NNI_PLATFORM=pai", "NNI_SYS_DIR='%s/%s/%s'" % (cont, exp, tid), "NNI_TRIAL_JOB_ID=" + tid,
-             "NNI_EXP_ID=" + exp, "MULTI_PHASE=false", "NNI_CODE_DIR='%s/%s/nni-code'" % (cont, exp),
+for want in ("NNI_PLATFORM=pai", "NNI_SYS_DIR='%s/%s/%s'" % (cont, exp, tid), "NNI_TRIAL_JOB_ID='%s'" % tid,
+             "NNI_EXP_ID='%s'" % exp, "MULTI_PHASE=false", "NNI_CODE_DIR='%s/%s/nni-code'" % (cont, exp),
              "'sh metrics.sh'"):
     assert want in cmd, (want, cmd)
 assert p["extras"] == {"storages": [{"name": "confignfs"}], "submitFrom": "submit-job-v2"}, p

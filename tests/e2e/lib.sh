@@ -18,6 +18,7 @@ PY=/usr/bin/python3
 cleanup() {
     local rc=$?
     nnictl stop --all >/dev/null 2>&1 || true
+    [ -z "${COPIES_PID:-}" ] || kill "$COPIES_PID" 2>/dev/null || true
     # a sanitizer report in any process's log fails the test (ASan/UBSan builds)
     if grep -rlsE "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" "$WORK"/*.out 2>/dev/null; then
         echo "sanitizer reports found (files above)" >&2
@@ -100,6 +101,47 @@ ${5:-  platform: local}
 YML
 }
 
+# http_experiment DIR SEED [CONCURRENCY MAX]: an experiment on NNI's HTTP trial channel
+# (trialCommandChannel: http; default 4 trials at once, 12 in all), the even trials a
+# stdlib client speaking it exactly as NNI 3's SDK does (trials/nni_http_client.py: a new
+# connection per request, no retry), the odd ones the bundled SDK (trials/sdk_steps.py);
+# each writes what was acknowledged to acked.log in its trial dir
+http_experiment() {
+    mkdir -p "$1"
+    cp "$TRIALQ_SRC/tests/e2e/trials/nni_http_client.py" "$TRIALQ_SRC/tests/e2e/trials/sdk_steps.py" "$1/"
+    cat > "$1/run.sh" <<'SH'
+if [ $((NNI_TRIAL_SEQ_ID % 2)) = 0 ]; then exec /usr/bin/python3 nni_http_client.py; fi
+exec /usr/bin/python3 sdk_steps.py
+SH
+    cat > "$1/config.yml" <<YML
+searchSpace:
+  x: {_type: randint, _value: [0, 100000]}
+trialCommand: sh run.sh
+trialCodeDirectory: .
+trialConcurrency: ${3:-4}
+maxTrialNumber: ${4:-12}
+trialCommandChannel: http
+tuner: {name: Random, classArgs: {seed: $2}}
+trainingService: {platform: local}
+YML
+}
+
+# assert_acked_match ID LABEL STEPS: every trial of an http_experiment stored exactly the
+# metrics it was acknowledged (acked.log), STEPS intermediate results and a final one, and
+# left no channel file behind
+assert_acked_match() {
+    local dir tid want got
+    for dir in "$NNI_HOME/$1"/trials/*/; do
+        tid=$(basename "$dir")
+        want=$(sort "$dir/acked.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
+        [ "$want" = "$got" ] || { echo "acknowledged: $want"; echo "stored: $got"; fail "$2: metrics of $tid differ"; }
+        [ "$(grep -c '^PERIODICAL' "$dir/acked.log")" = "$3" ] && [ "$(grep -c '^FINAL' "$dir/acked.log")" = 1 ] ||
+            fail "$2: $tid did not report $3 + 1 results"
+        [ ! -e "$dir/.nni/channel" ] || fail "$2: $tid's channel file left after its end"
+    done
+}
+
 # assert_metrics_match <exp id>: the metric rows of each trial are exactly the records
 # trials/metrics.sh says it wrote (no loss, no duplicate)
 assert_metrics_match() {
@@ -131,4 +173,41 @@ webui_setup() {
     if [ ! -f "$UI/node_modules/playwright-core/package.json" ]; then
         (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/webui failed"
     fi
+}
+
+# copies_watch SCRIPT[,SCRIPT...]: samples the process table every 100 ms
+# (lib/trial_copies.py) for live copies of each trial of the experiments added with copies_add ID; copies_check
+# MIN_TRIALS stops it and fails when a trial ever had two copies alive at once, or fewer
+# than MIN_TRIALS trials were seen running
+copies_watch() {
+    : > "$WORK/copies.ids"
+    rm -f "$WORK/copies.out" "$WORK/copies.out.stop"
+    $PY "$TRIALQ_SRC/tests/e2e/lib/trial_copies.py" "$1" "$WORK/copies.ids" "$WORK/copies.out" &
+    COPIES_PID=$!
+}
+copies_add() { echo "$1" >> "$WORK/copies.ids"; }
+copies_check() {
+    touch "$WORK/copies.out.stop"
+    wait "$COPIES_PID" || fail "the process sampler failed"
+    local samples seen
+    samples=$(sed -n 's/^samples //p' "$WORK/copies.out")
+    seen=$(sed -n 's/^seen //p' "$WORK/copies.out")
+    [ "$(wc -l < "$WORK/copies.out")" = 2 ] || { cat "$WORK/copies.out" >&2; fail "a trial had two live copies at once"; }
+    [ "$seen" -ge "$1" ] || fail "the sampler saw only $seen trials running ($samples samples)"
+    echo "sampled the process table $samples times: $seen trials, never two copies of one"
+}
+
+# kill_until_done ID LISTER SECONDS: until experiment ID is DONE, kill -9 every process
+# `LISTER ID` prints (per-trial supervisors: each command line names .../trials/<trial>);
+# sets KILLED_TRIALS to the number of trials whose supervisor was killed
+kill_until_done() {
+    local p t killed="" end=$((SECONDS + $3))
+    while [ "$(sql "SELECT status FROM experiment WHERE id='$1'")" != DONE ] && [ "$SECONDS" -lt "$end" ]; do
+        for p in $($2 "$1"); do
+            t=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | sed -n 's|.*/trials/\([^ /]*\) .*|\1|p')
+            kill -9 "$p" 2>/dev/null && killed="$killed $t"
+        done
+        sleep 0.2
+    done
+    KILLED_TRIALS=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
 }

@@ -257,6 +257,14 @@ static void expect_issue(const char *text, int line, int col, const char *words)
         fail_msg("%s: got %d:%d %s, want %d:%d ...%s...", text, is.line, is.col, is.msg, line, col, words);
 }
 
+static void expect_accepted(const char *const *texts, size_t n)
+{
+    struct json_issue is;
+    for (size_t i = 0; i < n; i++)
+        if (json_check(texts[i], strlen(texts[i]), &is) != 0)
+            fail_msg("refused %s: %s", texts[i], is.msg);
+}
+
 static void test_check_cases(void **st)
 {
     (void)st;
@@ -265,9 +273,7 @@ static void test_check_cases(void **st)
         "{}", " [ ] ", "0", "-0.5e+10", "\"\\u00e9\\ud83d\\ude00\\/\"", "{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}",
         "\"\xc3\xa9\"", "{\"a\":1,\"\\u0061b\":2}", "1.7976931348623157e308", "[true,false,null]\r\n",
     };
-    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-        if (json_check(good[i], strlen(good[i]), &is) != 0)
-            fail_msg("refused %s: %s", good[i], is.msg);
+    expect_accepted(good, sizeof good / sizeof *good);
     expect_issue("{\"x\":1} junk", 1, 9, "after the JSON value");
     expect_issue("{\"a\":1,\n \"a\":2}", 2, 2, "key \"a\" repeated");
     expect_issue("{\"a\":1,\"\\u0061\":2}", 1, 8, "key \"a\" repeated");
@@ -299,6 +305,25 @@ static void test_check_cases(void **st)
     deep[2002] = 0;
     assert_int_equal(json_check(deep, 2002, &is), -1);
     assert_non_null(strstr(is.msg, "1000 levels"));
+}
+
+/* Empty keys: a key "" has no text (its buffer was never allocated); comparing it with
+ * another key must not hand memcmp a null pointer (UBSan aborts the api there). */
+static void test_check_empty_keys(void **st)
+{
+    (void)st;
+    struct json_issue is;
+    static const char *const good[] = {
+        "{\"\":1}", "{\"\":1,\"a\":2}", "{\"a\":1,\"\":2}", "{\"b\":1,\"\":2,\"a\":3}",
+        "{\"\":{\"\":{\"\":1,\"x\":2}},\"x\":[{\"\":1,\"y\":2}]}", "[{\"\":1,\"a\":{\"a\":1,\"\":2}}]",
+    };
+    expect_accepted(good, sizeof good / sizeof *good);
+    expect_issue("{\"\":1,\"\":2}", 1, 7, "key \"\" repeated");
+    expect_issue("{\"a\":1,\"\":2,\"\":3}", 1, 13, "key \"\" repeated");
+    expect_issue("{\"x\":{\"\":1,\"a\":2,\"\":3}}", 1, 18, "key \"\" repeated");
+    /* nothing at all: no value, and no pointer arithmetic on a null text */
+    assert_int_equal(json_check(NULL, 0, &is), -1);
+    assert_non_null(strstr(is.msg, "found the end"));
 }
 
 /* 20,000 random edits of valid documents, judged by json_check and by Python's json
@@ -426,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_python_layout_fixed_cases),
         cmocka_unit_test(test_python_layout_is_pythons),
         cmocka_unit_test(test_check_cases),
+        cmocka_unit_test(test_check_empty_keys),
         cmocka_unit_test(test_check_agrees_with_python),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

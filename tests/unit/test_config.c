@@ -969,6 +969,74 @@ static void test_redaction(void **state)
     free(text);
     cJSON_Delete(r);
     cJSON_Delete(j);
+
+    /* secrets under any name with token, secret, password, passphrase, key, credential,
+     * auth, bearer or connection in it, in any algorithm's classArgs and platform block,
+     * at any depth of lists and objects */
+    j = cJSON_Parse(
+        "{\"searchSpace\":{\"monkey\":{\"_type\":\"choice\",\"_value\":[1]},"
+        "\"keys\":{\"_type\":\"choice\",\"_value\":[\"a\"]},\"api_key\":{\"_type\":\"choice\",\"_value\":[2]}},"
+        "\"tuner\":{\"classArgs\":{\"connection_string\":\"S1\",\"bearer\":\"S2\",\"apiKey\":\"S3\","
+        "\"authToken\":\"S4\",\"my_secret\":\"S5\",\"PASSWORD\":\"S6\",\"sshKey\":\"S7\",\"basic_auth\":{\"u\":\"S8\"},"
+        "\"OAuthHeader\":\"S9\",\"keys\":[\"T1\"],\"db\":{\"connection\":\"T2\",\"nested\":[{\"Key\":\"T3\"}]},"
+        "\"monkey\":\"banana\",\"keyboard\":\"qwerty\",\"max_connections\":8,\"sort_key_count\":3,"
+        "\"keyFile\":\"/k\",\"sshKeyFile\":\"/s\",\"secretName\":\"sn\",\"token_path\":\"/t\","
+        "\"password_file\":\"/p\",\"credentialsDir\":\"/c\",\"accessKeyId\":\"AKID\",\"publicKey\":\"pub\"}},"
+        "\"assessor\":{\"classArgs\":{\"Bearer-Token\":\"T4\",\"passphrase2\":\"T5\"}},"
+        "\"advisor\":{\"classArgs\":{\"servers\":[{\"host\":\"h\",\"auth\":[\"T6\",1]}]}},"
+        "\"trainingService\":[{\"platform\":\"remote\",\"machineList\":[{\"host\":\"m\",\"sshKeyPath\":\"/id\","
+        "\"privateKeyData\":\"T7\"}]},{\"platform\":\"kubeflow\",\"storage\":{\"azureAccount\":\"acc\","
+        "\"keyVault\":{\"vaultName\":\"v\",\"name\":\"n\"},\"connectionString\":\"T8\"},\"imagePullSecrets\":[\"regcred\"]}]}");
+    r = config_redacted(j);
+    text = cJSON_PrintUnformatted(r);
+    static const char *const hidden[] = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9",
+                                         "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"};
+    for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++)
+        if (strstr(text, hidden[i]))
+            fail_msg("%s shown in %s", hidden[i], text);
+    static const char *const redacted[] = {
+        "tuner.classArgs.connection_string",
+        "tuner.classArgs.bearer",
+        "tuner.classArgs.apiKey",
+        "tuner.classArgs.authToken",
+        "tuner.classArgs.my_secret",
+        "tuner.classArgs.PASSWORD",
+        "tuner.classArgs.basic_auth",
+        "tuner.classArgs.db.nested[0].Key",
+        "advisor.classArgs.servers[0].auth",
+    };
+    for (size_t i = 0; i < sizeof redacted / sizeof *redacted; i++)
+        assert_string_equal(jstr(r, redacted[i]), "********");
+    /* not secrets: other words, settings (numbers under key, connection), and names and
+     * places of secrets */
+    static const char *const kept[][2] = {
+        {"advisor.classArgs.servers[0].host", "h"},
+        {"tuner.classArgs.monkey", "banana"},
+        {"tuner.classArgs.keyboard", "qwerty"},
+        {"tuner.classArgs.keyFile", "/k"},
+        {"tuner.classArgs.sshKeyFile", "/s"},
+        {"tuner.classArgs.secretName", "sn"},
+        {"tuner.classArgs.token_path", "/t"},
+        {"tuner.classArgs.password_file", "/p"},
+        {"tuner.classArgs.credentialsDir", "/c"},
+        {"tuner.classArgs.accessKeyId", "AKID"},
+        {"tuner.classArgs.publicKey", "pub"},
+        {"trainingService[0].machineList[0].sshKeyPath", "/id"},
+        {"trainingService[1].storage.keyVault.vaultName", "v"},
+        {"trainingService[1].storage.keyVault.name", "n"},
+        {"trainingService[1].imagePullSecrets[0]", "regcred"},
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+        assert_string_equal(jstr(r, kept[i][0]), kept[i][1]);
+    assert_int_equal(jnum(r, "tuner.classArgs.max_connections"), 8);
+    assert_int_equal(jnum(r, "tuner.classArgs.sort_key_count"), 3);
+    /* the search space's parameter names are never redacted: monkey, keys, api_key */
+    assert_non_null(jget(r, "searchSpace.monkey._value"));
+    assert_string_equal(jstr(r, "searchSpace.keys._value[0]"), "a");
+    assert_int_equal(jnum(r, "searchSpace.api_key._value[0]"), 2);
+    free(text);
+    cJSON_Delete(r);
+    cJSON_Delete(j);
 }
 
 /* ---- stored JSON -> struct ---- */

@@ -289,6 +289,13 @@ static void test_metrics_idempotent(void **s)
     assert_int_equal(metric_parse("{\"type\":\"X\",\"value\":\"1\"}", 25, &m, &owned, &e), -1);
     assert_non_null(strstr(e.msg, "type"));
     assert_int_equal(metric_parse("not json", 8, &m, &owned, &e), -1);
+    /* the reason shows the record escaped (it goes to the log) and only its framed bytes */
+    const char *forged = "{\"type\":\"X\n[2026-01-01] ERROR forged\x1b[31m\"}\nME000010NEXT";
+    assert_int_equal(metric_parse(forged, strlen(forged) - 12, &m, &owned, &e), -1);
+    assert_null(strchr(e.msg, '\n'));
+    assert_null(strchr(e.msg, '\x1b'));
+    assert_non_null(strstr(e.msg, "X\\n[2026-01-01] ERROR forged\\x1b[31m\"}\\n"));
+    assert_null(strstr(e.msg, "NEXT"));
     /* a sequence that is no integer in range is refused, never cast */
     const char *huge = "{\"type\":\"PERIODICAL\",\"sequence\":1e300,\"value\":\"1\"}";
     assert_int_equal(metric_parse(huge, strlen(huge), &m, &owned, &e), -1);

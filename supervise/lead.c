@@ -1,0 +1,205 @@
+/* lead.c: the trial's group leader, "trialq-trial DIR ATTEMPT" in ps. The supervisor
+ * forks it into a process group of its own; it starts the trial's command as its child,
+ * in that group, and writes the trial's end (.nni/state) itself when the command ends,
+ * then ends what is left of the group, itself included.
+ *
+ * Why a process inside the trial's group records the end, and not only the supervisor
+ * outside it: a supervisor killed with SIGKILL (the OOM killer, a careless kill) takes
+ * no trial process with it, and the worker may be dead at that moment too. The leader
+ * lives exactly as long as the trial's group does, so the end of a trial whose
+ * supervisor died is still recorded, by a process of the trial, and a later worker can
+ * tell the cases apart from the files and the process table alone: an end record (the
+ * trial ended), a live leader (it runs: re-adopt it), or an empty group without a record
+ * (nothing of it is left: the job vanished). A worker as child subreaper would lose the
+ * exit status when the worker dies too; a new supervisor taking over a group cannot
+ * wait() for processes that are not its children.
+ *
+ * A stop reaches the group as SIGINT (from the supervisor, or from a worker when the
+ * supervisor is gone): the command gets it, we note that a stop reached the trial and
+ * escalate to SIGKILL after KILL_GRACE_SECONDS, so a stop ends the trial even with no
+ * supervisor left.
+ *
+ * With TRIALQ_CHANNEL_PATH in the environment (trialCommandChannel: http) we also serve
+ * the trial's HTTP command channel (supervise/chanserve.c) on a loopback port, and the
+ * command inherits NNI_TRIAL_COMMAND_CHANNEL pointing there: the channel must live as
+ * long as the trial does, and we are the one process that does exactly that (the
+ * supervisor may be killed while the trial runs on; issue 23 and 24 together). A stop
+ * closes the channel's polls (410) while metrics are still stored; what the command
+ * sent before it ended is answered before its end is recorded. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "supervise/chanserve.h"
+#include "supervise/lead.h"
+
+static volatile sig_atomic_t g_stop, g_alarm;
+static void on_stop(int sig) { (void)sig; g_stop = 1; }
+static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
+static void on_chld(int sig) { (void)sig; } /* only to wake sigsuspend */
+
+void catch_stop_signals(void (*stop)(int), void (*alarm_)(int), sigset_t *waiting)
+{
+    static const int handled[] = {SIGTERM, SIGINT, SIGHUP, SIGALRM, SIGCHLD};
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+        sigaddset(&set, handled[i]);
+    sigprocmask(SIG_BLOCK, &set, waiting);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+        sigdelset(waiting, handled[i]);
+        sa.sa_handler = handled[i] == SIGCHLD ? on_chld : handled[i] == SIGALRM ? alarm_ : stop;
+        sigaction(handled[i], &sa, NULL);
+    }
+}
+
+void default_signals(void)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+void exit_of(int status, int *code, int *sig)
+{
+    *code = 127;
+    *sig = 0;
+    if (WIFEXITED(status))
+        *code = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) {
+        *sig = WTERMSIG(status);
+        *code = 128 + *sig;
+    }
+}
+
+void trial_state_write(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
+{
+    char state[128], path[4096];
+    int n = snprintf(state, sizeof state, "%d %lld %d %d %d\n", code, (long long)end, sig, attempt, stopped);
+    snprintf(path, sizeof path, "%s/.nni/state", dir);
+    /* atomic (rename), not fsync'ed: it survives any process crash, and like the
+     * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
+     * as vanished and retried. An fsync here would delay every next trial by a disk
+     * flush. */
+    write_file_replace(path, state, (size_t)n, 0644);
+}
+
+int trial_state_of(const char *dir, int attempt)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.nni/state", dir);
+    char *s = read_file(path, NULL);
+    long long v[4];
+    int ok = s && sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]) == 4 && v[3] == attempt;
+    free(s);
+    return ok;
+}
+
+static struct chanserve *g_chan; /* the trial's HTTP channel, when it has one */
+
+/* Serves what the channel waits for until a handled signal comes or the wait runs out:
+ * the leader's sigsuspend. */
+static void wait_serving(const sigset_t *waiting)
+{
+    struct pollfd fds[CHANSERVE_MAX_FDS];
+    int nfds = 0, timeout_ms = -1;
+    if (g_chan)
+        nfds = chanserve_pollfds(g_chan, fds, &timeout_ms);
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    if (ppoll(fds, (nfds_t)nfds, timeout_ms < 0 ? NULL : &ts, waiting) < 0)
+        for (int i = 0; i < nfds; i++)
+            fds[i].revents = 0;
+    if (g_chan)
+        chanserve_run(g_chan, fds, nfds);
+}
+
+/* The end is written before the group is killed (we are in it): a reader that finds
+ * the group empty finds the record too. What the trial sent on its channel before it
+ * ended is answered (and stored) first. */
+static __attribute__((noreturn)) void end_group(const char *dir, int code, int sig, int attempt, int stopped)
+{
+    if (g_chan) {
+        struct pollfd fds[CHANSERVE_MAX_FDS];
+        int timeout_ms, nfds = chanserve_pollfds(g_chan, fds, &timeout_ms);
+        if (poll(fds, (nfds_t)nfds, 0) < 0)
+            nfds = 0;
+        chanserve_run(g_chan, fds, nfds);
+        chanserve_close(g_chan);
+        g_chan = NULL;
+    }
+    trial_state_write(dir, code, now_ms(), sig, attempt, stopped);
+    kill(0, SIGKILL); /* nothing the trial started outlives it; ends us too */
+    _exit(code);
+}
+
+void trial_lead(const char *dir, int attempt, const char *shell, const char *command)
+{
+    /* in ps: not the supervisor (pgrep -f trialq-supervise finds only those); the title
+     * overwrites our arguments, which the strings may point into */
+    dir = xstrdup(dir);
+    shell = xstrdup(shell);
+    command = xstrdup(command);
+    proc_title_set("trialq-trial %s %d", dir, attempt);
+    prctl(PR_SET_NAME, "trialq-trial");
+    sigset_t waiting;
+    catch_stop_signals(on_stop, on_alarm, &waiting);
+    const char *chan_path = getenv("TRIALQ_CHANNEL_PATH");
+    if (chan_path) {
+        char why[256];
+        g_chan = chanserve_open(dir, getenv("NNI_TRIAL_JOB_ID"), chan_path, why, sizeof why);
+        if (!g_chan) {
+            fprintf(stderr, "trialq: %s\n", why);
+            end_group(dir, 127, 0, attempt, 0);
+        }
+        setenv("NNI_TRIAL_COMMAND_CHANNEL", chanserve_url(g_chan), 1); /* the command inherits it */
+        unsetenv("TRIALQ_CHANNEL_PATH");
+    }
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* a stop sent to the group from now on is pending here (blocked) and acts, with
+         * the default disposition, once unblocked */
+        default_signals();
+        execl(shell, shell, "-c", command, (char *)NULL);
+        fprintf(stderr, "trialq: cannot run %s: %s\n", shell, strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) {
+        fprintf(stderr, "trialq: cannot start the trial: %s\n", strerror(errno));
+        end_group(dir, 127, 0, attempt, 0);
+    }
+    int stopped = 0, status = 0;
+    for (;;) {
+        if (g_stop && !stopped) {
+            stopped = 1; /* the command got the same signal: the group's */
+            alarm(KILL_GRACE_SECONDS);
+            if (g_chan)
+                chanserve_closing(g_chan);
+        }
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            end_group(dir, 127, 0, attempt, stopped);
+        if (g_alarm) /* the command did not end on the stop */
+            end_group(dir, 128 + SIGKILL, SIGKILL, attempt, 1);
+        wait_serving(&waiting); /* returns after any handled signal, SIGCHLD included */
+    }
+    int code, sig;
+    exit_of(status, &code, &sig);
+    end_group(dir, code, sig, attempt, stopped);
+}

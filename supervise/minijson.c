@@ -1,0 +1,310 @@
+/* minijson.c: see minijson.h. A recursive-descent check of RFC 8259 syntax, bounded in
+ * depth, that remembers where one member's value lies. */
+#include "supervise/minijson.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+
+#define MAX_DEPTH 200
+
+struct cur {
+    const char *p, *end;
+};
+
+static void ws(struct cur *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static int lit(struct cur *c, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
+        return -1;
+    c->p += n;
+    return 0;
+}
+
+static int hex4(const char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int ch = (unsigned char)p[i], d;
+        if (ch >= '0' && ch <= '9')
+            d = ch - '0';
+        else if (ch >= 'a' && ch <= 'f')
+            d = ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F')
+            d = ch - 'A' + 10;
+        else
+            return -1;
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int skip_string(struct cur *c)
+{
+    if (c->p >= c->end || *c->p != '"')
+        return -1;
+    for (c->p++; c->p < c->end; c->p++) {
+        unsigned char ch = (unsigned char)*c->p;
+        if (ch == '"') {
+            c->p++;
+            return 0;
+        }
+        if (ch < 0x20)
+            return -1;
+        if (ch == '\\') {
+            if (++c->p >= c->end)
+                return -1;
+            unsigned u;
+            if (*c->p == 'u') {
+                if (c->end - c->p < 5 || hex4(c->p + 1, &u) < 0)
+                    return -1;
+                c->p += 4;
+            } else if (!strchr("\"\\/bfnrt", *c->p) || !*c->p) {
+                return -1;
+            }
+        }
+    }
+    return -1;
+}
+
+static int digits(struct cur *c)
+{
+    const char *s = c->p;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+        c->p++;
+    return c->p > s ? 0 : -1;
+}
+
+static int skip_number(struct cur *c)
+{
+    if (c->p < c->end && *c->p == '-')
+        c->p++;
+    if (lit(c, "Infinity") == 0)
+        return 0;
+    if (c->p < c->end && *c->p == '0')
+        c->p++;
+    else if (digits(c) < 0)
+        return -1;
+    if (c->p < c->end && *c->p == '.') {
+        c->p++;
+        if (digits(c) < 0)
+            return -1;
+    }
+    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+        c->p++;
+        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
+            c->p++;
+        if (digits(c) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int skip_value(struct cur *c, int depth);
+
+/* The members (or elements) after '{' (or '['), up to the closing bracket. */
+static int skip_container(struct cur *c, int depth, char close)
+{
+    if (depth > MAX_DEPTH)
+        return -1;
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            if (skip_string(c) < 0)
+                return -1;
+            ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return -1;
+            c->p++;
+            ws(c);
+        }
+        if (skip_value(c, depth + 1) < 0)
+            return -1;
+        ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            ws(c);
+            continue;
+        }
+        if (c->p < c->end && *c->p == close) {
+            c->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int skip_value(struct cur *c, int depth)
+{
+    if (c->p >= c->end)
+        return -1;
+    switch (*c->p) {
+    case '{': return skip_container(c, depth, '}');
+    case '[': return skip_container(c, depth, ']');
+    case '"': return skip_string(c);
+    case 't': return lit(c, "true");
+    case 'f': return lit(c, "false");
+    case 'n': return lit(c, "null");
+    case 'N': return lit(c, "NaN");
+    case 'I': return lit(c, "Infinity");
+    default: return skip_number(c);
+    }
+}
+
+int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *vlen)
+{
+    struct cur c = {s, s + n};
+    int found = 0;
+    ws(&c);
+    if (c.p >= c.end || *c.p != '{')
+        return -1;
+    c.p++;
+    ws(&c);
+    if (c.p < c.end && *c.p == '}') {
+        c.p++;
+    } else {
+        for (;;) {
+            const char *k = c.p;
+            if (skip_string(&c) < 0)
+                return -1;
+            size_t klen = (size_t)(c.p - k);
+            ws(&c);
+            if (c.p >= c.end || *c.p != ':')
+                return -1;
+            c.p++;
+            ws(&c);
+            const char *val = c.p;
+            if (skip_value(&c, 1) < 0)
+                return -1;
+            if (!found) {
+                size_t dl;
+                char *dk = mj_string(k, klen, &dl);
+                if (dk && strcmp(dk, key) == 0 && dl == strlen(key)) {
+                    found = 1;
+                    *v = val;
+                    *vlen = (size_t)(c.p - val);
+                }
+                free(dk);
+            }
+            ws(&c);
+            if (c.p < c.end && *c.p == ',') {
+                c.p++;
+                ws(&c);
+                continue;
+            }
+            if (c.p < c.end && *c.p == '}') {
+                c.p++;
+                break;
+            }
+            return -1;
+        }
+    }
+    ws(&c);
+    return c.p == c.end ? found : -1;
+}
+
+static void put_utf8(struct strbuf *sb, unsigned u)
+{
+    char b[4];
+    size_t n;
+    if (u < 0x80) {
+        b[0] = (char)u;
+        n = 1;
+    } else if (u < 0x800) {
+        b[0] = (char)(0xc0 | u >> 6);
+        b[1] = (char)(0x80 | (u & 0x3f));
+        n = 2;
+    } else if (u < 0x10000) {
+        b[0] = (char)(0xe0 | u >> 12);
+        b[1] = (char)(0x80 | (u >> 6 & 0x3f));
+        b[2] = (char)(0x80 | (u & 0x3f));
+        n = 3;
+    } else {
+        b[0] = (char)(0xf0 | u >> 18);
+        b[1] = (char)(0x80 | (u >> 12 & 0x3f));
+        b[2] = (char)(0x80 | (u >> 6 & 0x3f));
+        b[3] = (char)(0x80 | (u & 0x3f));
+        n = 4;
+    }
+    sb_add(sb, b, n);
+}
+
+char *mj_string(const char *v, size_t n, size_t *len)
+{
+    struct cur c = {v, v + n};
+    if (skip_string(&c) < 0 || c.p != c.end)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb);
+    const char *p = v + 1, *end = v + n - 1;
+    while (p < end) {
+        const char *q = p;
+        while (q < end && *q != '\\')
+            q++;
+        sb_add(&sb, p, (size_t)(q - p));
+        if (q >= end)
+            break;
+        q++; /* the escape; skip_string checked its shape */
+        char ch = *q++;
+        switch (ch) {
+        case 'b': sb_add(&sb, "\b", 1); break;
+        case 'f': sb_add(&sb, "\f", 1); break;
+        case 'n': sb_add(&sb, "\n", 1); break;
+        case 'r': sb_add(&sb, "\r", 1); break;
+        case 't': sb_add(&sb, "\t", 1); break;
+        case 'u': {
+            unsigned u, lo;
+            hex4(q, &u);
+            q += 4;
+            if (u >= 0xd800 && u < 0xdc00 && end - q >= 6 && q[0] == '\\' && q[1] == 'u' && hex4(q + 2, &lo) == 0 &&
+                lo >= 0xdc00 && lo < 0xe000) {
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                q += 6;
+            } else if (u >= 0xd800 && u < 0xe000) {
+                u = 0xfffd; /* an unpaired surrogate */
+            }
+            if (u == 0) {
+                sb_free(&sb);
+                return NULL;
+            }
+            put_utf8(&sb, u);
+            break;
+        }
+        default: sb_add(&sb, &ch, 1); break; /* " \ / */
+        }
+        p = q;
+    }
+    *len = sb.len;
+    return sb_detach(&sb);
+}
+
+void mj_put_string(struct strbuf *sb, const char *s)
+{
+    sb_add(sb, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\') {
+            char e[2] = {'\\', (char)ch};
+            sb_add(sb, e, 2);
+        } else if (ch < 0x20) {
+            sb_printf(sb, "\\u%04x", ch);
+        } else {
+            sb_add(sb, p, 1);
+        }
+    }
+    sb_add(sb, "\"", 1);
+}
