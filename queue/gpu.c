@@ -20,7 +20,8 @@
 enum { XDEPTH = 24, XNAME = 40 };
 
 struct xparse {
-    char stack[XDEPTH][XNAME];
+    char stack[XDEPTH][XNAME]; /* names, cut to XNAME - 1 (driver 580 has names of 47) */
+    size_t len[XDEPTH];        /* their whole lengths */
     int depth;
     struct strbuf text;     /* text of the innermost element so far */
     struct gpu_info *gpus;
@@ -32,7 +33,7 @@ static int path_is(const struct xparse *x, const char *const *names, int k)
     if (x->depth != k)
         return 0;
     for (int i = 0; i < k; i++)
-        if (strcmp(x->stack[i], names[i]) != 0)
+        if (x->len[i] != strlen(names[i]) || strcmp(x->stack[i], names[i]) != 0)
             return 0;
     return 1;
 }
@@ -231,8 +232,8 @@ int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, 
             break;
         }
         if (closing) {
-            if (x.depth == 0 || strlen(x.stack[x.depth - 1]) != nl ||
-                strncmp(x.stack[x.depth - 1], ns, nl) != 0) {
+            if (x.depth == 0 || x.len[x.depth - 1] != nl ||
+                strncmp(x.stack[x.depth - 1], ns, nl < XNAME ? nl : XNAME - 1) != 0) {
                 err = "end tag does not match its start tag";
                 err_at = (size_t)(p - buf);
                 break;
@@ -261,6 +262,7 @@ int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, 
                 break;
             }
             snprintf(x.stack[x.depth], XNAME, "%.*s", (int)(nl < XNAME ? nl : XNAME - 1), ns);
+            x.len[x.depth] = nl;
             x.depth++;
             sb_free(&x.text);
             sb_init(&x.text);

@@ -183,6 +183,38 @@ static void test_parse_mig_and_old_driver(void **s)
     free(x);
 }
 
+/* Real output, not written by hand: scripts/gpu-check.sh on an H200 with driver 580
+ * (DTD v13), idle and while a CUDA program held 2 GiB and kept the GPU busy. */
+static void test_parse_real_h200(void **s)
+{
+    (void)s;
+    struct gpu_info *g;
+    int n;
+    struct errbuf e;
+    char *x = data_file("h200-580-idle.xml");
+    assert_int_equal(gpu_parse_nvsmi(x, strlen(x), &g, &n, &e), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].index, 0);
+    assert_string_equal(g[0].name, "NVIDIA H200");
+    assert_string_equal(g[0].uuid, "GPU-1de1b78b-5c80-3900-48f1-79097cba20b4");
+    assert_int_equal(g[0].mem_total, 143771); /* fb_memory_usage; bar1 says 262144 */
+    assert_int_equal(g[0].mem_used, 0);
+    assert_true(g[0].util == 0 && g[0].mem_util == 0);
+    assert_int_equal(g[0].active_procs, 0);
+    free(g);
+    free(x);
+
+    x = data_file("h200-580-busy.xml");
+    assert_int_equal(gpu_parse_nvsmi(x, strlen(x), &g, &n, &e), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].mem_total, 143771);
+    assert_int_equal(g[0].mem_used, 2575); /* not bar1's 2576 nor the process's 2566 */
+    assert_int_equal(g[0].util, 100);
+    assert_int_equal(g[0].active_procs, 1);
+    free(g);
+    free(x);
+}
+
 static void test_parse_bad(void **s)
 {
     (void)s;
@@ -796,6 +828,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_a100),
         cmocka_unit_test(test_parse_mig_and_old_driver),
+        cmocka_unit_test(test_parse_real_h200),
         cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_collect_local),
         cmocka_unit_test(test_refresh_local),
