@@ -68,4 +68,11 @@ wait_status "$id" DONE 180
           AND parameters->>'q' BETWEEN 1 AND 100")" = 3 ] || fail "naive: 3 trials with q in [1, 100]"
 grep -q 'stand-in DNGOTuner: search space {"q": \[1, 100\]}' "$NNI_HOME/$id/log/dispatcher.log" ||
     fail "naive: the space did not reach the class as written"
+# an update of the space is not validated for it either; the class gets it (SS)
+echo '{"q": [5, 6]}' > "$WORK/naive/space2.json"
+nnictl update searchspace "$id" --filename "$WORK/naive/space2.json" > "$WORK/update.out" 2>&1 ||
+    fail "naive: update searchspace refused: $(cat "$WORK/update.out")"
+for _ in $(seq 100); do grep -q 'stand-in DNGOTuner: search space {"q": \[5, 6\]}' "$NNI_HOME/$id/log/dispatcher.log" && break; sleep 0.1; done
+grep -q 'stand-in DNGOTuner: search space {"q": \[5, 6\]}' "$NNI_HOME/$id/log/dispatcher.log" ||
+    fail "naive: the updated space did not reach the class"
 pass "className without codeDirectory from the python's path, search space {\"q\": [1, 100]} as written: 3 trials"
