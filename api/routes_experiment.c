@@ -128,7 +128,8 @@ static int update_search_space(struct req *q, const cJSON *params)
     int rc = -1;
     if (!cJSON_IsObject(ss)) {
         reply_error(q->r, 400, "params.searchSpace: %s", ss || parsed ? "must be a JSON object" : "missing or not JSON");
-    } else if (ss_parse(ss, &space, path, sizeof path, &e) < 0) {
+    } else if (a->cfg->tuner.class_name ? !(space = ss_raw(ss)) : ss_parse(ss, &space, path, sizeof path, &e) < 0) {
+        /* a customized tuner takes any space (NNI validates it for built-ins only) */
         reply_error(q->r, 400, "params.searchSpace: %s", e.msg); /* the message names the parameter */
     } else if (!a->tuner) {
         reply_error(q->r, 400, "params.searchSpace: this api runs no tuner");

@@ -13,8 +13,6 @@
 #include "tuners/assessor.h"
 #include "tuners/tuner.h"
 
-#define IMPORT_TIMEOUT_MS 60000
-
 static const char *const kinds[] = {"tuner", "assessor", "advisor"};
 static const char *const sections[] = {"tuners", "assessors", "advisors"};
 
@@ -24,6 +22,8 @@ static int builtin_kind_of(const char *name)
     const struct tuner_ops *t = tuner_find(name);
     if (t)
         return t->advisor ? 2 : 0;
+    if (nni_builtin_find(name))
+        return 0; /* NNI's Python-only tuners: all tuners */
     return assessor_find(name) ? 1 : -1;
 }
 
@@ -52,6 +52,13 @@ static int cmd_list_fn(int argc, char **argv)
     const struct assessor_ops *as;
     for (int i = 0; (as = assessor_builtin(i)); i++)
         printf(ROW, as->name, kinds[1], "trialq", "(built in, C)", "-");
+    const struct nni_builtin *b;
+    for (int i = 0; (b = nni_builtin_at(i)); i++) {
+        const char *dot = strrchr(b->class_name, '.');
+        char *module = xstrndup(b->class_name, (size_t)(dot - b->class_name));
+        printf(ROW, b->name, kinds[0], "nni", dot + 1, module);
+        free(module);
+    }
     for (size_t s = 0; s < sizeof sections / sizeof *sections; s++) {
         const cJSON *it;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reg, sections[s])) {
@@ -72,6 +79,12 @@ static int cmd_show_fn(int argc, char **argv)
     if (argc != 2)
         return cli_error("usage: %s", cmd_algo_show.usage);
     const char *name = argv[1];
+    const struct nni_builtin *b = tuner_find(name) ? NULL : nni_builtin_find(name);
+    if (b) {
+        printf("builtinName: %s\nalgoType: tuner\nclassName: %s\nsource: nni (NNI's Python class, run in the "
+               "dispatcher process; pip install %s)\n", b->name, b->class_name, b->install);
+        return 0;
+    }
     int kind = builtin_kind_of(name);
     if (kind >= 0) {
         printf("builtinName: %s\nalgoType: %s\nsource: trialq (built in, C; classArgs in docs/config.md)\n", name,
@@ -104,32 +117,10 @@ static int cmd_show_fn(int argc, char **argv)
  * 1 with the message printed. */
 static int import_check(const char *cls)
 {
-    const char *py = getenv("TRIALQ_PYTHON");
-    if (!py || !*py)
-        py = "python3";
-    /* an import that hangs (a module doing I/O at import) must not hang nnictl */
-    const char *tv = getenv("TRIALQ_IMPORT_TIMEOUT"); /* seconds; for tests */
-    int timeout_ms = tv && atoi(tv) > 0 ? atoi(tv) * 1000 : IMPORT_TIMEOUT_MS;
-    char *argv[] = {(char *)py, "-c",
-                    "import importlib, sys\n"
-                    "m, c = sys.argv[1].rsplit('.', 1)\n"
-                    "getattr(importlib.import_module(m), c)\n",
-                    (char *)cls, NULL};
-    char *err = NULL;
-    int st = run_capture(argv, timeout_ms, NULL, &err);
-    int rc = 0;
-    if (st == -2) {
-        rc = cli_error("cannot import %s with %s: no answer in %d s", cls, py, timeout_ms / 1000);
-    } else if (st != 0) {
-        /* the last line of the traceback says why */
-        size_t len = err ? strlen(err) : 0;
-        while (len && (err[len - 1] == '\n' || err[len - 1] == ' '))
-            err[--len] = '\0';
-        const char *last = len ? strrchr(err, '\n') : NULL;
-        rc = cli_error("cannot import %s with %s: %s", cls, py, last ? last + 1 : len ? err : "failed");
-    }
-    free(err);
-    return rc;
+    char why[512];
+    if (py_class_check(cls, NULL, 1, why, sizeof why) < 0)
+        return cli_error("cannot import %s with %s: %s", cls, py_interpreter(), why);
+    return 0;
 }
 
 /* One meta entry checked and turned into a registry entry (or 1 with the error printed). */

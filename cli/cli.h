@@ -31,6 +31,16 @@ extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 extern const struct cli_cmd cmd_algo_list, cmd_algo_show, cmd_algo_register, cmd_algo_reg;
 extern const struct cli_cmd cmd_algo_unregister, cmd_algo_unreg;
 
+/* ---- pycheck.c: the configured python and the classes it can load ---- */
+/* $TRIALQ_PYTHON, else python3: the interpreter the dispatcher process runs. */
+const char *py_interpreter(void);
+/* Whether that python finds module.Class cls, within $TRIALQ_IMPORT_TIMEOUT seconds
+ * (60): import 0: importlib.util.find_spec of the module, code_dir (may be NULL)
+ * appended to sys.path as NNI appends codeDirectory; import 1: the module imported and
+ * the class got (its libraries must be there too). 0, or -1 with why (the traceback's
+ * last line, "no answer in 60 s"). */
+int py_class_check(const char *cls, const char *code_dir, int import, char *why, size_t len);
+
 /* ---- shared helpers (cli/common.c) ---- */
 /* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */
 struct db *cli_open_db(const char *home_opt, char **home_out);

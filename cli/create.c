@@ -70,10 +70,36 @@ static int algo_error(const struct exp_config *cfg, const char *key, const char 
     return rc;
 }
 
+/* The section `key` (tuner: or advisor: as written) becomes the customized section of
+ * class cls, with the entry's default classArgs (dflt, may be NULL) under the config's. */
+static void make_custom(struct exp_config *cfg, struct algo_config *algo, const char *key, const char *cls,
+                        const cJSON *dflt)
+{
+    cJSON *sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, key);
+    if (!sec && strcmp(key, "tuner") == 0)
+        sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "advisor");
+    if (sec) {
+        cJSON_DeleteItemFromObjectCaseSensitive(sec, "name");
+        cJSON_AddStringToObject(sec, "className", cls);
+        cJSON *args = cJSON_GetObjectItemCaseSensitive(sec, "classArgs");
+        if (cJSON_IsObject(dflt)) {
+            if (!args)
+                args = cJSON_AddObjectToObject(sec, "classArgs");
+            const cJSON *kv;
+            cJSON_ArrayForEach(kv, dflt)
+                if (!cJSON_GetObjectItemCaseSensitive(args, kv->string))
+                    cJSON_AddItemToObject(args, kv->string, cJSON_Duplicate(kv, 1));
+        }
+    }
+    free(algo->name);
+    algo->name = NULL;
+    algo->class_name = xstrdup(cls);
+}
+
 /* A section naming an algorithm registered with `nnictl algo register` (NNI's
  * registered_algorithms.yml) becomes the customized section it stands for: its class
  * runs in NNI's dispatcher process, imported from the Python path as NNI imports a
- * registered class. Built-in names are trialq's and come first. 0, or 1 after an error. */
+ * registered class. Built-in names come first. 0, or 1 after an error. */
 static int resolve_registered(struct exp_config *cfg, struct algo_config *algo, const char *key,
                               const char *const *sections, const cJSON *reg)
 {
@@ -92,32 +118,30 @@ static int resolve_registered(struct exp_config *cfg, struct algo_config *algo, 
         free(path);
         return rc;
     }
-    cJSON *sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, key);
-    if (!sec && strcmp(key, "tuner") == 0)
-        sec = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "advisor");
-    if (sec) {
-        cJSON_DeleteItemFromObjectCaseSensitive(sec, "name");
-        cJSON_AddStringToObject(sec, "className", cls->valuestring);
-        /* default classArgs of the entry (NNI's TPE-like entries carry some) under the config's */
-        const cJSON *dflt = cJSON_GetObjectItemCaseSensitive(entry, "classArgs");
-        cJSON *args = cJSON_GetObjectItemCaseSensitive(sec, "classArgs");
-        if (cJSON_IsObject(dflt)) {
-            if (!args)
-                args = cJSON_AddObjectToObject(sec, "classArgs");
-            const cJSON *kv;
-            cJSON_ArrayForEach(kv, dflt)
-                if (!cJSON_GetObjectItemCaseSensitive(args, kv->string))
-                    cJSON_AddItemToObject(args, kv->string, cJSON_Duplicate(kv, 1));
-        }
-    }
-    free(algo->name);
-    algo->name = NULL;
-    algo->class_name = xstrdup(cls->valuestring);
+    make_custom(cfg, algo, key, cls->valuestring, cJSON_GetObjectItemCaseSensitive(entry, "classArgs"));
     return 0;
 }
 
-static int registered_algorithms(struct exp_config *cfg)
+/* A built-in name of NNI that trialq has no C implementation of (SMAC, PPO, ...): its
+ * section becomes NNI's own class, which the dispatcher process imports from the `nni`
+ * package as NNI's dispatcher does. Returns the entry, or NULL for any other name. */
+static const struct nni_builtin *resolve_nni_python(struct exp_config *cfg, struct algo_config *algo,
+                                                    const char *key, const char *section)
 {
+    if (!algo->set || !algo->name)
+        return NULL;
+    const struct nni_builtin *b = nni_builtin_find(algo->name);
+    if (!b || strcmp(b->section, section) != 0)
+        return NULL;
+    make_custom(cfg, algo, key, b->class_name, NULL);
+    return b;
+}
+
+static int registered_algorithms(struct exp_config *cfg, const struct nni_builtin **py_tuner)
+{
+    *py_tuner = NULL;
+    if (cfg->tuner.name && !tuner_find(cfg->tuner.name))
+        *py_tuner = resolve_nni_python(cfg, &cfg->tuner, "tuner", "tuners");
     int custom = (cfg->tuner.name && !tuner_find(cfg->tuner.name)) ||
                  (cfg->assessor.set && cfg->assessor.name && !assessor_find(cfg->assessor.name));
     if (!custom)
@@ -137,22 +161,60 @@ static int registered_algorithms(struct exp_config *cfg)
     return rc;
 }
 
+/* A customized section's class must be there for the configured python, as under NNI
+ * (codeDirectory is only appended to sys.path, so pip-installed modules work): found
+ * with find_spec; NNI's own class of a built-in name (py) imported with its libraries.
+ * 0, or 1 after an error placed at the key. */
+static int class_check(const struct exp_config *cfg, const struct algo_config *algo, const char *key,
+                       const struct nni_builtin *py)
+{
+    if (!algo->set || !algo->class_name)
+        return 0;
+    char why[512], msg[1536];
+    if (py_class_check(algo->class_name, py ? NULL : algo->code_directory, py != NULL, why, sizeof why) == 0)
+        return 0;
+    if (py) {
+        snprintf(msg, sizeof msg, "%s.name: %s runs NNI's own Python class %s, which %s cannot import (%s); "
+                 "install it for that python: pip install %s (or set TRIALQ_PYTHON to a python that has it)",
+                 key, py->name, py->class_name, py_interpreter(), why, py->install);
+        char at[64];
+        snprintf(at, sizeof at, "%s.name", key);
+        return algo_error(cfg, at, msg);
+    }
+    if (algo->code_directory)
+        snprintf(msg, sizeof msg, "%s.className: module of \"%s\" not found by %s (%s), with codeDirectory %s "
+                 "appended to its sys.path", key, algo->class_name, py_interpreter(), why, algo->code_directory);
+    else
+        snprintf(msg, sizeof msg, "%s.className: module of \"%s\" not found by %s (%s); install it, or set "
+                 "codeDirectory to the directory holding it", key, algo->class_name, py_interpreter(), why);
+    char at[64];
+    snprintf(at, sizeof at, "%s.className", key);
+    return algo_error(cfg, at, msg);
+}
+
 /* Everything a config must pass before anything is created. */
 static int validate(struct exp_config *cfg, int64_t *seed)
 {
     struct errbuf e;
     char errpath[256] = "";
     struct ss_space *space = NULL;
-    if (ss_parse(cfg->search_space, &space, errpath, sizeof errpath, &e) < 0)
-        return search_space_error(cfg, errpath, e.msg);
     *seed = -1;
-    /* a customized tuner or assessor (className) runs in NNI's dispatcher process: the
-     * config checked its module; its classArgs are the class's business */
-    int reg_rc = registered_algorithms(cfg);
-    if (reg_rc != 0) {
-        ss_free(space);
+    /* a customized tuner or assessor (className, a registered name, NNI's Python-only
+     * built-ins) runs in NNI's dispatcher process: the configured python must find its
+     * class; its classArgs are the class's business */
+    const struct nni_builtin *py_tuner = NULL;
+    int reg_rc = registered_algorithms(cfg, &py_tuner);
+    if (reg_rc == 0)
+        reg_rc = class_check(cfg, &cfg->tuner, "tuner", py_tuner);
+    if (reg_rc == 0)
+        reg_rc = class_check(cfg, &cfg->assessor, "assessor", NULL);
+    if (reg_rc != 0)
         return reg_rc;
-    }
+    /* NNI hands a customized tuner the search space as written; built-ins validate it */
+    if (cfg->tuner.class_name)
+        space = ss_raw(cfg->search_space);
+    else if (ss_parse(cfg->search_space, &space, errpath, sizeof errpath, &e) < 0)
+        return search_space_error(cfg, errpath, e.msg);
     if (cfg->tuner.name) {
         const struct tuner_ops *t = tuner_find(cfg->tuner.name);
         if (!t) {

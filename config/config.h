@@ -84,4 +84,17 @@ const cJSON *algo_registry_find(const cJSON *reg, const char *section, const cha
 /* Writes the registry back (atomically). */
 int algo_registry_save(const cJSON *reg, struct errbuf *e);
 
+/* ---- nni_builtin.c: NNI's built-in algorithms that run as NNI's Python class ---- */
+struct nni_builtin {
+    const char *name;        /* NNI's builtinName */
+    const char *alias;       /* NNI's alias (the v1 builtinTunerName spelling), or NULL */
+    const char *section;     /* "tuners", "assessors" or "advisors" */
+    const char *class_name;  /* NNI's module.Class */
+    const char *install;     /* what to pip install for it: "'nni[SMAC]'" */
+};
+/* By name or alias, any case; NULL when NNI has no such Python-only built-in. */
+const struct nni_builtin *nni_builtin_find(const char *name);
+/* The i-th entry (0, 1, ...), NULL past the last. */
+const struct nni_builtin *nni_builtin_at(int i);
+
 #endif

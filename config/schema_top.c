@@ -14,35 +14,6 @@
 
 /* ---- tuner / assessor / advisor (NNI's AlgorithmConfig / CustomAlgorithmConfig) ---- */
 
-/* The module of className ("pkg.mod.Class" -> pkg/mod.py or pkg/mod/__init__.py) must be
- * in codeDirectory, where the dispatcher process imports it from (NNI appends
- * codeDirectory to sys.path). */
-static int custom_module_check(struct vctx *c, const char *cls, const char *dot, const cJSON *dir)
-{
-    if (!cJSON_IsString(dir))
-        return 0;
-    char *mod = xstrndup(cls, (size_t)(dot - cls));
-    for (char *p = mod; *p; p++) {
-        if (*p == '.')
-            *p = '/';
-        else if (*p == '/') {
-            free(mod);
-            return cfg_err_here(c, "className", AT_VALUE, "\"%.60s\" is a Python name \"module.ClassName\","
-                                " not a path", cls);
-        }
-    }
-    char *file = xasprintf("%s/%s.py", dir->valuestring, mod);
-    char *pkg = xasprintf("%s/%s/__init__.py", dir->valuestring, mod);
-    struct stat st;
-    int ok = (stat(file, &st) == 0 && S_ISREG(st.st_mode)) || (stat(pkg, &st) == 0 && S_ISREG(st.st_mode));
-    int rc = ok ? 0 : cfg_err_here(c, "className", AT_VALUE, "module of \"%.60s\" not found: neither %s nor %s"
-                                   " exists (codeDirectory holds the module)", cls, file, pkg);
-    free(file);
-    free(pkg);
-    free(mod);
-    return rc;
-}
-
 static int algo_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
     int has_name = cJSON_GetObjectItemCaseSensitive(obj, "name") != NULL;
@@ -53,18 +24,18 @@ static int algo_check(struct vctx *c, const struct ynode *map, cJSON *obj)
                             "set either name (a built-in algorithm) or className, not both");
     if (!has_name && !cls)
         return cfg_err_here(c, "name", AT_VALUE, "required: name of a built-in algorithm "
-                            "(e.g. TPE), or className + codeDirectory of your own class");
+                            "(e.g. TPE), or className of your own class");
     if (cls) {
         const char *s = cls->valuestring;
         const char *dot = strrchr(s, '.');
-        if (!dot || dot == s || !dot[1])
+        if (!dot || dot == s || !dot[1] || strchr(s, '/'))
             return cfg_err_here(c, "className", AT_VALUE,
                                 "must be \"module.ClassName\", got \"%.60s\"", s);
+        /* NNI's default codeDirectory, ".", is the config file's directory; it is only
+         * appended to sys.path, so a module installed with pip is found too (nnictl
+         * create asks the configured python) */
         if (!has_dir)
-            return cfg_err_here(c, "codeDirectory", AT_VALUE,
-                                "required with className (the directory holding the module)");
-        if (custom_module_check(c, s, dot, cJSON_GetObjectItemCaseSensitive(obj, "codeDirectory")) < 0)
-            return -1;
+            cJSON_AddStringToObject(obj, "codeDirectory", c->base_dir);
     } else if (has_dir) {
         return cfg_err_here(c, "codeDirectory", AT_KEY,
                             "only used with className; a built-in algorithm has no code directory");

@@ -21,6 +21,8 @@ extern const struct tuner_ops tuner_evolution;
 extern const struct tuner_ops tuner_gp;
 extern const struct tuner_ops tuner_hyperband;
 extern const struct tuner_ops tuner_bohb;
+extern const struct tuner_ops tuner_tpe_legacy;            /* mapped.c: runs TPE */
+extern const struct tuner_ops tuner_regularized_evolution; /* mapped.c: runs Evolution */
 
 /* ---- the built-in assessors (assessor.c lists them) ---- */
 struct assessor_ops;

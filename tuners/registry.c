@@ -14,6 +14,8 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_gp,
     &tuner_hyperband,
     &tuner_bohb,
+    &tuner_tpe_legacy,
+    &tuner_regularized_evolution,
 };
 
 const struct tuner_ops *tuner_find(const char *name)
@@ -40,5 +42,6 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Hyperband, BOHB";
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Hyperband, BOHB, TPE_legacy, "
+           "RegularizedEvolutionTuner";
 }

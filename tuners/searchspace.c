@@ -318,6 +318,13 @@ int ss_parse(const cJSON *json, struct ss_space **out, char *errpath, size_t err
     return 0;
 }
 
+struct ss_space *ss_raw(const cJSON *json)
+{
+    struct ss_space *s = xcalloc(1, sizeof *s);
+    s->json = json ? cJSON_Duplicate(json, 1) : cJSON_CreateObject();
+    return s;
+}
+
 static void free_space(struct ss_space *s)
 {
     for (int i = 0; i < s->n; i++) {

@@ -43,6 +43,9 @@ struct ss_space {
  * objects); when every option is an object with "_name" they are nested sub-spaces,
  * and a mix of both is rejected. *out owns a copy of json. */
 int ss_parse(const cJSON *json, struct ss_space **out, char *errpath, size_t errpath_len, struct errbuf *e);
+/* A space that is only its JSON (n = 0), not validated: what a customized tuner is
+ * handed (NNI gives it the search space as written). json may be any JSON; NULL is {}. */
+struct ss_space *ss_raw(const cJSON *json);
 void ss_free(struct ss_space *s);
 
 const char *ss_type_name(enum ss_type t);   /* "choice", "quniform", ... */

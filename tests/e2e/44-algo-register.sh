@@ -14,10 +14,11 @@ export STEPS=3 STEP_SLEEP=0.2
 n() { rc=0; timeout 30 nnictl "$@" > "$WORK/out" 2>&1 || rc=$?; [ "$rc" != 124 ] || fail "nnictl $* hung"; }
 has() { grep -q -- "$1" "$WORK/out" || { cat "$WORK/out" >&2; fail "expected '$1' from: nnictl ${*:2}"; }; }
 
-# --- list: the built-in algorithms, nothing registered yet
+# --- list: the built-in algorithms (trialq's, and NNI's Python-only ones), nothing registered yet
 n algo list; [ "$rc" = 0 ] || fail "algo list: $(cat "$WORK/out")"
 has "^TPE  *tuner  *trialq"; has "^Hyperband  *advisor"; has "^Medianstop  *assessor"
-[ "$(wc -l < "$WORK/out")" = 12 ] || fail "algo list shows more than the built-ins: $(cat "$WORK/out")"
+has "^SMAC  *tuner  *nni  *SMACTuner  *nni.algorithms.hpo.smac_tuner"
+[ "$(wc -l < "$WORK/out")" = 20 ] || fail "algo list shows more than the built-ins: $(cat "$WORK/out")"
 n algo show tpe; [ "$rc" = 0 ]; has "algoType: tuner"
 pass "algo list / show: the built-in algorithms"
 
@@ -56,6 +57,7 @@ bad_meta() { # message-part meta-yaml
 }
 bad_meta "MyRecorder is registered already" "{algoType: tuner, builtinName: myrecorder, className: recorder.RecordingTuner}"
 bad_meta "TPE is a built-in algorithm of trialq" "{algoType: tuner, builtinName: TPE, className: recorder.RecordingTuner}"
+bad_meta "MetisTuner is a built-in algorithm" "{algoType: tuner, builtinName: MetisTuner, className: recorder.RecordingTuner}"
 bad_meta "algoType: must be tuner, assessor or advisor (got 'tunr')" "{algoType: tunr, builtinName: X, className: a.B}"
 bad_meta "className: required" "{algoType: tuner, builtinName: X}"
 bad_meta "cannot import recorder.NoSuchTuner" "{algoType: tuner, builtinName: X, className: recorder.NoSuchTuner}"

@@ -93,8 +93,10 @@ nnictl stop "$id" > /dev/null
 pass "a tuner that never answers: ERROR after the deadline, stop is prompt"
 
 # ---- a process that never connects: NNI's 10 s ----
-cat > "$WORK/fakepy" <<'SH'
+# (nnictl create's check that the class is there, python -c, gets a real python)
+cat > "$WORK/fakepy" <<SH
 #!/bin/sh
+[ "\$1" = -c ] && exec $PY "\$@"
 echo "not a python: sleeping instead of connecting" >&2
 exec sleep 60
 SH
@@ -112,6 +114,7 @@ pass "a process that never connects: ERROR after 10 s with its output"
 # ---- the WebSocket server with frames nni's client never sends ----
 cat > "$WORK/rawpy" <<SH
 #!/bin/sh
+[ "\$1" = -c ] && exec $PY "\$@"
 exec $PY "$TRIALQ_SRC/tests/dispatcher/rawclient.py"
 SH
 chmod +x "$WORK/rawpy"

@@ -1,0 +1,5 @@
+"""A customized tuner module next to the configs (only found, not run)."""
+
+
+class MyTuner:
+    pass

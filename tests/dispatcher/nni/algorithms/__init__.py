@@ -1,0 +1,1 @@
+"""nni.algorithms: NNI's algorithm packages (stand-in; see tests/dispatcher/README.md)."""

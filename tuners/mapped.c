@@ -1,0 +1,118 @@
+/* mapped.c: NNI built-in names that trialq runs with one of its own tuners, with the
+ * classArgs of NNI's class translated (docs/config.md says what differs):
+ * - TPE_legacy (NNI's HyperoptTuner with algorithm_name tpe, hyperopt's TPE) runs TPE;
+ * - RegularizedEvolutionTuner runs Evolution. */
+#include "tuners/internal.h"
+
+#include <string.h>
+
+static const char *const mode_names[] = {"maximize", "minimize", NULL};
+
+/* ---- TPE_legacy: optimize_mode (minimize), parallel_optimize (false),
+ * constant_liar_type (min, max, mean) ---- */
+
+static const char *const legacy_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type",
+                                          "algorithm_name", "seed", NULL};
+static const char *const hyperopt_liars[] = {"min", "max", "mean", NULL};
+static const char *const tpe_liars[] = {"best", "worst", "mean"}; /* hyperopt's liar over losses */
+
+static int legacy_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
+                         struct errbuf *e)
+{
+    int mode = 1, parallel = 0, liar = 0;
+    uint64_t own_seed = seed;
+    if (classargs_keys(args, "tuner", "TPE_legacy", legacy_keys, e) < 0 ||
+        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
+        classargs_bool(args, "tuner", "parallel_optimize", &parallel, e) < 0 ||
+        classargs_choice(args, "tuner", "constant_liar_type", hyperopt_liars, &liar, e) < 0)
+        return -1;
+    int has_seed = classargs_seed(args, &own_seed, e);
+    if (has_seed < 0)
+        return -1;
+    const cJSON *algo = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "algorithm_name") : NULL;
+    if (algo && !cJSON_IsNull(algo) && !(cJSON_IsString(algo) && strcmp(algo->valuestring, "tpe") == 0))
+        return errf(e, "tuner.classArgs.algorithm_name: TPE_legacy is hyperopt's \"tpe\" (use Random or "
+                       "Anneal for the others)");
+    /* HyperoptTuner lies about running trials only with parallel_optimize */
+    cJSON *tpe = cJSON_CreateObject();
+    cJSON_AddStringToObject(tpe, "optimize_mode", mode_names[mode]);
+    if (has_seed)
+        cJSON_AddNumberToObject(tpe, "seed", (double)own_seed);
+    cJSON *ta = cJSON_AddObjectToObject(tpe, "tpe_args");
+    if (parallel)
+        cJSON_AddStringToObject(ta, "constant_liar_type", tpe_liars[liar]);
+    else
+        cJSON_AddNullToObject(ta, "constant_liar_type");
+    int rc = tuner_tpe.create(tpe, space, own_seed, state, e);
+    cJSON_Delete(tpe);
+    return rc;
+}
+
+static int legacy_suggest(void *state, int64_t index, const struct tuner_history *hist, cJSON **params,
+                          struct errbuf *e)
+{
+    return tuner_tpe.suggest(state, index, hist, params, e);
+}
+
+static void legacy_destroy(void *state)
+{
+    tuner_tpe.destroy(state);
+}
+
+const struct tuner_ops tuner_tpe_legacy = {
+    .name = "TPE_legacy",
+    .create = legacy_create,
+    .suggest = legacy_suggest,
+    .destroy = legacy_destroy,
+    .needs_history = 1,
+};
+
+/* ---- RegularizedEvolutionTuner: optimize_mode (maximize), population_size (100),
+ * sample_size (25) ---- */
+
+static const char *const regevo_keys[] = {"optimize_mode", "population_size", "sample_size", "seed", NULL};
+
+static int regevo_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
+                         struct errbuf *e)
+{
+    int mode = 0, population_size = 100, sample_size = 25;
+    uint64_t own_seed = seed;
+    if (classargs_keys(args, "tuner", "RegularizedEvolutionTuner", regevo_keys, e) < 0 ||
+        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
+        classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0 ||
+        classargs_int(args, "tuner", "sample_size", 1, 99999, &sample_size, e) < 0)
+        return -1;
+    int has_seed = classargs_seed(args, &own_seed, e);
+    if (has_seed < 0)
+        return -1;
+    if (sample_size > population_size)
+        return errf(e, "tuner.classArgs.sample_size: must not exceed population_size (%d), got %d",
+                    population_size, sample_size);
+    cJSON *evo = cJSON_CreateObject();
+    cJSON_AddStringToObject(evo, "optimize_mode", mode_names[mode]);
+    cJSON_AddNumberToObject(evo, "population_size", population_size);
+    if (has_seed)
+        cJSON_AddNumberToObject(evo, "seed", (double)own_seed);
+    int rc = tuner_evolution.create(evo, space, own_seed, state, e);
+    cJSON_Delete(evo);
+    return rc;
+}
+
+static int regevo_suggest(void *state, int64_t index, const struct tuner_history *hist, cJSON **params,
+                          struct errbuf *e)
+{
+    return tuner_evolution.suggest(state, index, hist, params, e);
+}
+
+static void regevo_destroy(void *state)
+{
+    tuner_evolution.destroy(state);
+}
+
+const struct tuner_ops tuner_regularized_evolution = {
+    .name = "RegularizedEvolutionTuner",
+    .create = regevo_create,
+    .suggest = regevo_suggest,
+    .destroy = regevo_destroy,
+    .needs_history = 1,
+};
