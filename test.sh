@@ -31,7 +31,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [ "$quick" = 0 ] || set -- -L quick "$@"
 cd build-asan
-echo "ctest $* (in build-asan/)"
+echo "ctest${*:+ $*} (in build-asan/)"
 # ctest's output as it comes, but its closing summary held back so that it stays last
 rm -rf Testing/Temporary/LastTestsFailed.log test-logs
 rc=0

@@ -2,7 +2,7 @@
 # appended to $STEP_LOG. Sourced; the caller sets STEP_LOG.
 #   step LABEL CMD...      runs CMD; "LABEL ... done (12s)"
 #   step_build LABEL DIR   cmake --build DIR; "LABEL ... 127 files compiled (95s)"
-# A failed step prints the end of the log and its path, and exits 1.
+# A failed step prints the end of the log (40 lines) and its path, and exits 1.
 
 # on a terminal the line is written while the step runs and completed in place
 if [ -t 1 ]; then STEP_CR=$'\r\033[K'; else STEP_CR=; fi
@@ -12,7 +12,7 @@ step_show() {
 
 step_fail() {
     printf '%s%s ... FAILED after %ss; the end of %s:\n' "$STEP_CR" "$1" "$2" "$STEP_LOG"
-    tail -n 30 "$STEP_LOG" | sed 's/^/    /'
+    tail -n 40 "$STEP_LOG" | sed 's/^/    /'
     echo "the whole log: $STEP_LOG"
     exit 1
 }
