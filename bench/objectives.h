@@ -1,4 +1,4 @@
-/* objectives.h: the test functions of ../shared/bench/functions.json, written out
+/* objectives.h: the test functions of bench/functions.json, written out
  * in C from their formulas (checked against the file's check points by
  * tests/unit/test_tuners_tpe.c and at the start of bench/tuner_quality.c). Header-only
  * so that the unit test, which links the tuners library alone, can use them. */

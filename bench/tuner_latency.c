@@ -1,5 +1,5 @@
 /* tuner_latency: time per TPE (and GP) suggestion against the number of finished trials, in
- * the 5-parameter mixed space of ../shared/bench/optuna-figures.md (x1
+ * a 5-parameter mixed space (x1
  * uniform[-5,5], x2 uniform[0,10], lr loguniform[1e-5,1e-1], n randint[1,17), cat
  * choice of 4), next to Optuna 3.1's figures.
  *
@@ -30,7 +30,7 @@ static const char space_json[] =
 
 static const struct {
     int trials;
-    double optuna_ms;  /* optuna-figures.md, "TPE suggestion latency"; 0: not measured */
+    double optuna_ms;  /* Optuna 3.1's TPE in the same space; 0: not measured */
 } points[] = {{10, 6.9}, {100, 10.7}, {500, 18.4}, {1000, 33.9}, {5000, 0}};
 
 static double objective(const cJSON *p)

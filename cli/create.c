@@ -439,7 +439,9 @@ static int cmd_create_fn(int argc, char **argv)
     printf("Setting up...\n");
     cli_print_urls(bind, port, prefix, cfg->nni_manager_ip);
     printf("Experiment %s started. Data: %s\n", id, x.exp_dir);
-    printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
+    /* a foreground run stops by itself (or on Ctrl-C) before the prompt comes back */
+    if (!foreground)
+        printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
     fflush(stdout);
     rc = foreground ? foreground_loop(db, id, api) : 0;
     if (foreground)
@@ -570,7 +572,8 @@ static int restart(int argc, char **argv, const char *action)
     if (api < 0)
         goto out;
     cli_print_urls(x.bind_address, port, x.url_prefix, NULL);
-    printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
+    if (!foreground)
+        printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
     fflush(stdout);
     rc = 0;
     if (foreground) {

@@ -83,4 +83,18 @@ port_is_free "$port" || fail "port $port still busy after stop"
 assert_no_leftovers
 [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = DONE ] || fail "a DONE experiment changed status on stop"
 nnictl experiment list --all | grep -q "$id" || fail "experiment list --all"
+
+# --foreground (the quickstart's run): progress, the best trial, and no advice to stop
+# an experiment that has ended by the time the command returns
+sed -i 's/^maxTrialNumber: 50$/maxTrialNumber: 6/' "$WORK/exp/config.yml"
+nnictl create --config "$WORK/exp/config.yml" --port "$port" --foreground > "$WORK/fg.out" 2>&1 ||
+    { cat "$WORK/fg.out"; fail "create --foreground failed"; }
+cat "$WORK/fg.out"
+fg=$(exp_id_of "$WORK/fg.out")
+[ "$(sql "SELECT status FROM experiment WHERE id='$fg'")" = DONE ] || fail "the foreground experiment is not DONE"
+grep -q "DONE  trials done 6/6" "$WORK/fg.out" || fail "no final progress line"
+grep -q "^Best trial: " "$WORK/fg.out" || fail "no best trial"
+! grep -qi "stop" "$WORK/fg.out" || fail "a foreground run printed advice to stop it"
+port_is_free "$port" || fail "port $port still busy after the foreground run"
+pass "--foreground: progress and best trial, nothing about stopping"
 echo "10-local-experiment: passed"
