@@ -926,6 +926,13 @@ static void export_line(struct strbuf *sb, const char *k, const char *v)
     sb_puts(sb, "\n");
 }
 
+/* trialCommandChannel: http, and the api has a channel to name (its token and port). */
+static int http_channel(struct worker *w)
+{
+    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
+    return cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0;
+}
+
 /* The launch script of one role (NNI's kubernetesScriptFormat, with the trial command
  * run directly instead of NNI's trial_keeper: its output goes to the shared storage,
  * where the worker reads the metrics). */
@@ -951,10 +958,11 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
     int gpu = ks->kind == KK_ADL ? (cJSON_IsNumber(tg) ? tg->valueint : 0) : jint(r->cfg, "gpuNumber", 0);
     if (gpu == 0)
         sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 requested GPUs must not mean all */
-    /* trialCommandChannel: http -> NNI v3's HTTP channel of the api at nniManagerIp, with
-     * this trial's own token in the URL (pods must reach it); the storage pull stays */
-    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0) {
+    /* trialCommandChannel: http -> NNI v3's HTTP channel. Its URL is the api's at
+     * nniManagerIp, with this trial's own token in the path; the relay below serves that
+     * path on 127.0.0.1 in the pod and points the trial at it */
+    int http = http_channel(w);
+    if (http) {
         char tok[CHAN_TOKEN_LEN + 1];
         chan_token(w->exp.token, t->id, tok);
         const cJSON *ip = worker_config_item(w, "nniManagerIp");
@@ -996,6 +1004,21 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
         sb_puts(&full, " && . /mnt/frameworkbarrier/injector.sh && ");
     }
     sb_puts(&full, cmd);
+    if (http) {
+        /* the relay (.nni/chanrelay.py, written by kube_submit) runs the command as its
+         * child and serves its channel in the pod, so that an api restart costs the trial
+         * nothing; without a python3 >= 3.5 in the image the trial talks to the api, as
+         * it says in its stderr */
+        sb_puts(&sb, "if command -v python3 > /dev/null 2>&1 &&\n"
+                     "   python3 -c 'import sys; sys.exit(sys.version_info < (3, 5))' > /dev/null 2>&1; then\n"
+                     "  set -- python3 \"$NNI_SYS_DIR/.nni/chanrelay.py\" --\n"
+                     "else\n"
+                     "  echo \"trialq: no python3 >= 3.5 in the image: this trial's HTTP channel is the api's\" \\\n"
+                     "       \"at nniManagerIp, and a restart of the api fails the trial\" >> \"$NNI_OUTPUT_DIR/trial.stderr\"\n"
+                     "  set --\n"
+                     "fi\n"
+                     "\"$@\" ");
+    }
     sb_puts(&sb, "bash -c ");
     sq_append(&sb, full.buf);
     sb_free(&full);
@@ -1219,6 +1242,8 @@ static int kube_submit(struct worker *w, struct trial *t, char **job_id, char **
     int wr = write_text(dir, "parameter.cfg", rec, 0644, e);
     free(rec);
     if (wr < 0 || write_text(dir, ".nni/attempt", att, 0644, e) < 0)
+        goto out;
+    if (http_channel(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
         goto out;
     if (ks->kind != KK_ADL) {
         if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)

@@ -89,6 +89,10 @@ const cJSON *worker_ts_config(const struct worker *w);
 const cJSON *worker_config_item(const struct worker *w, const char *key);
 extern const struct platform_ops platform_local;
 extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
+/* sdk/chanrelay/trialq_chanrelay.py, embedded at build time (CMakeLists.txt): NNI's HTTP
+ * trial channel served inside a cluster trial's pod (docs/architecture.md, "The HTTP
+ * trial channel") */
+extern const char trialq_chanrelay_py[];
 /* Checks a Kubernetes-family platform at `nnictl create` (kubeconfig, API server,
  * credentials, CRD, storage): 0 when usable or not of that family (workers/kube_platforms.c). */
 int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e);

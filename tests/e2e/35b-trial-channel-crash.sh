@@ -21,14 +21,7 @@ run_case() { # label seed what-to-kill (api | all)
     nnictl create --config "$WORK/$1/config.yml" --port "$port" > "$WORK/$1.out"
     id=$(exp_id_of "$WORK/$1.out")
     [ -n "$id" ] || fail "$1: no experiment id printed"
-    # 4 trials run and report
-    for _ in $(seq 300); do
-        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 4 ] &&
-            [ "$(acked_lines "$id")" -ge 4 ] && break
-        sleep 0.1
-    done
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 4 ] ||
-        fail "$1: 4 trials do not run"
+    http_wait_reporting "$id" "$1" 30
     api=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
     workers=$(pgrep -f "trialq worker --platform local --experiment $id" | tr '\n' ' ')
     [ -n "$workers" ] || fail "$1: no worker found"
@@ -83,50 +76,8 @@ done
 tdir=$NNI_HOME/$id/trials/$tid
 url=$(cat "$tdir/.nni/channel")
 [[ "$url" == "http://127.0.0.1:"*"/env/"*"/$tid" && "$url" != "http://127.0.0.1:$port/"* ]] || fail "channel URL $url"
-$PY - "$url" "$tid" "$tdir" <<'PY'
-import http.client, json, os, sys, time, urllib.parse
-url, tid, tdir = sys.argv[1:4]
-u = urllib.parse.urlsplit(url)
-conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)  # one keep-alive connection
-def req(method, body=None, ctype='application/json', path=u.path):
-    conn.request(method, path, body=body, headers={'Content-Type': ctype} if body is not None else {})
-    r = conn.getresponse()
-    return r.status, r.read()
-def metric(trial, seq):
-    return json.dumps({'type': 'metric', 'metric': json.dumps({'parameter_id': 0, 'trial_job_id': trial,
-                       'type': 'PERIODICAL', 'sequence': seq, 'value': '0.5'})})
-mfile = os.path.join(tdir, '.nni', 'metrics')
-size = lambda: os.path.getsize(mfile) if os.path.exists(mfile) else 0
-assert req('PUT', '{"type":"request_parameter"}') == (200, b'')
-st, body = req('GET')
-assert st == 200, (st, body)
-cmd = json.loads(body)
-assert cmd['type'] == 'parameter' and json.loads(cmd['parameter']) == json.load(open(tdir + '/parameter.cfg')), cmd
-t0 = time.monotonic()
-st, _ = req('GET')
-ms = (time.monotonic() - t0) * 1000
-assert st == 408 and 900 <= ms <= 1500, (st, ms)
-n0 = size()
-assert req('PUT', metric(tid, 7)) == (200, b'')
-rec = open(mfile, 'rb').read()[n0:]
-want = json.loads(metric(tid, 7))['metric'].encode() + b'\n'
-assert rec == b'ME%06d' % len(want) + want, rec   # framed and written before the 200
-assert req('PUT', metric(tid, 7))[0] == 200          # sent again: stored once (below)
-n1 = size()
-for body, ctype, code in [(metric('Other', 8), 'application/json', 403),
-                          ('{"type":"metric",', 'application/json', 400),
-                          ('{"type":"metric","metric":"{not json"}', 'application/json', 400),
-                          ('{"type":"metric","metric":"{\\"type\\":\\"X\\",\\"value\\":1}"}', 'application/json', 400),
-                          (metric(tid, 8), 'text/plain', 415)]:
-    st, out = req('PUT', body, ctype)
-    assert st == code, (body, ctype, st, out)
-assert size() == n1, 'a refused metric was written'
-other = u.path.replace('/env/', '/env/0000')
-assert req('PUT', metric(tid, 8), path=other)[0] == 404
-assert req('POST', metric(tid, 8))[0] == 405
-print('the trial channel by hand: ok')
-PY
-for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] && break; sleep 0.1; done
+$PY "$TRIALQ_SRC/tests/e2e/lib/chan_probe.py" "$url" "$tid" "$tdir" || fail "the trial channel by hand"
+for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 2 ] && break; sleep 0.1; done  # sequences 7 and 9
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid' AND sequence=7")" = 1 ] || fail "the metric sent twice is not stored once"
 nnictl stop "$id" > /dev/null
 [ ! -e "$tdir/.nni/channel" ] || fail "channel file left after the trial ended"

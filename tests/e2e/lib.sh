@@ -101,8 +101,9 @@ ${5:-  platform: local}
 YML
 }
 
-# http_experiment DIR SEED [CONCURRENCY MAX]: an experiment on NNI's HTTP trial channel
-# (trialCommandChannel: http; default 4 trials at once, 12 in all), the even trials a
+# http_experiment DIR SEED [CONCURRENCY MAX [TS]]: an experiment on NNI's HTTP trial channel
+# (trialCommandChannel: http; default 4 trials at once, 12 in all; TS the trainingService
+# YAML indented 2, local by default; a cluster role runs `sh run.sh`), the even trials a
 # stdlib client speaking it exactly as NNI 3's SDK does (trials/nni_http_client.py: a new
 # connection per request, no retry), the odd ones the bundled SDK (trials/sdk_steps.py);
 # each writes what was acknowledged to acked.log in its trial dir
@@ -122,8 +123,20 @@ trialConcurrency: ${3:-4}
 maxTrialNumber: ${4:-12}
 trialCommandChannel: http
 tuner: {name: Random, classArgs: {seed: $2}}
-trainingService: {platform: local}
+trainingService:
+${5:-  platform: local}
 YML
+}
+
+# http_wait_reporting ID LABEL SECONDS: waits until 4 trials of an http_experiment run and
+# 4 metrics were acknowledged (acked_lines ID, defined by the test, counts them)
+http_wait_reporting() {
+    for _ in $(seq $(($3 * 10))); do
+        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'")" = 4 ] &&
+            [ "$(acked_lines "$1")" -ge 4 ] && return 0
+        sleep 0.1
+    done
+    fail "$2: 4 trials do not run and report"
 }
 
 # assert_acked_match ID LABEL STEPS: every trial of an http_experiment stored exactly the
