@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "workers/worker.h"
 
 int cli_error(const char *fmt, ...)
 {
@@ -360,19 +361,7 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
     }
     /* the experiment's platforms: one, or each of a hybrid list */
     char *plats[16];
-    int nplat = 0;
-    if (strcmp(x.platform, "hybrid") != 0) {
-        plats[nplat++] = xstrdup(x.platform);
-    } else {
-        cJSON *cfgj = cJSON_Parse(x.config);
-        const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfgj, "trainingService"), *one;
-        cJSON_ArrayForEach(one, ts) {
-            const cJSON *pn = cJSON_GetObjectItemCaseSensitive(one, "platform");
-            if (cJSON_IsString(pn) && nplat < 16)
-                plats[nplat++] = xstrdup(pn->valuestring);
-        }
-        cJSON_Delete(cfgj);
-    }
+    int nplat = platform_list_of(x.platform, x.config, plats, 16);
     for (int i = 0; i < nplat; i++) {
         /* trials left behind by a dead api: end them through a worker of their platform */
         char *where = xasprintf("AND " SQL_TRIAL_STARTED " AND platform = '%s'", plats[i]);
@@ -380,10 +369,10 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
         free(where);
         if (left && cli_drain(home, id, plats[i]) < 0)
             fprintf(stderr, "WARNING: could not end every %s trial of %s\n", plats[i], id);
-        /* cluster platforms: stop/delete every job of the experiment, also ones the
-         * database lost track of (workers/kube_platforms.c, workers/openpai.c) */
-        if (strcmp(plats[i], "kubeflow") == 0 || strcmp(plats[i], "frameworkcontroller") == 0 ||
-            strcmp(plats[i], "adl") == 0 || strcmp(plats[i], "openpai") == 0)
+        /* a platform with a cleanup op (the cluster platforms) stops/deletes every job of
+         * the experiment, also ones the database lost track of */
+        const struct platform_ops *ops = platform_find(plats[i]);
+        if (ops && ops->cleanup)
             if (cli_platform_cleanup(home, id, plats[i]) < 0)
                 fprintf(stderr, "WARNING: could not delete every %s job of %s (see the message above)\n", plats[i],
                         id);

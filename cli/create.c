@@ -248,35 +248,34 @@ static int validate(struct exp_config *cfg, int64_t *seed)
             return algo_error(cfg, "assessor.classArgs", e.msg);
         as->destroy(astate);
     }
-    static const char *const supported[] = {"local", "kubeflow", "frameworkcontroller", "adl", "openpai", "remote", NULL};
     /* hybrid (a list): each listed platform must be supported and is checked */
     const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
     int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
+    const cJSON *gpu_entry = NULL; /* the first platform on this host's GPUs, and its index */
+    int gpu_at = -1;
     for (int k = 0; k < nplat; k++) {
         const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
         const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
         const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
-        int ok = 0;
-        for (int i = 0; supported[i]; i++)
-            ok |= strcmp(name, supported[i]) == 0;
-        if (!ok)
-            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: local, kubeflow, "
-                             "frameworkcontroller, adl, openpai, remote)", cfg->source_path, name);
-        /* OpenPAI: the token is tried now; a rejected one is reported and nothing created */
-        if (strcmp(name, "openpai") == 0 && openpai_preflight(entry, &e) < 0)
+        const struct platform_ops *ops = platform_find(name);
+        if (!ops) {
+            char names[256];
+            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
+                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
+        }
+        /* the platform's own check (OpenPAI: its token; remote: every machine; a
+         * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is
+         * reported now and nothing is created */
+        if (ops->preflight && ops->preflight(ops, entry, cfg->canonical, &e) < 0)
             return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
-        /* remote: every machine is tried now (connect, host key, auth, work dir) */
-        if (strcmp(name, "remote") == 0 && remote_preflight(entry, cfg->canonical, &e) < 0)
-            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
-        /* a cluster platform is checked now (kubeconfig, server, credentials, CRD, storage):
-         * a bad one is reported here and nothing is created */
-        if ((strcmp(name, "kubeflow") == 0 || strcmp(name, "frameworkcontroller") == 0 ||
-             strcmp(name, "adl") == 0) && kube_preflight(name, cfg->canonical, &e) < 0)
-            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+        if (ops->gpu_mode == PLATFORM_GPU_HOST && !gpu_entry) {
+            gpu_entry = entry;
+            gpu_at = cJSON_IsArray(tsl) ? k : -1;
+        }
     }
-    /* GPUs: a local request this host cannot meet is reported now (runs nvidia-smi) */
+    /* GPUs: a request on this host's GPUs it cannot meet is reported now (runs nvidia-smi) */
     char gkey[128], gmsg[640];
-    int grc = gpu_check_local_host(cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
+    int grc = gpu_check_host(gpu_entry, gpu_at, cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
     if (grc < 0) {
         /* trialGpuNumber written only at the top level (inherited): point there */
         const char *at = gkey, *dot = strrchr(gkey, '.');

@@ -496,27 +496,12 @@ void gpu_need_describe_filter(const struct gpu_need *need, char *buf, size_t siz
             k += (size_t)snprintf(buf + k, size - k, "%s%d", k ? "," : "", i);
 }
 
-int gpu_check_local_host(const cJSON *canonical, char *key, size_t key_size, char *msg, size_t msg_size)
+int gpu_check_host(const cJSON *entry, int at, const cJSON *canonical, char *key, size_t key_size, char *msg,
+                   size_t msg_size)
 {
     key[0] = msg[0] = '\0';
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(canonical, "trainingService");
-    const cJSON *local = NULL;
-    int hybrid = cJSON_IsArray(ts), at = -1, i = 0;
-    if (hybrid) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, ts) {
-            const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "platform");
-            if (!local && cJSON_IsString(p) && strcmp(p->valuestring, "local") == 0) {
-                local = it;
-                at = i;
-            }
-            i++;
-        }
-    } else {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(ts, "platform");
-        if (cJSON_IsString(p) && strcmp(p->valuestring, "local") == 0)
-            local = ts;
-    }
+    const cJSON *local = entry;
+    int hybrid = at >= 0;
     struct gpu_need need;
     if (!local || gpu_need_from_json(local, canonical, &need) <= 0)
         return 0;
@@ -631,12 +616,12 @@ fail:
     return -1;
 }
 
-int gpu_refresh_local(struct db *db, int64_t max_age_ms, int64_t *machine_id, char *collect_error,
+int gpu_refresh_local(struct db *db, const char *kind, int64_t max_age_ms, int64_t *machine_id, char *collect_error,
                       size_t error_size, struct errbuf *e)
 {
     if (error_size)
         collect_error[0] = '\0';
-    if (machine_ensure(db, "local", host_name(), 0, NULL, machine_id, e) < 0)
+    if (machine_ensure(db, kind, host_name(), 0, NULL, machine_id, e) < 0)
         return -1;
     int64_t checked = 0;
     int rc = db_int(db, e, &checked, "SELECT coalesce(gpu_checked, 0) FROM machine WHERE id = ?", "i",

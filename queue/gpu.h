@@ -49,13 +49,15 @@ int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, 
  * -1 with e: not found on PATH, failed (its first output line), timed out, bad output. */
 int gpu_collect_local(int timeout_ms, struct gpu_info **out, int *n, struct errbuf *e);
 
-/* The create-time check of a local trainingService (the single one or a hybrid
- * entry) with trialGpuNumber > 0 against this host: runs nvidia-smi. Returns 0 when
+/* The create-time check of a trainingService entry whose platform places trials on this
+ * host's GPUs (the single one, at -1, or entry `at` of a hybrid list) with trialGpuNumber
+ * > 0 against this host: runs nvidia-smi. Returns 0 when
  * the request fits (or there is nothing to check), 1 for a warning, -1 for an error;
  * key gets the config key to name ("trainingService.trialGpuNumber"), msg the text. A
  * host without GPUs is an error for a local experiment and a warning in hybrid mode
  * (the other platforms may have GPUs). */
-int gpu_check_local_host(const cJSON *canonical, char *key, size_t key_size, char *msg, size_t msg_size);
+int gpu_check_host(const cJSON *entry, int at, const cJSON *canonical, char *key, size_t key_size, char *msg,
+                   size_t msg_size);
 
 /* What a trial asks of one machine. */
 struct gpu_need {
@@ -92,12 +94,12 @@ int machine_set_home(struct db *db, int64_t machine_id, const char *home_id, str
 int gpu_store(struct db *db, int64_t machine_id, const struct gpu_info *g, int n,
               const char *collect_error, struct errbuf *e);
 
-/* The local host's machine row (platform "local"), refreshed from nvidia-smi when its
+/* This host's machine row (of kind `kind`, the platform's name), refreshed from nvidia-smi when its
  * last collection is older than max_age_ms (any process's: two experiments' workers
  * share it). nvidia-smi runs outside any transaction. Returns 1 when it ran, 0 when
  * the rows were fresh enough, -1 on a database error; a failed run is stored (and
  * its message copied to collect_error, "" otherwise). */
-int gpu_refresh_local(struct db *db, int64_t max_age_ms, int64_t *machine_id, char *collect_error,
+int gpu_refresh_local(struct db *db, const char *kind, int64_t max_age_ms, int64_t *machine_id, char *collect_error,
                       size_t error_size, struct errbuf *e);
 
 /* Deletes GPU claims that no longer hold anything: of trials that ended, or that went

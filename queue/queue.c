@@ -137,16 +137,18 @@ int queue_set_waiting_reason(struct db *db, const char *exp_id, const char *plat
                   "siss", reason, now_ms(), exp_id, platform);
 }
 
-int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
-                int64_t lease_ms, struct trial *out, struct errbuf *e)
+/* host_gpus: the platform places trials on this host's GPUs, so the trials that need
+ * them (trialGpuNumber > 0 in its trainingService entry) are claimed with them from this
+ * host's machine row; the other platforms claim per machine (queue_claim_on) or hand
+ * the GPU count to their cluster. */
+static int claim(struct db *db, const char *exp_id, const char *platform, const char *owner, int64_t lease_ms,
+                 int host_gpus, struct trial *out, struct errbuf *e)
 {
     TX_BEGIN(db, e);
     struct gpu_need need;
     memset(&need, 0, sizeof need);
     int64_t machine_id = 0;
-    /* GPU scheduling of local trials; the other platforms claim per machine
-     * (queue_claim_on) or hand the GPU count to their cluster */
-    if (strcmp(platform, "local") == 0) {
+    if (host_gpus) {
         char *config = NULL, *id = NULL;
         int any = next_claimable(db, exp_id, platform, &id, e);
         free(id);
@@ -171,6 +173,18 @@ int queue_claim(struct db *db, const char *exp_id, const char *platform, const c
     if (rc < 0 || (rc == 0 && reason[0] && queue_set_waiting_reason(db, exp_id, platform, reason, e) < 0))
         TX_FAIL(db);
     TX_END_OK(db, e, rc);
+}
+
+int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                int64_t lease_ms, struct trial *out, struct errbuf *e)
+{
+    return claim(db, exp_id, platform, owner, lease_ms, 0, out, e);
+}
+
+int queue_claim_host(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                     int64_t lease_ms, struct trial *out, struct errbuf *e)
+{
+    return claim(db, exp_id, platform, owner, lease_ms, 1, out, e);
 }
 
 int queue_renew(struct db *db, const char *owner, int64_t lease_ms, struct errbuf *e)

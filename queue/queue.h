@@ -16,9 +16,13 @@ int queue_owner_dead(const char *owner);
  * Returns 1 with *out filled, 0 when there is none, -1 on error. */
 int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
                 int64_t lease_ms, struct trial *out, struct errbuf *e);
-/* For trials that need GPUs on the local platform (trialGpuNumber > 0 in the config of
- * the experiment's local trainingService), queue_claim is queue_claim_on the local
- * machine; a trial that cannot get its GPUs stays WAITING with waiting_reason saying why. */
+/* queue_claim for a platform that places trials on this host's GPUs (platform_ops
+ * gpu_mode PLATFORM_GPU_HOST): a trial that needs GPUs (trialGpuNumber > 0 in the
+ * platform's trainingService entry) is claimed as queue_claim_on this host's machine
+ * row (kind: the platform's name); one that cannot get its GPUs stays WAITING with
+ * waiting_reason saying why. */
+int queue_claim_host(struct db *db, const char *exp_id, const char *platform, const char *owner,
+                     int64_t lease_ms, struct trial *out, struct errbuf *e);
 
 /* Takes the next WAITING trial for one machine: with need->count > 0 only when the
  * machine has the GPUs, which are claimed in the same transaction (gpu_claim rows,

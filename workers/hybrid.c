@@ -102,3 +102,22 @@ int hybrid_may_claim(struct worker *w)
     }
     return 1;
 }
+
+int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max)
+{
+    int n = 0;
+    cJSON *cfg = cJSON_Parse(config_json);
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService"), *one;
+    if (cJSON_IsArray(ts)) {
+        /* hybrid: the platform of each entry of the list */
+        cJSON_ArrayForEach(one, ts) {
+            const cJSON *pn = cJSON_GetObjectItemCaseSensitive(one, "platform");
+            if (cJSON_IsString(pn) && n < max)
+                out[n++] = xstrdup(pn->valuestring);
+        }
+    } else if (max > 0) {
+        out[n++] = xstrdup(exp_platform);
+    }
+    cJSON_Delete(cfg);
+    return n;
+}

@@ -1558,11 +1558,17 @@ static int kube_cleanup(struct worker *w, struct errbuf *e)
     return rc;
 }
 
+static int kube_preflight_op(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
+{
+    (void)ts; /* kube_preflight finds the entry of ops->name in config itself */
+    return kube_preflight(ops->name, config, e);
+}
+
 #define KUBE_OPS(NAME)                                                                                     \
     {                                                                                                      \
         .name = NAME, .init = kube_init, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,      \
         .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup,     \
-        .poll_ms = 250,                                                                                    \
+        .poll_ms = 250, .preflight = kube_preflight_op, .gpu_mode = PLATFORM_GPU_OWN,                      \
     }
 
 const struct platform_ops platform_kubeflow = KUBE_OPS("kubeflow");

@@ -113,7 +113,7 @@ static void local_refresh(struct worker *w)
     int64_t max_age = ls->gpu_looked ? GPU_REFRESH_MS : 0;
     ls->gpu_looked = 1;
     char why[300];
-    int rc = gpu_refresh_local(w->db, max_age, &machine_id, why, sizeof why, &e);
+    int rc = gpu_refresh_local(w->db, w->ops->name, max_age, &machine_id, why, sizeof why, &e);
     if (rc < 0)
         log_warn("GPU inventory: %s", e.msg);
     /* say it once when the tool starts failing, and once when it works again */
@@ -326,14 +326,14 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         *job_id = xstrdup(t->job_id ? t->job_id : "local:attached");
         *trial_dir_out = xstrdup(dir);
         log_info("trial %s: re-attached to its running job", t->id);
-        rc = 0;
+        rc = SUBMIT_ATTACHED;
         goto out;
     }
     if (read_ints(statepath, prev, 4) == 0 && prev[3] == t->attempt) {
         /* this attempt already ran to its end while no worker watched */
         *job_id = xstrdup(t->job_id ? t->job_id : "local:finished");
         *trial_dir_out = xstrdup(dir);
-        rc = 0;
+        rc = SUBMIT_FINISHED;
         goto out;
     }
     struct local_job job;
@@ -348,7 +348,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
                                                                        : "watching what is left of it");
         *job_id = xstrdup("local:attached");
         *trial_dir_out = xstrdup(dir);
-        rc = 0;
+        rc = SUBMIT_ATTACHED;
         goto out;
     }
     if (t->kill_request) {
@@ -361,7 +361,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         }
         *job_id = xstrdup("local:finished");
         *trial_dir_out = xstrdup(dir);
-        rc = 0;
+        rc = SUBMIT_FINISHED;
         goto out;
     }
     char att[16];
@@ -448,7 +448,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     /* the child holds the lock now (shared open file description); drop our fd */
     *job_id = xasprintf("local:%d:%llu", (int)pid, (unsigned long long)proc_start_time(pid));
     *trial_dir_out = xstrdup(dir);
-    rc = 0;
+    rc = SUBMIT_NEW;
 out:
     if (lockfd >= 0)
         close(lockfd);
@@ -580,4 +580,5 @@ const struct platform_ops platform_local = {
     .collect = local_collect,
     .destroy = local_destroy,
     .refresh = local_refresh,
+    .gpu_mode = PLATFORM_GPU_HOST,
 };

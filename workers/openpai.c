@@ -300,8 +300,12 @@ static void set_timeout(struct pai *p)
     p->timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
 }
 
-int openpai_preflight(const cJSON *ts, struct errbuf *e)
+/* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
+ * clear message when it is rejected or the REST server cannot be reached. */
+static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
+    (void)ops;
+    (void)config;
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(ts, "host");
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(ts, "username");
     const cJSON *token = cJSON_GetObjectItemCaseSensitive(ts, "token");
@@ -969,6 +973,7 @@ static int openpai_cleanup(struct worker *w, struct errbuf *e)
 const struct platform_ops platform_openpai = {
     .name = "openpai",
     .init = openpai_init,
+    .preflight = openpai_preflight,
     .submit = openpai_submit,
     .reaped = NULL,
     .poll = openpai_poll,
@@ -978,4 +983,5 @@ const struct platform_ops platform_openpai = {
     .destroy = openpai_destroy,
     .poll_ms = POLL_MS,
     .cleanup = openpai_cleanup,
+    .gpu_mode = PLATFORM_GPU_OWN,
 };

@@ -1478,9 +1478,12 @@ static const char *remote_machine_of(struct worker *w, const struct trial *t)
     return m ? m->display : NULL;
 }
 
+static int remote_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e);
+
 const struct platform_ops platform_remote = {
     .name = "remote",
     .init = remote_init,
+    .preflight = remote_preflight,
     .submit = remote_submit,
     .poll = remote_poll,
     .kill = remote_kill,
@@ -1492,10 +1495,14 @@ const struct platform_ops platform_remote = {
     .can_claim = remote_can_claim,
     .refresh = remote_refresh,
     .claim = remote_claim,
+    .gpu_mode = PLATFORM_GPU_OWN,
 };
 
-int remote_preflight(const cJSON *ts, const cJSON *config, struct errbuf *e)
+/* nnictl create's check of a remote trainingService: the code directory's limits, and
+ * each machine (connect, host key, auth, a command, its work dir); e names each failure. */
+static int remote_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
+    (void)ops;
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(ts, "machineList");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(ts, "trialCodeDirectory");
     if (!cJSON_IsString(code))

@@ -23,16 +23,6 @@
 #define STATUS_EVERY_MS 1000
 #define CLAIM_EVERY_MS 500
 
-const struct platform_ops *platform_find(const char *name)
-{
-    static const struct platform_ops *const all[] = {&platform_local, &platform_openpai, &platform_remote,
-                                                     &platform_kubeflow, &platform_frameworkcontroller, &platform_adl, NULL};
-    for (int i = 0; all[i]; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
-    return NULL;
-}
-
 const cJSON *worker_ts_config(const struct worker *w)
 {
     /* trainingService is one object, or a list (hybrid): ours is the entry of our platform */
@@ -178,16 +168,15 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
     struct errbuf e;
     char *job_id = NULL, *dir = NULL;
     struct trial *t = &wt->t;
-    if (w->ops->submit(w, t, &job_id, &dir, &e) < 0) {
+    int how = w->ops->submit(w, t, &job_id, &dir, &e);
+    if (how < 0) {
         log_error("trial %s: cannot start: %s", t->id, e.msg);
         trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), e.msg, NULL);
         held_remove(w, wt);
         notify_api(w);
         return;
     }
-    int is_new = strncmp(job_id, "local:attached", 14) != 0 && strncmp(job_id, "local:finished", 14) != 0 &&
-                 strncmp(job_id, "local:vanished", 14) != 0 &&
-                 (!t->job_id || strcmp(job_id, t->job_id) != 0);
+    int is_new = how == SUBMIT_NEW && (!t->job_id || strcmp(job_id, t->job_id) != 0);
     wt->is_child = is_new && w->ops->reaped; /* only a platform with reaped() has children */
     if (strcmp(t->status, "WAITING") == 0) {
         const char *machine = w->ops->machine_of ? w->ops->machine_of(w, t) : NULL;
@@ -223,8 +212,11 @@ static void claim_all(struct worker *w)
             return;
         if (!hybrid_may_claim(w)) /* hybrid: each platform's fair share first */
             return;
-        int rc = w->ops->claim ? w->ops->claim(w, &t, &e)
-                               : queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, &t, &e);
+        int rc = w->ops->claim                          ? w->ops->claim(w, &t, &e)
+                 : w->ops->gpu_mode == PLATFORM_GPU_HOST ? queue_claim_host(w->db, w->exp_id, w->ops->name, w->owner,
+                                                                            w->lease_ms, &t, &e)
+                                                         : queue_claim(w->db, w->exp_id, w->ops->name, w->owner,
+                                                                       w->lease_ms, &t, &e);
         if (rc < 0) {
             log_error("claim: %s", e.msg);
             return;
@@ -328,7 +320,9 @@ static void reap(struct worker *w)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: trialq worker --platform local|remote --experiment ID [--home DIR] [--log-level L]\n");
+    char names[256];
+    fprintf(stderr, "usage: trialq worker --platform %s --experiment ID [--home DIR] [--log-level L]\n",
+            platform_names(names, sizeof names, "|"));
 }
 
 int worker_main(int argc, char **argv)
@@ -343,7 +337,7 @@ int worker_main(int argc, char **argv)
         {"cleanup", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
-    const char *platform = "local", *exp_id = NULL, *home_opt = NULL;
+    const char *platform = platform_all[0]->name, *exp_id = NULL, *home_opt = NULL;
     int parent_death = 0, drain = 0, cleanup = 0;
     int c;
     optind = 1;

@@ -22,12 +22,33 @@ struct job_state {
     char why[200];         /* optional: why the job vanished (the trial's message) */
 };
 
+/* What submit found or did (its return value when it succeeds; -1 is an error). Only a
+ * SUBMIT_NEW job under a new job id is a child the loop may expect by SIGCHLD. */
+enum submit_result {
+    SUBMIT_NEW = 0,   /* a job was started now */
+    SUBMIT_ATTACHED,  /* a job of this attempt runs already: it is watched */
+    SUBMIT_FINISHED,  /* this attempt ran to its end while no worker watched (or ends unstarted) */
+    SUBMIT_VANISHED,  /* this attempt started, and nothing is left of it: poll reports it */
+};
+
+/* How a platform's trials use GPUs: not at all, on this host's GPUs (claimed with the
+ * trial from the machine row of this host, queue_claim_host), or as the platform
+ * itself places them (per machine through its own claim, or by its cluster). */
+enum platform_gpu_mode { PLATFORM_GPU_NONE = 0, PLATFORM_GPU_HOST, PLATFORM_GPU_OWN };
+
+/* One platform. workers/platforms.c lists every platform: the only place that names
+ * them all (docs/architecture.md, "Adding a platform"). */
 struct platform_ops {
     const char *name;
     /* Once per worker: check the platform is usable (auth, paths). */
     int (*init)(struct worker *w, struct errbuf *e);
+    /* Optional: `nnictl create`'s check of the platform's trainingService entry ts (the
+     * list entry in hybrid mode) in the canonical config: auth, machines, cluster; e
+     * names each failure and nothing is created. Runs without a worker or database. */
+    int (*preflight)(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e);
     /* Starts the trial's job, or re-attaches when a job for this attempt exists already
-     * (submission is idempotent). Sets *job_id and *trial_dir (new strings). */
+     * (submission is idempotent). Sets *job_id and *trial_dir (new strings). Returns an
+     * enum submit_result, or -1 on an error. */
     int (*submit)(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
     /* A child of ours exited (local): lets the platform map pid -> trial. NULL if unused. */
     const char *(*reaped)(struct worker *w, pid_t pid, int wstatus);
@@ -56,6 +77,9 @@ struct platform_ops {
     /* Optional: takes the next trial instead of queue_claim (remote: per machine, with
      * its GPU slots in the same transaction). 1 claimed, 0 none, -1 error. */
     int (*claim)(struct worker *w, struct trial *out, struct errbuf *e);
+    /* How its trials get GPUs (PLATFORM_GPU_HOST: the loop claims with queue_claim_host
+     * and `nnictl create` checks the request against this host's GPUs). */
+    enum platform_gpu_mode gpu_mode;
 };
 
 struct worker_trial {
@@ -82,28 +106,25 @@ struct worker {
     int stop;
 };
 
+/* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is
+ * the default of `trialq worker`. */
+extern const struct platform_ops *const platform_all[];
 const struct platform_ops *platform_find(const char *name);
+/* The platforms' names joined with sep ("local, kubeflow, ..."), in buf; returns buf. */
+const char *platform_names(char *buf, size_t size, const char *sep);
 /* This platform's trainingService entry (the list entry in hybrid mode), and a key of
  * it with the top-level value as fallback (trialCommand, trialCodeDirectory, ...). */
 const cJSON *worker_ts_config(const struct worker *w);
 const cJSON *worker_config_item(const struct worker *w, const char *key);
-extern const struct platform_ops platform_local;
-extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
 /* sdk/chanrelay/trialq_chanrelay.py, embedded at build time (CMakeLists.txt): NNI's HTTP
  * trial channel served inside a cluster trial's pod (docs/architecture.md, "The HTTP
  * trial channel") */
 extern const char trialq_chanrelay_py[];
-/* Checks a Kubernetes-family platform at `nnictl create` (kubeconfig, API server,
- * credentials, CRD, storage): 0 when usable or not of that family (workers/kube_platforms.c). */
-int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e);
-extern const struct platform_ops platform_remote;
-/* nnictl create's check of a remote trainingService: the code directory's limits, and
- * each machine (connect, host key, auth, a command, its work dir); e names each failure. */
-int remote_preflight(const cJSON *ts, const cJSON *config, struct errbuf *e);
-extern const struct platform_ops platform_openpai;
-/* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
- * clear message when it is rejected or the REST server cannot be reached. */
-int openpai_preflight(const cJSON *ts, struct errbuf *e);
+
+/* The platforms of an experiment whose platform column is exp_platform: that one, or
+ * each entry of a hybrid trainingService list in config_json (new strings, at most
+ * max). Returns how many. */
+int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max);
 
 /* Hybrid mode (workers/hybrid.c): may this worker claim another trial now? Always 1 for
  * a single platform; in a hybrid experiment each live platform gets an equal share of

@@ -321,14 +321,14 @@ static void test_refresh_local(void **s)
     struct errbuf e;
     char why[256];
     int64_t m, m2, v;
-    assert_int_equal(gpu_refresh_local(db, 5000, &m, why, sizeof why, &e), 1);
+    assert_int_equal(gpu_refresh_local(db, "local", 5000, &m, why, sizeof why, &e), 1);
     assert_string_equal(why, "");
     assert_int_equal(db_int(db, &e, &v, "SELECT count(*) FROM gpu WHERE machine_id = ?", "i", m), 1);
     assert_int_equal(v, 3);
     assert_int_equal(db_int(db, &e, &v, "SELECT active_procs FROM gpu WHERE machine_id = ? AND idx = 2", "i", m), 1);
     assert_int_equal(v, 1);
     /* fresh enough: not run again (one call so far) */
-    assert_int_equal(gpu_refresh_local(db, 5000, &m2, why, sizeof why, &e), 0);
+    assert_int_equal(gpu_refresh_local(db, "local", 5000, &m2, why, sizeof why, &e), 0);
     assert_int_equal(m, m2);
     char *c = read_file(calls, NULL);
     assert_non_null(c);
@@ -337,7 +337,7 @@ static void test_refresh_local(void **s)
     free(c);
     /* the driver goes away: the failure is stored, the rows stay */
     unlink(gpus);
-    assert_int_equal(gpu_refresh_local(db, 0, &m, why, sizeof why, &e), 1);
+    assert_int_equal(gpu_refresh_local(db, "local", 0, &m, why, sizeof why, &e), 1);
     assert_non_null(strstr(why, "exit code 9"));
     char *err = NULL;
     assert_int_equal(db_text(db, &e, &err, "SELECT gpu_error FROM machine WHERE id = ?", "i", m), 1);
@@ -658,7 +658,7 @@ static void test_release_after_crash(void **s)
     db_close(db);
 }
 
-/* queue_claim itself schedules local trials that need GPUs (the local worker's path),
+/* queue_claim_host schedules local trials that need GPUs (the local worker's path),
  * and writes the waiting reason on the trials it cannot start. */
 static void test_queue_claim_local(void **s)
 {
@@ -675,13 +675,13 @@ static void test_queue_claim_local(void **s)
     struct gpu_info g[2] = {{.index = 0, .mem_total = 1000, .mem_used = 0}, {.index = 1, .mem_total = 1000}};
     assert_int_equal(gpu_store(db, m, g, 2, NULL, &e), 0);
     struct trial t;
-    assert_int_equal(queue_claim(db, "loc", "local", "h:1:1", 60000, &t, &e), 1);
+    assert_int_equal(queue_claim_host(db, "loc", "local", "h:1:1", 60000, &t, &e), 1);
     assert_string_equal(t.gpu_indices, "0");
     trial_clear(&t);
-    assert_int_equal(queue_claim(db, "loc", "local", "h:1:1", 60000, &t, &e), 1);
+    assert_int_equal(queue_claim_host(db, "loc", "local", "h:1:1", 60000, &t, &e), 1);
     assert_string_equal(t.gpu_indices, "1");
     trial_clear(&t);
-    assert_int_equal(queue_claim(db, "loc", "local", "h:1:1", 60000, &t, &e), 0);
+    assert_int_equal(queue_claim_host(db, "loc", "local", "h:1:1", 60000, &t, &e), 0);
     char *reason = NULL;
     assert_int_equal(db_text(db, &e, &reason, "SELECT waiting_reason FROM trial WHERE id = 'loc0002'", ""), 1);
     char *want = xasprintf("needs 1 GPU; host %s has 0 free, 0 idle", host_name());
@@ -690,7 +690,7 @@ static void test_queue_claim_local(void **s)
     free(reason);
     /* an experiment without trialGpuNumber is not limited by GPUs */
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(queue_claim(db, "nog", "local", "h:1:1", 60000, &t, &e), 1);
+        assert_int_equal(queue_claim_host(db, "nog", "local", "h:1:1", 60000, &t, &e), 1);
         assert_null(t.gpu_indices);
         trial_clear(&t);
     }

@@ -1,0 +1,63 @@
+#!/bin/bash
+# A platform is one file behind one table (issue 15, docs/architecture.md "Adding a
+# platform"): its name, as a C string literal ("remote", or "local:..."), appears only in
+# workers/<platform>.c (and workers/<platform>_*.c; the Kubernetes family: workers/kube*.c
+# until kube_platforms.c is split), in the registry (workers/platforms.c), in config/ (the
+# schema) and in tests/. Everything else asks the table (platform_find, struct
+# platform_ops). Usage: platform-literals.sh SRC_DIR
+set -u
+src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$src" || exit 2
+
+# Known exceptions of the first slice of issue 15, to be moved by its later slices:
+# a module below workers/ (schema/, api/ link no worker) or a message of its own.
+#   file:name
+known=(
+    "api/tensorboard.c:local"   # TensorBoard reads trial dirs on this host: a platform trait
+    "schema/machines.c:local"   # machine rows by kind: the machines of a trainingService entry
+    "schema/machines.c:remote"
+    "schema/pack.c:kubeflow"    # shared_storage(): trials on a storage outside the experiment dir
+    "schema/pack.c:frameworkcontroller"
+    "schema/pack.c:adl"
+    "schema/pack.c:openpai"
+    "cli/platform.c:local"      # nnictl platform clean: a per-platform message
+)
+
+own_files() { # the files that may name platform $1
+    case $1 in
+    kubeflow | frameworkcontroller | adl) echo "workers/kube*.c workers/kube*.h" ;;
+    *) echo "workers/$1.c workers/$1_*.c workers/$1.h" ;;
+    esac
+}
+
+fail=0
+for name in local remote openpai kubeflow frameworkcontroller adl hybrid; do
+    while IFS= read -r hit; do
+        file=${hit%%:*}
+        case $file in
+        config/* | tests/* | workers/platforms.c | build*/* | shared/*) continue ;;
+        esac
+        allowed=0
+        for f in $(own_files "$name"); do
+            # shellcheck disable=SC2053 # a glob on purpose
+            [[ $file == $f ]] && allowed=1
+        done
+        for k in "${known[@]}"; do
+            [[ $k == "$file:$name" ]] && allowed=1
+        done
+        if [ $allowed = 0 ]; then
+            echo "platform name \"$name\" outside its platform's file (ask the registry, workers/platforms.c): $hit"
+            fail=1
+        fi
+    done < <(grep -rnE --include='*.c' --include='*.h' --exclude-dir='build*' --exclude-dir=.git \
+        "\"$name(\"|:)" . | sed 's|^\./||')
+done
+# an exception that no longer applies is removed from the list
+for k in "${known[@]}"; do
+    if ! grep -qE "\"${k#*:}(\"|:)" "${k%%:*}" 2>/dev/null; then
+        echo "known exception $k no longer needed: remove it from $0"
+        fail=1
+    fi
+done
+[ $fail = 0 ] && echo "platform name literals: only in their platforms' files, the registry, config/ and tests/"
+exit $fail

@@ -1,0 +1,35 @@
+/* platforms.c: the registry of platforms, the only list of them all. Adding a platform
+ * is one file in workers/ (its struct platform_ops), one entry here, its config schema
+ * in config/ and its docs page (docs/architecture.md, "Adding a platform"). The CLI,
+ * the worker and the loop find a platform and its traits here, never by its name. */
+#include <stdio.h>
+#include <string.h>
+
+#include "workers/worker.h"
+
+extern const struct platform_ops platform_local, platform_remote, platform_openpai;
+extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
+
+/* This order is the one `nnictl create` lists as supported; the first is the default. */
+const struct platform_ops *const platform_all[] = {
+    &platform_local,   &platform_kubeflow, &platform_frameworkcontroller,
+    &platform_adl,     &platform_openpai,  &platform_remote,
+    NULL,
+};
+
+const struct platform_ops *platform_find(const char *name)
+{
+    for (int i = 0; name && platform_all[i]; i++)
+        if (strcmp(platform_all[i]->name, name) == 0)
+            return platform_all[i];
+    return NULL;
+}
+
+const char *platform_names(char *buf, size_t size, const char *sep)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; platform_all[i] && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? sep : "", platform_all[i]->name);
+    return buf;
+}
