@@ -66,7 +66,7 @@ static double eval_obj(const struct objective *obj, const cJSON *p)
 {
     double x[6];
     for (int i = 0; i < obj->dim; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "x%d", i + 1);
         x[i] = num(p, key);
     }
