@@ -10,7 +10,7 @@
  * first k trials do not depend on the budget, so one run to the largest budget gives
  * every budget's score.
  *
- *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,Anneal,Evolution,GP,GridSearch]
+ *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--tuners Random,TPE,Anneal,Evolution,GP,Metis,GridSearch]
  *                        [--only NAME] [--tpe-args JSON] [--evolution-args JSON]
  *          tuner_quality --trace TUNER --space SPACE_JSON_FILE --objective NAME --seed S --budget N
  *                        [--args CLASSARGS_JSON]
@@ -21,8 +21,8 @@
  * --tpe-args gives TPE's classArgs (default none: NNI's defaults). --evolution-args
  * gives Evolution's (default {"optimize_mode": "minimize"}: NNI requires the mode, and
  * the functions are minimized; population_size stays NNI's 32). Anneal runs with
- * NNI's defaults, whose mode is minimize. GP runs with NNI's defaults except
- * {"optimize_mode": "minimize"} (its default is maximize). */
+ * NNI's defaults, whose mode is minimize. GP and Metis run with NNI's defaults except
+ * {"optimize_mode": "minimize"} (their default is maximize). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,14 +244,14 @@ static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const s
 static void usage(void)
 {
     fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] "
-                    "[--tuners Random,TPE,Anneal,Evolution,GP,GridSearch] [--only NAME] [--tpe-args JSON] "
+                    "[--tuners Random,TPE,Anneal,Evolution,GP,Metis,GridSearch] [--only NAME] [--tpe-args JSON] "
                     "[--evolution-args JSON]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *tuners = "Random,TPE,Anneal,Evolution,GP,GridSearch", *only = NULL;
+    const char *path = NULL, *tuners = "Random,TPE,Anneal,Evolution,GP,Metis,GridSearch", *only = NULL;
     const char *tpe_args_text = NULL;
     const char *evo_args_text = "{\"optimize_mode\": \"minimize\"}";
     int seeds = -1;
@@ -336,7 +336,7 @@ int main(int argc, char **argv)
             int is_tpe = strcmp(ops->name, "TPE") == 0;
             const cJSON *args = is_tpe                                 ? tpe_args
                                 : strcmp(ops->name, "Evolution") == 0 ? evo_args
-                                : strcmp(ops->name, "GP") == 0        ? gp_args
+                                : strcmp(ops->name, "GP") == 0 || strcmp(ops->name, "Metis") == 0 ? gp_args
                                                                       : NULL;
             int min_trials = budgets[n_budgets - 1];
             for (int s = 0; s < seeds; s++) {

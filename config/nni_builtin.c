@@ -15,7 +15,6 @@ static const struct nni_builtin table[] = {
     {"NetworkMorphism", NULL, "tuners", "nni.algorithms.hpo.networkmorphism_tuner.NetworkMorphismTuner",
      "nni torch"},
     {"PBT", "PBTTuner", "tuners", "nni.algorithms.hpo.pbt_tuner.PBTTuner", "nni"},
-    {"Metis", "MetisTuner", "tuners", "nni.algorithms.hpo.metis_tuner.MetisTuner", "nni scikit-learn"},
 };
 
 const struct nni_builtin *nni_builtin_find(const char *name)

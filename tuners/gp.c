@@ -287,15 +287,6 @@ static cJSON *unscale_value(const struct gp_dim *g, double u)
 
 /* ---- the model ---- */
 
-struct gp_model {
-    int n, d;
-    double nu, ls, ymean, ystd;
-    const double *x;  /* n*d, borrowed */
-    double *l;        /* n*n Cholesky factor */
-    double *w;        /* K^-1 y (normalised) */
-    double *kbuf;     /* n: scratch */
-};
-
 static void kernel_matrix(const double *x, int n, int d, double nu, double ls, double alpha, double *k)
 {
     for (int i = 0; i < n; i++) {
@@ -310,14 +301,14 @@ static void kernel_matrix(const double *x, int n, int d, double nu, double ls, d
 
 /* Fits the model; ynorm holds the normalised targets. Returns -1 if no length scale
  * gives a positive definite matrix. */
-static int model_fit(struct gp_model *m, const struct gp_state *t, const double *x, const double *ynorm, int n)
+int gp_model_fit(struct gp_model *m, int d, double nu, double alpha, const double *x, const double *ynorm, int n)
 {
     size_t nn = (size_t)n * n;
     double *k = xmalloc(sizeof *k * nn), *w = xmalloc(sizeof *w * (size_t)n);
     double best_lml = -INFINITY;
     int best = -1;
     for (int g = 0; g < GP_N_LS; g++) {
-        kernel_matrix(x, n, t->d, t->nu, GP_LS_GRID[g], t->alpha, k);
+        kernel_matrix(x, n, d, nu, GP_LS_GRID[g], alpha, k);
         if (gp_cholesky(k, n) < 0)
             continue;
         memcpy(w, ynorm, sizeof *w * (size_t)n);
@@ -336,11 +327,11 @@ static int model_fit(struct gp_model *m, const struct gp_state *t, const double 
         return -1;
     }
     m->n = n;
-    m->d = t->d;
-    m->nu = t->nu;
+    m->d = d;
+    m->nu = nu;
     m->ls = GP_LS_GRID[best];
     m->x = x;
-    kernel_matrix(x, n, t->d, t->nu, m->ls, t->alpha, k);
+    kernel_matrix(x, n, d, nu, m->ls, alpha, k);
     gp_cholesky(k, n);
     memcpy(w, ynorm, sizeof *w * (size_t)n);
     gp_cholesky_solve(k, n, w);
@@ -350,7 +341,7 @@ static int model_fit(struct gp_model *m, const struct gp_state *t, const double 
     return 0;
 }
 
-static void model_free(struct gp_model *m)
+void gp_model_free(struct gp_model *m)
 {
     free(m->l);
     free(m->w);
@@ -358,7 +349,7 @@ static void model_free(struct gp_model *m)
 }
 
 /* Mean and standard deviation at u, in the units of the (signed) results. */
-static void model_predict(struct gp_model *m, const double *u, double *mean, double *sd)
+void gp_model_predict(struct gp_model *m, const double *u, double *mean, double *sd)
 {
     double mu = 0;
     for (int i = 0; i < m->n; i++) {
@@ -380,7 +371,7 @@ static double norm_pdf(double z) { return exp(-0.5 * z * z) / sqrt(2 * M_PI); }
 static double acquisition(const struct gp_state *t, struct gp_model *m, const double *u, double y_max)
 {
     double mean, sd;
-    model_predict(m, u, &mean, &sd);
+    gp_model_predict(m, u, &mean, &sd);
     if (t->utility == UT_UCB)
         return mean + t->kappa * sd;
     double z = (mean - y_max - t->xi) / sd;
@@ -464,7 +455,7 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
     free(obs);
 
     struct gp_model model = {0};
-    if (model_fit(&model, t, x, y, m) < 0) {
+    if (gp_model_fit(&model, t->d, t->nu, t->alpha, x, y, m) < 0) {
         free(x);
         free(y);
         *params = ss_sample(t->space, &r);
@@ -528,7 +519,7 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
     free(top_a);
     free(u);
     free(cand);
-    model_free(&model);
+    gp_model_free(&model);
     free(x);
     free(y);
     return 1;

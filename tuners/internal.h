@@ -19,6 +19,7 @@ extern const struct tuner_ops tuner_tpe;
 extern const struct tuner_ops tuner_anneal;
 extern const struct tuner_ops tuner_evolution;
 extern const struct tuner_ops tuner_gp;
+extern const struct tuner_ops tuner_metis;
 extern const struct tuner_ops tuner_hyperband;
 extern const struct tuner_ops tuner_bohb;
 extern const struct tuner_ops tuner_tpe_legacy;            /* mapped.c: runs TPE */
@@ -115,13 +116,31 @@ int classargs_bool(const cJSON *args, const char *section, const char *key, int 
 int classargs_choice(const cJSON *args, const char *section, const char *key, const char *const *choices, int *out,
                      struct errbuf *e);
 
-/* ---- gp.c: the dense linear algebra of the GP tuner ---- */
+/* ---- gp.c: the dense linear algebra and the model of the GP tuner (Metis uses them) ---- */
 /* In-place Cholesky factorisation of the n x n row-major symmetric matrix a: on
  * success (0) its lower triangle holds L (a = L L^T) and the upper triangle zeros;
  * -1 when a is not positive definite. */
 int gp_cholesky(double *a, int n);
 /* Solves (L L^T) x = b in place, l from gp_cholesky. */
 void gp_cholesky_solve(const double *l, int n, double *b);
+/* A GP regression model (Matern kernel of smoothness nu: 0.5, 1.5 or 2.5, plus alpha
+ * on the diagonal) over n rows x (row-major, d values each, scaled to [0, 1]; borrowed,
+ * must outlive the model) with normalised targets ynorm; the length scale is the one
+ * of a fixed grid with the largest log marginal likelihood. The caller sets ymean and
+ * ystd (the normalisation) after a successful fit. */
+struct gp_model {
+    int n, d;
+    double nu, ls, ymean, ystd;
+    const double *x;  /* n*d, borrowed */
+    double *l;        /* n*n Cholesky factor */
+    double *w;        /* K^-1 y (normalised) */
+    double *kbuf;     /* n: scratch */
+};
+/* 0, or -1 when no length scale gives a positive definite matrix (nothing to free). */
+int gp_model_fit(struct gp_model *m, int d, double nu, double alpha, const double *x, const double *ynorm, int n);
+/* Mean and standard deviation at u, in the units of ymean/ystd. */
+void gp_model_predict(struct gp_model *m, const double *u, double *mean, double *sd);
+void gp_model_free(struct gp_model *m);
 
 /* ---- parzen.c: the Parzen estimators of TPE ---- */
 /* (value, index) pairs; ranked_sort orders them by value, equal values by index

@@ -12,6 +12,7 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_anneal,
     &tuner_evolution,
     &tuner_gp,
+    &tuner_metis,
     &tuner_hyperband,
     &tuner_bohb,
     &tuner_tpe_legacy,
@@ -42,6 +43,6 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Hyperband, BOHB, TPE_legacy, "
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Metis, Hyperband, BOHB, TPE_legacy, "
            "RegularizedEvolutionTuner";
 }
