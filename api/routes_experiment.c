@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -40,7 +41,19 @@ void h_check_status(struct req *q)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "status", x.status);
     cJSON *errs = cJSON_Parse(x.errors);
-    cJSON_AddItemToObject(j, "errors", cJSON_IsArray(errs) ? errs : (cJSON_Delete(errs), cJSON_CreateArray()));
+    if (!cJSON_IsArray(errs)) {
+        cJSON_Delete(errs);
+        errs = cJSON_CreateArray();
+    }
+    /* the resource faults of now (a full disk...): ours from memory, our workers' from
+     * the files they keep; gone once resolved */
+    fault_each(fault_json_add, errs);
+    if (x.exp_dir) {
+        char *fault_dir = xasprintf("%s/faults", x.exp_dir);
+        fault_each_published(fault_dir, getpid(), fault_json_add, errs);
+        free(fault_dir);
+    }
+    cJSON_AddItemToObject(j, "errors", errs);
     reply_cjson(q->r, j);
     exp_clear(&x);
 }

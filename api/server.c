@@ -202,6 +202,15 @@ int api_main(int argc, char **argv)
         log_error("%s", e.msg);
         return 1;
     }
+    /* our faults (the database we cannot write) are served from memory; nnictl reads
+     * them from this file, kept writable on a full disk (common/fault.c) */
+    if (!a->readonly && a->exp.exp_dir) {
+        char *fault_dir = xasprintf("%s/faults", a->exp.exp_dir);
+        if (fault_publish_to(fault_dir, "api") < 0)
+            log_warn("cannot create %s/api.%d: %s; faults are served by the api only", fault_dir, (int)getpid(),
+                     strerror(errno));
+        free(fault_dir);
+    }
     /* view changes nothing stored: the api answers VIEWED, the row keeps its status */
     if (a->action == ACTION_RESUME) {
         /* resume from any state; "DONE" re-checks its budgets on the first tick */

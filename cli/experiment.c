@@ -105,6 +105,17 @@ static int with_experiment(int argc, char **argv, int (*fn)(struct db *db, const
     return rc;
 }
 
+/* The resource faults its processes have now (a full disk...), from the files they keep
+ * (common/fault.c): the database may be what cannot be written. */
+static void add_faults(const struct experiment *x, cJSON *errs)
+{
+    if (!x->exp_dir)
+        return;
+    char *fault_dir = xasprintf("%s/faults", x->exp_dir);
+    fault_each_published(fault_dir, 0, fault_json_add, errs);
+    free(fault_dir);
+}
+
 static int show(struct db *db, const char *id, struct experiment *x)
 {
     (void)db; (void)id;
@@ -112,6 +123,12 @@ static int show(struct db *db, const char *id, struct experiment *x)
     cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
     cJSON_Delete(cfg);
     cJSON *j = nni_profile_json(x, red);
+    cJSON *errs = cJSON_CreateArray();
+    add_faults(x, errs);
+    if (cJSON_GetArraySize(errs) > 0)
+        cJSON_AddItemToObject(j, "errors", errs);
+    else
+        cJSON_Delete(errs);
     /* NNI: GET /experiment with the times as local "YYYY/MM/DD HH:MM:SS" */
     static const char *const keys[] = {"startTime", "endTime"};
     for (int k = 0; k < 2; k++) {
@@ -136,7 +153,12 @@ static int status(struct db *db, const char *id, struct experiment *x)
         st = "STOPPED";
     cJSON_AddStringToObject(j, "status", st);
     cJSON *errs = cJSON_Parse(x->errors);
-    cJSON_AddItemToObject(j, "errors", errs ? errs : cJSON_CreateArray());
+    if (!cJSON_IsArray(errs)) {
+        cJSON_Delete(errs);
+        errs = cJSON_CreateArray();
+    }
+    add_faults(x, errs);
+    cJSON_AddItemToObject(j, "errors", errs);
     cli_print_nni(j);
     cJSON_Delete(j);
     return 0;

@@ -36,6 +36,28 @@ void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(pri
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+/* One line per distinct message per minute, then "(N times in the last minute)". */
+void log_limited(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- resource faults (common/fault.c): what this process cannot write, for users ---- */
+#define FAULT_MSG_MAX 512
+#define FAULT_FILE_SIZE 4096
+/* Keeps this process's faults also in DIR/ROLE.PID, created now at its full size. */
+int fault_publish_to(const char *dir, const char *role);
+/* Sets (or repeats, rate-limited in the log) the fault of a key: "database", a path. */
+void fault_set(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The key's fault is over (logged as resolved). */
+void fault_clear(const char *key);
+int fault_active(void);
+int fault_has(const char *key);
+/* Calls fn for each current fault of this process / of the live processes publishing in
+ * DIR other than skip; returns how many. */
+int fault_each(void (*fn)(const char *msg, void *arg), void *arg);
+int fault_each_published(const char *dir, pid_t skip, void (*fn)(const char *msg, void *arg), void *arg);
+/* The fn for those two that appends msg to a cJSON array, once. */
+void fault_json_add(const char *msg, void *array);
+/* ENOSPC, EDQUOT, EIO, EROFS: a fault of the machine, not of the trial. */
+int fault_is_resource(int err);
 
 /* ---- time ---- */
 int64_t now_ms(void);       /* wall clock, epoch milliseconds */

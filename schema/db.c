@@ -166,6 +166,39 @@ static int step_tx(struct db *db, sqlite3_stmt **st, const char *sql)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* A write that failed for the machine's sake (a full disk, an I/O error, a read-only
+ * file, a lock held beyond the busy timeout) is a fault the user must see, with the
+ * path and what to do (common/fault.c); the next write that succeeds resolves it. */
+static void db_health(struct db *db, int rc)
+{
+    if (rc == SQLITE_OK || rc == SQLITE_DONE) {
+        if (fault_has("database"))
+            fault_clear("database");
+        return;
+    }
+    const char *what, *todo;
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        what = "disk full (SQLITE_FULL)";
+        todo = "free space on its filesystem; trialq resumes by itself";
+        break;
+    case SQLITE_IOERR:
+        what = "I/O error (SQLITE_IOERR)";
+        todo = "free space if its filesystem is full, else check the disk (dmesg); trialq retries by itself";
+        break;
+    case SQLITE_READONLY:
+        what = "read-only (SQLITE_READONLY)";
+        todo = "make it and its directory writable (remount read-write); trialq resumes by itself";
+        break;
+    case SQLITE_BUSY:
+        what = "locked beyond the busy timeout (SQLITE_BUSY)";
+        todo = "another process holds a write transaction (sqlite3 shell open? end it); trialq retries by itself";
+        break;
+    default: return;
+    }
+    fault_set("database", "database %s: %s: %s", db->path, what, todo);
+}
+
 int db_begin(struct db *db, struct errbuf *e)
 {
     /* busy_timeout applies to BEGIN IMMEDIATE; retry a few times beyond it
@@ -176,14 +209,17 @@ int db_begin(struct db *db, struct errbuf *e)
             db->in_tx = 1;
             return 0;
         }
-        if ((rc & 0xff) != SQLITE_BUSY || tries >= 3)
+        if ((rc & 0xff) != SQLITE_BUSY || tries >= 3) {
+            db_health(db, rc);
             return errf(e, "begin transaction: %s", sqlite3_errmsg(db->h));
+        }
     }
 }
 
 int db_commit(struct db *db, struct errbuf *e)
 {
     int rc = step_tx(db, &db->commit, "COMMIT");
+    db_health(db, rc);
     if (rc != SQLITE_OK) {
         errf(e, "commit: %s", sqlite3_errmsg(db->h));
         db_rollback(db);
@@ -289,6 +325,8 @@ int db_run(struct db *db, struct errbuf *e, const char *sql, const char *types, 
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         ;
+    if (rc != SQLITE_DONE || (!db->in_tx && !sqlite3_stmt_readonly(st)))
+        db_health(db, rc == SQLITE_DONE ? SQLITE_OK : sqlite3_extended_errcode(db->h));
     if (rc != SQLITE_DONE) {
         errf(e, "%s (in: %.120s)", sqlite3_errmsg(db->h), sql);
         sqlite3_reset(st);

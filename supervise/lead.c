@@ -95,7 +95,18 @@ void trial_state_write(const char *dir, int code, int64_t end, int sig, int atte
      * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
      * as vanished and retried. An fsync here would delay every next trial by a disk
      * flush. */
-    write_file_replace(path, state, (size_t)n, 0644);
+    /* A full disk, an I/O error or a read-only filesystem cannot lose the end: we wait
+     * (the trial's group alive, so no worker takes it for vanished and runs it again)
+     * until it can be written, then go on. Any other failure (the dir removed) is
+     * final. */
+    int said = 0;
+    while (write_file_replace(path, state, (size_t)n, 0644) < 0 &&
+           (errno == ENOSPC || errno == EDQUOT || errno == EIO || errno == EROFS)) {
+        if (!said++)
+            fprintf(stderr, "trialq: cannot record the trial's end in %s: %s; retrying until it can\n", path,
+                    strerror(errno));
+        sleep(1);
+    }
 }
 
 int trial_state_of(const char *dir, int attempt)

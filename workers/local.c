@@ -281,7 +281,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     char *nni = xasprintf("%s/.nni", dir);
     char *lockpath = xasprintf("%s/.nni/job.lock", dir);
     char *statepath = xasprintf("%s/.nni/state", dir);
-    int rc = -1, lockfd = -1;
+    int rc = -1, lockfd = -1, err = 0;
 
     /* a directory left by an earlier attempt is kept beside, not reused */
     long long prev[4];
@@ -301,7 +301,8 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
             char *aside = xasprintf("%s.attempt%d", dir, old_attempt);
             rm_rf(aside);
             if (rename(dir, aside) < 0) {
-                errf(e, "cannot move %s aside: %s", dir, strerror(errno));
+                err = errno;
+        errf(e, "cannot move %s aside: %s", dir, strerror(errno));
                 free(aside);
                 goto out;
             }
@@ -309,11 +310,13 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         }
     }
     if (mkdir_p(nni, 0755) < 0) {
+        err = errno;
         errf(e, "cannot create trial dir %s: %s", nni, strerror(errno));
         goto out;
     }
     lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lockfd < 0) {
+        err = errno;
         errf(e, "cannot create %s: %s", lockpath, strerror(errno));
         goto out;
     }
@@ -356,7 +359,8 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
         char state[96];
         int sn = snprintf(state, sizeof state, "143 %lld 0 %d 1\n", (long long)now_ms(), t->attempt);
         if (write_file_replace(statepath, state, (size_t)sn, 0644) < 0) {
-            errf(e, "cannot write %s: %s", statepath, strerror(errno));
+            err = errno;
+        errf(e, "cannot write %s: %s", statepath, strerror(errno));
             goto out;
         }
         *job_id = xstrdup("local:finished");
@@ -367,6 +371,7 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     char att[16];
     int an = snprintf(att, sizeof att, "%d\n", t->attempt);
     if (ftruncate(lockfd, 0) < 0 || pwrite(lockfd, att, (size_t)an, 0) != an) {
+        err = errno;
         errf(e, "cannot write %s: %s", lockpath, strerror(errno));
         goto out;
     }
@@ -375,9 +380,11 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     char *cfg = xasprintf("%s/parameter.cfg", dir);
     char *rec = nni_param_record(t);
     int wr = write_file_replace(cfg, rec, strlen(rec), 0644);
+    int wr_errno = errno;
     free(rec);
     free(cfg);
     if (wr < 0) {
+        err = wr_errno;
         errf(e, "cannot write parameter.cfg in %s: %s", dir, strerror(errno));
         goto out;
     }
@@ -435,14 +442,14 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     /* own session: signals to the worker's group or terminal do not reach it */
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     pid_t pid;
-    int err = posix_spawn(&pid, ls->supervisor, &fa, &at, args, envp);
+    int serr = posix_spawn(&pid, ls->supervisor, &fa, &at, args, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     for (char **v = envp; *v; v++)
         free(*v);
     free(envp);
-    if (err) {
-        errf(e, "cannot start %s: %s", ls->supervisor, strerror(err));
+    if (serr) {
+        errf(e, "cannot start %s: %s", ls->supervisor, strerror(serr));
         goto out;
     }
     /* the child holds the lock now (shared open file description); drop our fd */
@@ -450,6 +457,10 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     *trial_dir_out = xstrdup(dir);
     rc = SUBMIT_NEW;
 out:
+    /* a full disk (or an I/O error, a read-only filesystem) is not the trial's fault:
+     * it waits for the disk instead of failing */
+    if (rc == -1 && fault_is_resource(err))
+        rc = SUBMIT_FAULT;
     if (lockfd >= 0)
         close(lockfd);
     free(dir);

@@ -22,6 +22,7 @@
 #define ADOPT_EVERY_MS 2000
 #define STATUS_EVERY_MS 1000
 #define CLAIM_EVERY_MS 500
+#define FAULT_RETRY_MS 1000 /* a submit that met a full disk, tried again */
 
 const cJSON *worker_ts_config(const struct worker *w)
 {
@@ -115,6 +116,8 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
 {
     struct errbuf e;
     struct trial *t = &wt->t;
+    /* what is not committed is read again next time (a full disk: the commit fails) */
+    int64_t mo = t->metrics_offset, so = t->stdout_offset;
     if (db_begin(w->db, &e) < 0)
         goto fail;
     /* a job that ended has written all it will: its last stdout line is whole */
@@ -145,9 +148,11 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
     return;
 fail_tx:
     db_rollback(w->db);
+    t->metrics_offset = mo;
+    t->stdout_offset = so;
 fail:
     /* keep holding it: the next pass retries (the state file stays) */
-    log_error("trial %s: cannot record its end: %s", t->id, e.msg);
+    log_limited(LOG_ERROR, "trial %s: cannot record its end: %s", t->id, e.msg);
     wt->next_poll_ms = mono_ms() + 500;
 }
 
@@ -169,6 +174,18 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
     char *job_id = NULL, *dir = NULL;
     struct trial *t = &wt->t;
     int how = w->ops->submit(w, t, &job_id, &dir, &e);
+    /* the trial's files cannot be written (a full disk): it is not the trial's fault, and
+     * it is not started now; it stays ours, WAITING, and is tried again */
+    if (how == SUBMIT_FAULT) {
+        fault_set("trial dirs", "trial directory: %s: free space on its filesystem (or remount it read-write, "
+                                "check the disk); trials wait and trialq resumes by itself", e.msg);
+        wt->submit_pending = 1;
+        wt->next_poll_ms = mono_ms() + FAULT_RETRY_MS;
+        return;
+    }
+    wt->submit_pending = 0;
+    if (how >= 0 && fault_has("trial dirs"))
+        fault_clear("trial dirs");
     if (how < 0) {
         log_error("trial %s: cannot start: %s", t->id, e.msg);
         trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), e.msg, NULL);
@@ -201,8 +218,23 @@ static int poll_every(const struct worker *w, const struct worker_trial *wt)
     return w->ops->poll_ms > 0 ? w->ops->poll_ms : POLL_EVERY_MS;
 }
 
+/* True when a trial may start: no fault stands in the way of writing its state (the
+ * database, its files). A trial that could not start for a fault is tried again first;
+ * its success resolves the fault. */
+static int may_start(struct worker *w)
+{
+    if (fault_has("database"))
+        return 0;
+    for (int i = 0; i < w->ntrials; i++)
+        if (w->trials[i].submit_pending)
+            return 0;
+    return 1;
+}
+
 static void claim_all(struct worker *w)
 {
+    if (!may_start(w))
+        return;
     if (w->ops->refresh)
         w->ops->refresh(w);
     for (;;) {
@@ -218,7 +250,7 @@ static void claim_all(struct worker *w)
                                                          : queue_claim(w->db, w->exp_id, w->ops->name, w->owner,
                                                                        w->lease_ms, &t, &e);
         if (rc < 0) {
-            log_error("claim: %s", e.msg);
+            log_limited(LOG_ERROR, "claim: %s", e.msg);
             return;
         }
         if (rc == 0)
@@ -284,24 +316,37 @@ static void collect_running(struct worker *w)
     struct errbuf e;
     if (db_begin(w->db, &e) < 0)
         return;
+    /* the offsets as committed: a transaction that fails (a full disk) leaves them, and
+     * what it would have stored is read again next time */
+    int64_t *off = xcalloc((size_t)w->ntrials * 2, sizeof *off);
     for (int i = 0; i < w->ntrials; i++) {
+        off[2 * i] = w->trials[i].t.metrics_offset;
+        off[2 * i + 1] = w->trials[i].t.stdout_offset;
+    }
+    int failed = 0;
+    for (int i = 0; i < w->ntrials && !failed; i++) {
         struct trial *t = &w->trials[i].t;
-        int64_t mo = t->metrics_offset, so = t->stdout_offset;
         if (!w->ops->pending(w, t))
             continue;
         if (w->ops->collect(w, t, 0, &e) < 0 ||
             trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0) {
-            t->metrics_offset = mo;
-            t->stdout_offset = so;
-            log_error("trial %s: collect: %s", t->id, e.msg);
+            log_limited(LOG_ERROR, "trial %s: collect: %s", t->id, e.msg);
             db_rollback(w->db);
-            return;
+            failed = 1;
         }
     }
-    if (db_commit(w->db, &e) < 0)
-        log_error("collect commit: %s", e.msg);
+    if (!failed && db_commit(w->db, &e) < 0) {
+        log_limited(LOG_ERROR, "collect commit: %s", e.msg);
+        failed = 1;
+    }
+    if (failed)
+        for (int i = 0; i < w->ntrials; i++) {
+            w->trials[i].t.metrics_offset = off[2 * i];
+            w->trials[i].t.stdout_offset = off[2 * i + 1];
+        }
     else
         notify_api(w); /* new intermediate results for the assessor */
+    free(off);
 }
 
 static void reap(struct worker *w)
@@ -424,6 +469,14 @@ int worker_main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    /* our faults reach the user even when the database cannot be written */
+    char *fault_dir = xasprintf("%s/faults", w.exp.exp_dir);
+    char *fault_role = xasprintf("worker-%s", platform);
+    if (fault_publish_to(fault_dir, fault_role) < 0)
+        log_warn("cannot create %s/%s.%d: %s; faults are only logged", fault_dir, fault_role, (int)getpid(),
+                 strerror(errno));
+    free(fault_dir);
+    free(fault_role);
     char *role = xasprintf("worker:%s", platform);
     int64_t proc_row = 0;
     if (proc_register(w.db, exp_id, role, getpid(), proc_start_time(getpid()), &proc_row, &e) < 0)
@@ -508,7 +561,10 @@ int worker_main(int argc, char **argv)
             if (wt->next_poll_ms <= now) {
                 wt->next_poll_ms = now + poll_every(&w, wt);
                 int before = w.ntrials;
-                poll_one(&w, wt);
+                if (wt->submit_pending)
+                    start_trial(&w, wt);
+                else
+                    poll_one(&w, wt);
                 if (w.ntrials < before)
                     i--; /* the slot now holds another trial */
             }
@@ -519,7 +575,7 @@ int worker_main(int argc, char **argv)
         }
         if (now >= next_renew) {
             if (queue_renew(w.db, w.owner, w.lease_ms, &e) < 0)
-                log_error("renew: %s", e.msg);
+                log_limited(LOG_ERROR, "renew: %s", e.msg);
             next_renew = now + w.lease_ms / 3;
         }
         if (now >= next_adopt) {

@@ -29,6 +29,8 @@ enum submit_result {
     SUBMIT_ATTACHED,  /* a job of this attempt runs already: it is watched */
     SUBMIT_FINISHED,  /* this attempt ran to its end while no worker watched (or ends unstarted) */
     SUBMIT_VANISHED,  /* this attempt started, and nothing is left of it: poll reports it */
+    SUBMIT_FAULT = -2, /* not started for a fault of the machine (a full disk: e->msg says which
+                        * path); the trial waits, still ours, and submit is tried again */
 };
 
 /* How a platform's trials use GPUs: not at all, on this host's GPUs (claimed with the
@@ -86,6 +88,7 @@ struct worker_trial {
     struct trial t;
     int is_child;          /* our own child process: its exit comes by SIGCHLD */
     int kill_sent;
+    int submit_pending;    /* submit met a fault (SUBMIT_FAULT): tried again at next_poll_ms */
     int64_t next_poll_ms;
 };
 
