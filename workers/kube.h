@@ -44,10 +44,6 @@ const char *kube_status_message(const cJSON *resp, long status);
 /* Percent-encodes a query value. Caller frees. */
 char *kube_escape(const char *s);
 
-/* base64 (standard alphabet). Caller frees. */
-char *b64_encode(const void *data, size_t len);
-char *b64_decode(const char *s, size_t *len);
-
 /* Copies src into dst (which must not exist yet) honouring .nniignore files, within NNI's
  * limits (2,000 files and directories, 300 MB), without the file leave_out (the
  * experiment's config; NULL for none): a copy to dst.tmp-<pid>, then rename; an

@@ -44,18 +44,6 @@ static char *lower(const char *s)
     return r;
 }
 
-static void sq_append(struct strbuf *sb, const char *s)
-{
-    sb_puts(sb, "'");
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_puts(sb, "'\\''");
-        else
-            sb_add(sb, s, 1);
-    }
-    sb_puts(sb, "'");
-}
-
 /* NNI's memorySize: a number of MB or "512mb", "8gb", ... (units of 1024) -> MB. */
 long long kube_memory_mb(const cJSON *v, long long def)
 {
@@ -702,7 +690,7 @@ static const char install_nni[] =
 static void export_line(struct strbuf *sb, const char *k, const char *v)
 {
     sb_printf(sb, "export %s=", k);
-    sq_append(sb, v);
+    sh_quote(sb, v);
     sb_puts(sb, "\n");
 }
 
@@ -781,7 +769,7 @@ char *kube_role_script(struct kube_state *ks, struct worker *w, const struct tri
                      "\"$@\" ");
     }
     sb_puts(&sb, "bash -c ");
-    sq_append(&sb, full.buf);
+    sh_quote(&sb, full.buf);
     sb_free(&full);
     sb_puts(&sb, " >>\"$NNI_OUTPUT_DIR/trial.stdout\" 2>>\"$NNI_OUTPUT_DIR/trial.stderr\"\n"
                  "rc=$?\n"
