@@ -911,21 +911,6 @@ static void on_err_event(struct bufferevent *bev, short what, void *arg)
     (void)bev; (void)what; (void)arg; /* the process's end is seen by the timer */
 }
 
-static char *shell_quote(const char *s)
-{
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "'");
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_puts(&sb, "'\\''");
-        else
-            sb_add(&sb, s, 1);
-    }
-    sb_puts(&sb, "'");
-    return sb_detach(&sb);
-}
-
 /* Moves fd to a number >= 10, so that dup2 to 2/3/4 cannot clobber another pipe end. */
 static int high_fd(int fd)
 {
@@ -959,12 +944,10 @@ static int launch(struct dispatcher *d)
         cJSON_DeleteItemFromObjectCaseSensitive(params, "assessor");
     char *json = cJSON_PrintUnformatted(params);
     cJSON_Delete(params);
-    size_t jl = strlen(json);
-    char *b64 = xmalloc(4 * ((jl + 2) / 3) + 1);
-    ws_base64((const unsigned char *)json, jl, b64);
+    char *b64 = b64_encode(json, strlen(json));
     free(json);
     const char *py = getenv("TRIALQ_PYTHON");
-    char *qpy = shell_quote(py && *py ? py : "python3");
+    char *qpy = sh_quoted(py && *py ? py : "python3");
     char *cmd = xasprintf("exec %s -m nni --exp_params %s", qpy, b64);
     free(qpy);
     free(b64);

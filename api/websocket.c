@@ -1,4 +1,4 @@
-/* websocket.c: SHA-1, base64, RFC 6455 frames and NNI's legacy pipe framing — the wire
+/* websocket.c: SHA-1, RFC 6455 frames and NNI's legacy pipe framing — the wire
  * formats of the tuner command channel (api/dispatcher.c). libevent 2.1 has no
  * WebSocket support, so the few pieces needed are written here. */
 #include <string.h>
@@ -73,27 +73,6 @@ void ws_sha1(const void *data, size_t n, unsigned char out[20])
     }
 }
 
-/* ---------------- base64 ---------------- */
-
-size_t ws_base64(const unsigned char *in, size_t n, char *out)
-{
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = abc[(v >> 18) & 63];
-        out[o++] = abc[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? abc[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return o;
-}
-
 void ws_accept_key(const char *key, char out[29])
 {
     static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -104,7 +83,7 @@ void ws_accept_key(const char *key, char out[29])
     unsigned char digest[20];
     ws_sha1(sb.buf, sb.len, digest);
     sb_free(&sb);
-    ws_base64(digest, sizeof digest, out);
+    b64_encode_to(digest, sizeof digest, out);
 }
 
 /* ---------------- frames ---------------- */

@@ -1,5 +1,5 @@
-/* websocket.h: the pieces of RFC 6455 the tuner command channel needs (SHA-1 and
- * base64 for the handshake, frame encoding and parsing), and NNI's legacy pipe framing
+/* websocket.h: the pieces of RFC 6455 the tuner command channel needs (SHA-1 for the
+ * handshake, whose base64 is common/base64.c; frame encoding and parsing), and NNI's legacy pipe framing
  * (2-letter type + 14-digit length + payload). Pure functions on memory, so they are
  * unit-tested without sockets (tests/unit/test_api_websocket.c). */
 #ifndef TRIALQ_WEBSOCKET_H
@@ -12,8 +12,6 @@
 
 /* SHA-1 (FIPS 180-4) of n bytes. */
 void ws_sha1(const void *data, size_t n, unsigned char out[20]);
-/* Standard base64 with padding; out needs 4 * ((n + 2) / 3) + 1 bytes. Returns the length. */
-size_t ws_base64(const unsigned char *in, size_t n, char *out);
 /* Sec-WebSocket-Accept for a Sec-WebSocket-Key: base64(SHA-1(key + GUID)), 28 chars. */
 void ws_accept_key(const char *key, char out[29]);
 

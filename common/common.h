@@ -88,6 +88,20 @@ int str_ends(const char *s, const char *suffix);
  * avail may be SIZE_MAX (the NUL is no continuation byte). */
 int utf8_len(const unsigned char *s, size_t avail);
 
+/* ---- shell words and base64 (common/shell.c, common/base64.c) ---- */
+/* Appends s as one POSIX shell word: in single quotes, each ' written as '\''. Every
+ * byte but NUL passes unchanged (newlines, $, `, \, "); "" becomes ''. */
+void sh_quote(struct strbuf *sb, const char *s);
+char *sh_quoted(const char *s); /* the same, as a new string; caller frees */
+/* Standard base64 with padding. b64_encode_to writes B64_ENCODED_SIZE(len) bytes at
+ * most (NUL included) and returns the length; b64_encode allocates (caller frees). */
+#define B64_ENCODED_SIZE(len) (((len) + 2) / 3 * 4 + 1)
+size_t b64_encode_to(const void *data, size_t len, char *out);
+char *b64_encode(const void *data, size_t len);
+/* Decodes s, skipping whitespace; NULL when s is not base64. The result (*len bytes)
+ * is NUL-terminated as well. Caller frees. */
+char *b64_decode(const char *s, size_t *len);
+
 /* ---- text from a trial (or a tuner, a cluster) in a log line or a message ---- */
 /* Untrusted text must not forge log lines or drive the reader's terminal: a snippet of
  * it is one line of plain text. s[0..n) is the text as framed (a NUL in it is shown, not

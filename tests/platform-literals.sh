@@ -1,8 +1,8 @@
 #!/bin/bash
 # A platform is one file behind one table (issue 15, docs/architecture.md "Adding a
 # platform"): its name, as a C string literal ("remote", or "local:..."), appears only in
-# workers/<platform>.c (and workers/<platform>_*.c; the Kubernetes family: workers/kube*.c
-# until kube_platforms.c is split), in the registry (workers/platforms.c), in config/ (the
+# workers/<platform>.c (and workers/<platform>_*.c; the Kubernetes platforms share
+# workers/kube_common.c, which names none of them), in the registry (workers/platforms.c), in config/ (the
 # schema) and in tests/. Everything else asks the table (platform_find, struct
 # platform_ops). Usage: platform-literals.sh SRC_DIR
 set -u
@@ -24,10 +24,7 @@ known=(
 )
 
 own_files() { # the files that may name platform $1
-    case $1 in
-    kubeflow | frameworkcontroller | adl) echo "workers/kube*.c workers/kube*.h" ;;
-    *) echo "workers/$1.c workers/$1_*.c workers/$1.h" ;;
-    esac
+    echo "workers/$1.c workers/$1_*.c workers/$1.h"
 }
 
 fail=0

@@ -521,15 +521,15 @@ static char *role_command(struct worker *w, struct pai *p, const struct trial *t
 {
     char *rel = trial_rel(t->id, t->attempt);
     char *c = xasprintf("%s/%s", p->cont_root, rel);
-    char *qc = pai_shell_quote(c);
+    char *qc = sh_quoted(c);
     char *qout = xasprintf("%s/nnioutput", c);
-    char *qo = pai_shell_quote(qout);
+    char *qo = sh_quoted(qout);
     char *code = xasprintf("%s/nni-code", p->cont_root);
-    char *qcode = pai_shell_quote(code);
-    char *qcmd = pai_shell_quote(cmd);
+    char *qcode = sh_quoted(code);
+    char *qcmd = sh_quoted(cmd);
     char *run = xasprintf("%s/run.sh", c);
-    char *qrun = pai_shell_quote(run);
-    char *qtrial = pai_shell_quote(t->id), *qexp = pai_shell_quote(w->exp_id); /* ids are checked, and quoted */
+    char *qrun = sh_quoted(run);
+    char *qtrial = sh_quoted(t->id), *qexp = sh_quoted(w->exp_id); /* ids are checked, and quoted */
     char *line = xasprintf("export NNI_PLATFORM=pai NNI_SYS_DIR=%s NNI_OUTPUT_DIR=%s NNI_TRIAL_JOB_ID=%s "
                            "NNI_EXP_ID=%s NNI_TRIAL_SEQ_ID=%lld MULTI_PHASE=false NNI_CODE_DIR=%s && bash %s %s",
                            qc, qo, qtrial, qexp, (long long)t->sequence, qcode, qrun, qcmd);

@@ -12,7 +12,4 @@ void pai_yaml_emit(struct strbuf *sb, const cJSON *v);
 /* "8gb", "512mb", "1.5g", or a number of megabytes -> megabytes (ceil). -1 if bad. */
 long long pai_size_mb(const cJSON *v);
 
-/* 'text' quoted for a POSIX shell. Caller frees. */
-char *pai_shell_quote(const char *s);
-
 #endif

@@ -136,17 +136,3 @@ long long pai_size_mb(const cJSON *v)
     return -1;
 }
 
-char *pai_shell_quote(const char *s)
-{
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_add(&sb, "'", 1);
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            sb_puts(&sb, "'\\''");
-        else
-            sb_add(&sb, p, 1);
-    }
-    sb_add(&sb, "'", 1);
-    return sb_detach(&sb);
-}

@@ -25,18 +25,6 @@ struct ssh_conn {
     int op_timeout_ms;
 };
 
-void sh_quote(struct strbuf *sb, const char *s)
-{
-    sb_add(sb, "'", 1);
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_add(sb, "'\\''", 4);
-        else
-            sb_add(sb, s, 1);
-    }
-    sb_add(sb, "'", 1);
-}
-
 static const char *sess_err(LIBSSH2_SESSION *s)
 {
     char *msg = NULL;

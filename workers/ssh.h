@@ -60,7 +60,4 @@ void ssh_shell_close(struct ssh_shell *sh);
 int ssh_put_file(struct ssh_conn *c, const char *local_path, const char *remote_path, long mode,
                  struct errbuf *e);
 
-/* Appends s to sb as one single-quoted shell word. */
-void sh_quote(struct strbuf *sb, const char *s);
-
 #endif

@@ -53,7 +53,7 @@ static void test_base64(void **st)
     const char *want[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
     char out[16];
     for (int i = 0; i < 7; i++) {
-        size_t n = ws_base64((const unsigned char *)in[i], strlen(in[i]), out);
+        size_t n = b64_encode_to(in[i], strlen(in[i]), out);
         assert_string_equal(out, want[i]);
         assert_int_equal(n, strlen(want[i]));
     }

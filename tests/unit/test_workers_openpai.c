@@ -43,10 +43,10 @@ static void test_sizes(void **state)
 static void test_quote(void **state)
 {
     (void)state;
-    char *q = pai_shell_quote("python3 -c 'print(\"$HOME\")'");
+    char *q = sh_quoted("python3 -c 'print(\"$HOME\")'");
     assert_string_equal(q, "'python3 -c '\\''print(\"$HOME\")'\\'''");
     free(q);
-    q = pai_shell_quote("");
+    q = sh_quoted("");
     assert_string_equal(q, "''");
     free(q);
 }

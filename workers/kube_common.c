@@ -1,5 +1,6 @@
-/* kube_platforms.c: kubeflow (TFJob / PyTorchJob), frameworkcontroller (Framework) and
- * adl (AdaptDLJob): one custom resource per trial, named as NNI names it, labelled
+/* kube_common.c: what the Kubernetes platforms share (workers/kubeflow.c,
+ * frameworkcontroller.c and adl.c hold what is theirs, in a struct kube_flavour): one
+ * custom resource per trial, named as NNI names it, labelled
  * app=nni-kubernetes-trial, expId, trialId.
  *
  * The trial files live on the shared storage (an NFS export or Azure file share that is
@@ -32,41 +33,6 @@
 #define POLL_EVERY_MS 1000
 #define APP_LABEL "nni-kubernetes-trial"
 
-enum kube_kind { KK_KUBEFLOW, KK_FC, KK_ADL };
-
-struct kube_role {
-    char *name;         /* worker, ps, master, or the task role's name */
-    char *spec_name;    /* Worker, Ps, Master (kubeflow) */
-    const cJSON *cfg;
-    char *pull_secret;  /* Secret for privateRegistryAuthPath, or NULL */
-};
-
-struct kube_held {
-    char *id;
-    int64_t next_poll_ms;
-    int kill_pending;
-    int64_t warned_ms;
-};
-
-struct kube_state {
-    enum kube_kind kind;
-    const char *platform;
-    struct kube_conn conn;
-    char *group, *version, *plural, *kindname, *container;
-    char *ns;
-    char *local_mount, *pod_mount;  /* the storage here and in pods */
-    char *local_root, *pod_root;    /* .../nni/<exp> */
-    int we_mounted;
-    cJSON *volume;                  /* the storage volume of the pods, named nni-vol */
-    struct kube_role roles[16];
-    int nroles;
-    int chief;                      /* the role whose stdout carries the metrics */
-    struct kube_held *held;
-    int nheld;
-    char *exp_lower;
-    int64_t poll_every_ms;
-};
-
 /* ---------------- small helpers ---------------- */
 
 static char *lower(const char *s)
@@ -78,32 +44,8 @@ static char *lower(const char *s)
     return r;
 }
 
-static void sq_append(struct strbuf *sb, const char *s)
-{
-    sb_puts(sb, "'");
-    for (; *s; s++) {
-        if (*s == '\'')
-            sb_puts(sb, "'\\''");
-        else
-            sb_add(sb, s, 1);
-    }
-    sb_puts(sb, "'");
-}
-
-static const char *jstr(const cJSON *o, const char *k, const char *def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : def;
-}
-
-static int jint(const cJSON *o, const char *k, int def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valueint : def;
-}
-
 /* NNI's memorySize: a number of MB or "512mb", "8gb", ... (units of 1024) -> MB. */
-static long long memory_mb(const cJSON *v, long long def)
+long long kube_memory_mb(const cJSON *v, long long def)
 {
     if (cJSON_IsNumber(v))
         return (long long)v->valuedouble;
@@ -120,6 +62,11 @@ static long long memory_mb(const cJSON *v, long long def)
     else if (!strncasecmp(end, "t", 1)) mult = 1024 * 1024;
     long long mb = (long long)(x * mult + 0.5);
     return mb > 0 ? mb : 1;
+}
+
+char *kube_output_dir(const struct kube_state *ks, const char *base, const char *role)
+{
+    return ks->fl->scripts_on_share ? xasprintf("%s/output/%s_output", base, role) : xasprintf("%s/output", base);
 }
 
 static char *trial_local_dir(struct kube_state *ks, const char *id)
@@ -180,17 +127,6 @@ static int explain(struct kube_state *ks, const char *what, long status, const c
                 kube_status_message(resp, status));
 }
 
-static const char *operator_hint(struct kube_state *ks)
-{
-    switch (ks->kind) {
-    case KK_KUBEFLOW:
-        return strcmp(ks->kindname, "TFJob") == 0 ? "install Kubeflow's tf-operator (training-operator)"
-                                                  : "install Kubeflow's pytorch-operator (training-operator)";
-    case KK_FC: return "install FrameworkController (its Framework CRD)";
-    default: return "install AdaptDL's scheduler (its AdaptDLJob CRD, e.g. with the adaptdl-sched Helm chart)";
-    }
-}
-
 static int check_api(struct kube_state *ks, struct errbuf *e)
 {
     struct kube_conn *k = &ks->conn;
@@ -208,7 +144,7 @@ static int check_api(struct kube_state *ks, struct errbuf *e)
     if (st == 404) {
         errf(e, "the Kubernetes API server %s does not serve the API group %s (no %s custom resource definition): "
                 "%s",
-             k->server, ks->group, ks->kindname, operator_hint(ks));
+             k->server, ks->group, ks->kindname, ks->fl->operator_hint(ks));
         goto out;
     }
     if (st != 200) {
@@ -221,7 +157,7 @@ static int check_api(struct kube_state *ks, struct errbuf *e)
     struct strbuf served;
     sb_init(&served);
     cJSON_ArrayForEach(v, versions) {
-        const char *ver = jstr(v, "version", NULL);
+        const char *ver = kube_jstr(v, "version", NULL);
         if (!ver)
             continue;
         if (served.len)
@@ -249,13 +185,13 @@ static int check_api(struct kube_state *ks, struct errbuf *e)
     found = 0;
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "resources");
     cJSON_ArrayForEach(v, res) {
-        const char *name = jstr(v, "name", "");
+        const char *name = kube_jstr(v, "name", "");
         if (strcmp(name, ks->plural) == 0)
             found = 1;
     }
     if (st != 200 || !found) {
         errf(e, "%s/%s on %s has no resource %s: %s", ks->group, ks->version, k->server, ks->plural,
-             operator_hint(ks));
+             ks->fl->operator_hint(ks));
         goto out;
     }
     cJSON_Delete(r);
@@ -333,20 +269,18 @@ static int mount_nfs(struct kube_state *ks, struct worker *w, const char *server
 static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *ts, int check_only,
                          struct errbuf *e)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ts, ks->kind == KK_ADL ? "nfs" : "storage");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ts, ks->fl->storage_key);
     if (!st)
-        return errf(e, ks->kind == KK_ADL ? "adl: set nfs (server, path, containerMountPath, localMountPoint): trialq "
-                                             "reads the trials' metrics and logs from that share"
-                                           : "storage is missing");
-    const char *type = ks->kind == KK_ADL ? "nfs" : jstr(st, "storageType", "nfs");
-    const char *lm = jstr(st, "localMountPoint", NULL);
-    ks->pod_mount = xstrdup(ks->kind == KK_ADL ? jstr(st, "containerMountPath", POD_MOUNT) : POD_MOUNT);
+        return errf(e, "%s", ks->fl->storage_missing);
+    const char *type = ks->fl->nfs_only ? "nfs" : kube_jstr(st, "storageType", "nfs");
+    const char *lm = kube_jstr(st, "localMountPoint", NULL);
+    ks->pod_mount = xstrdup(ks->fl->nfs_only ? kube_jstr(st, "containerMountPath", POD_MOUNT) : POD_MOUNT);
     if (strcmp(type, "nfs") == 0) {
         ks->volume = cJSON_CreateObject();
         cJSON_AddStringToObject(ks->volume, "name", "nni-vol");
         cJSON *nfs = cJSON_AddObjectToObject(ks->volume, "nfs");
-        cJSON_AddStringToObject(nfs, "server", jstr(st, "server", ""));
-        cJSON_AddStringToObject(nfs, "path", jstr(st, "path", ""));
+        cJSON_AddStringToObject(nfs, "server", kube_jstr(st, "server", ""));
+        cJSON_AddStringToObject(nfs, "path", kube_jstr(st, "path", ""));
     }
     if (lm) {
         struct stat sb;
@@ -363,7 +297,7 @@ static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *t
                 return errf(e, "storage: no localMountPoint is set and this host has no NFS client (mount.nfs) to "
                                "mount %s:%s; install nfs-common, or mount the export yourself and set "
                                "%s.localMountPoint to its mount point",
-                            jstr(st, "server", ""), jstr(st, "path", ""), ks->kind == KK_ADL ? "nfs" : "storage");
+                            kube_jstr(st, "server", ""), kube_jstr(st, "path", ""), ks->fl->storage_key);
             if (geteuid() != 0) {
                 char *argv[] = {"sudo", "-n", "true", NULL};
                 char *o = NULL, *er = NULL;
@@ -373,17 +307,17 @@ static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *t
                 if (src != 0)
                     return errf(e, "storage: no localMountPoint is set, and mounting %s:%s needs root or "
                                    "passwordless sudo; mount the export yourself and set localMountPoint",
-                                jstr(st, "server", ""), jstr(st, "path", ""));
+                                kube_jstr(st, "server", ""), kube_jstr(st, "path", ""));
             }
             return 0;
         }
-        if (mount_nfs(ks, w, jstr(st, "server", ""), jstr(st, "path", ""), e) < 0)
+        if (mount_nfs(ks, w, kube_jstr(st, "server", ""), kube_jstr(st, "path", ""), e) < 0)
             return -1;
     } else {
         return errf(e, "storage (azureStorage): trialq does not upload through the Azure Files REST API; mount the "
                        "share on this host (e.g. mount -t cifs //%s.file.core.windows.net/%s DIR ...) and set "
                        "storage.localMountPoint to DIR",
-                    jstr(st, "azureAccount", "ACCOUNT"), jstr(st, "azureShare", "SHARE"));
+                    kube_jstr(st, "azureAccount", "ACCOUNT"), kube_jstr(st, "azureShare", "SHARE"));
     }
     return 0;
 }
@@ -391,16 +325,16 @@ static int setup_storage(struct kube_state *ks, struct worker *w, const cJSON *t
 /* The Azure file volume needs a Secret with the account key (from Key Vault, as NNI). */
 static int azure_volume(struct kube_state *ks, struct worker *w, const cJSON *st, struct errbuf *e)
 {
-    char *argv[] = {"az", "keyvault", "secret", "show", "--name", (char *)jstr(st, "keyVaultKey", ""),
-                    "--vault-name", (char *)jstr(st, "keyVaultName", ""), NULL};
+    char *argv[] = {"az", "keyvault", "secret", "show", "--name", (char *)kube_jstr(st, "keyVaultKey", ""),
+                    "--vault-name", (char *)kube_jstr(st, "keyVaultName", ""), NULL};
     char *out = NULL, *err = NULL;
     int rc = run_capture(argv, TOOL_TIMEOUT_MS, &out, &err);
     cJSON *j = rc == 0 && (!err || !*err) ? cJSON_Parse(out) : NULL;
-    const char *key = jstr(j, "value", NULL);
+    const char *key = kube_jstr(j, "value", NULL);
     if (!key) {
         errf(e, "storage (azureStorage): `az keyvault secret show --name %s --vault-name %s` failed%s%s; log in "
                 "with `az login` and check keyVaultName/keyVaultKey",
-             jstr(st, "keyVaultKey", ""), jstr(st, "keyVaultName", ""), err && *err ? ": " : "", err ? err : "");
+             kube_jstr(st, "keyVaultKey", ""), kube_jstr(st, "keyVaultName", ""), err && *err ? ": " : "", err ? err : "");
         cJSON_Delete(j); free(out); free(err);
         return -1;
     }
@@ -416,7 +350,7 @@ static int azure_volume(struct kube_state *ks, struct worker *w, const cJSON *st
     cJSON_AddStringToObject(lb, "expId", w->exp_id);
     cJSON_AddStringToObject(sec, "type", "Opaque");
     cJSON *data = cJSON_AddObjectToObject(sec, "data");
-    const char *acct = jstr(st, "azureAccount", "");
+    const char *acct = kube_jstr(st, "azureAccount", "");
     char *a64 = b64_encode(acct, strlen(acct)), *k64 = b64_encode(key, strlen(key));
     cJSON_AddStringToObject(data, "azurestorageaccountname", a64);
     cJSON_AddStringToObject(data, "azurestorageaccountkey", k64);
@@ -436,7 +370,7 @@ static int azure_volume(struct kube_state *ks, struct worker *w, const cJSON *st
         cJSON_AddStringToObject(ks->volume, "name", "nni-vol");
         cJSON *af = cJSON_AddObjectToObject(ks->volume, "azureFile");
         cJSON_AddStringToObject(af, "secretName", name);
-        cJSON_AddStringToObject(af, "shareName", jstr(st, "azureShare", ""));
+        cJSON_AddStringToObject(af, "shareName", kube_jstr(st, "azureShare", ""));
         cJSON_AddBoolToObject(af, "readOnly", 0);
     }
     free(name);
@@ -505,7 +439,7 @@ static void state_free(struct kube_state *ks)
     free(ks);
 }
 
-static void add_role(struct kube_state *ks, const char *name, const char *spec_name, const cJSON *cfg)
+void kube_add_role(struct kube_state *ks, const char *name, const char *spec_name, const cJSON *cfg)
 {
     if (ks->nroles >= 16)
         return;
@@ -520,64 +454,12 @@ static int setup(struct kube_state *ks, struct worker *w, const cJSON *ts, int c
 {
     if (!ts)
         return errf(e, "no trainingService entry for platform %s", ks->platform);
-    switch (ks->kind) {
-    case KK_KUBEFLOW: {
-        const char *op = jstr(ts, "operator", "tf-operator");
-        int tf = strcmp(op, "tf-operator") == 0;
-        ks->group = xstrdup("kubeflow.org");
-        ks->version = xstrdup(jstr(ts, "apiVersion", "v1"));
-        ks->plural = xstrdup(tf ? "tfjobs" : "pytorchjobs");
-        ks->kindname = xstrdup(tf ? "TFJob" : "PyTorchJob");
-        ks->container = xstrdup(tf ? "tensorflow" : "pytorch");
-        const cJSON *worker = cJSON_GetObjectItemCaseSensitive(ts, "worker");
-        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(ts, "ps");
-        const cJSON *master = cJSON_GetObjectItemCaseSensitive(ts, "master");
-        if (tf) {
-            if (!worker)
-                return errf(e, "kubeflow with operator tf-operator needs a worker role (and optionally ps)");
-            if (master)
-                return errf(e, "kubeflow: master is a pytorch-operator role; tf-operator takes worker and ps");
-            add_role(ks, "worker", "Worker", worker);
-            if (ps)
-                add_role(ks, "ps", "Ps", ps);
-        } else {
-            if (!master)
-                return errf(e, "kubeflow with operator pytorch-operator needs a master role (and optionally "
-                               "worker)");
-            if (ps)
-                return errf(e, "kubeflow: ps is a tf-operator role; pytorch-operator takes master and worker");
-            add_role(ks, "master", "Master", master);
-            if (worker)
-                add_role(ks, "worker", "Worker", worker);
-        }
-        break;
-    }
-    case KK_FC: {
-        ks->group = xstrdup("frameworkcontroller.microsoft.com");
-        ks->version = xstrdup("v1");
-        ks->plural = xstrdup("frameworks");
-        ks->kindname = xstrdup("Framework");
-        ks->container = xstrdup("framework");
-        const cJSON *r;
-        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(ts, "taskRoles"))
-            add_role(ks, jstr(r, "name", "worker"), NULL, r);
-        if (ks->nroles == 0)
-            return errf(e, "frameworkcontroller: taskRoles is empty");
-        break;
-    }
-    case KK_ADL:
-        ks->group = xstrdup("adaptdl.petuum.com");
-        ks->version = xstrdup("v1");
-        ks->plural = xstrdup("adaptdljobs");
-        ks->kindname = xstrdup("AdaptDLJob");
-        ks->container = xstrdup("main");
-        add_role(ks, "main", NULL, ts);
-        break;
-    }
+    if (ks->fl->configure(ks, ts, e) < 0)
+        return -1;
     if (kube_config_load(&ks->conn, e) < 0)
         return -1;
     /* an explicit namespace in the config wins; else the context's; else default */
-    const char *ns = jstr(ts, "namespace", NULL);
+    const char *ns = kube_jstr(ts, "namespace", NULL);
     if ((!ns || strcmp(ns, "default") == 0) && ks->conn.namespace)
         ns = ks->conn.namespace;
     ks->ns = xstrdup(ns ? ns : "default");
@@ -586,23 +468,15 @@ static int setup(struct kube_state *ks, struct worker *w, const cJSON *ts, int c
     return setup_storage(ks, w, ts, check_only, e);
 }
 
-static enum kube_kind kind_of(const char *platform)
-{
-    return strcmp(platform, "kubeflow") == 0 ? KK_KUBEFLOW
-           : strcmp(platform, "frameworkcontroller") == 0 ? KK_FC
-                                                           : KK_ADL;
-}
-
-int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e)
+int kube_preflight(const struct kube_flavour *fl, const struct platform_ops *ops, const cJSON *config,
+                   struct errbuf *e)
 {
     struct worker w;
     memset(&w, 0, sizeof w);
     w.config = (cJSON *)config;
-    w.ops = platform_find(platform);
-    if (!w.ops)
-        return 0;
+    w.ops = ops;
     struct kube_state *ks = xcalloc(1, sizeof *ks);
-    ks->kind = kind_of(platform);
+    ks->fl = fl;
     ks->platform = w.ops->name;
     int rc = setup(ks, &w, worker_ts_config(&w), 1, e);
     if (rc == 0) {
@@ -614,15 +488,15 @@ int kube_preflight(const char *platform, const cJSON *config, struct errbuf *e)
             code_list_free(&list);
     }
     if (rc < 0)
-        errprefix(e, "%s", platform);
+        errprefix(e, "%s", ops->name);
     state_free(ks);
     return rc;
 }
 
-static int kube_init(struct worker *w, struct errbuf *e)
+int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e)
 {
     struct kube_state *ks = xcalloc(1, sizeof *ks);
-    ks->kind = kind_of(w->ops->name);
+    ks->fl = fl;
     ks->platform = w->ops->name;
     ks->exp_lower = lower(w->exp_id);
     ks->poll_every_ms = POLL_EVERY_MS;
@@ -638,8 +512,7 @@ static int kube_init(struct worker *w, struct errbuf *e)
         errf(e, "cannot create %s on the shared storage: %s", ks->local_root, strerror(errno));
         goto fail;
     }
-    if (ks->kind != KK_ADL && !ks->volume &&
-        azure_volume(ks, w, cJSON_GetObjectItemCaseSensitive(ts, "storage"), e) < 0)
+    if (!ks->volume && azure_volume(ks, w, cJSON_GetObjectItemCaseSensitive(ts, ks->fl->storage_key), e) < 0)
         goto fail;
     {
         /* adl too (NNI ships no code there): trialCodeDirectory is a directory of this
@@ -652,7 +525,7 @@ static int kube_init(struct worker *w, struct errbuf *e)
             goto fail;
     }
     for (int i = 0; i < ks->nroles; i++) {
-        const char *auth = jstr(ks->roles[i].cfg, "privateRegistryAuthPath", NULL);
+        const char *auth = kube_jstr(ks->roles[i].cfg, "privateRegistryAuthPath", NULL);
         if (auth && pull_secret(ks, w, &ks->roles[i], auth, e) < 0)
             goto fail;
     }
@@ -682,7 +555,7 @@ fail:
     return -1;
 }
 
-static void kube_destroy(struct worker *w)
+void kube_destroy(struct worker *w)
 {
     state_free(w->platform);
     w->platform = NULL;
@@ -692,8 +565,7 @@ static void kube_destroy(struct worker *w)
 
 static char *job_name(struct kube_state *ks, const char *exp, const char *trial, int alt)
 {
-    char *n = ks->kind == KK_FC ? xasprintf("nniexp%strial%s", exp, trial)
-                                : xasprintf("nni-exp-%s-trial-%s", exp, trial);
+    char *n = xasprintf("%s%s%s%s", ks->fl->name_prefix, exp, ks->fl->name_infix, trial);
     char *l = lower(n);
     free(n);
     if (!alt)
@@ -718,7 +590,7 @@ static cJSON *labels_json(struct worker *w, const char *trial)
     return l;
 }
 
-static cJSON *metadata_json(struct kube_state *ks, struct worker *w, const char *name, const char *trial)
+cJSON *kube_metadata(struct kube_state *ks, struct worker *w, const char *name, const char *trial)
 {
     cJSON *md = cJSON_CreateObject();
     cJSON_AddStringToObject(md, "name", name);
@@ -745,7 +617,7 @@ static cJSON *resources_json(long long mem_mb, int cpu, int gpu)
     return res;
 }
 
-static cJSON *vol_mount(const char *name, const char *path, const char *sub)
+cJSON *kube_vol_mount(const char *name, const char *path, const char *sub)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", name);
@@ -755,7 +627,7 @@ static cJSON *vol_mount(const char *name, const char *path, const char *sub)
     return m;
 }
 
-static void add_pull_secret(cJSON *podspec, const struct kube_role *r)
+void kube_add_pull_secret(cJSON *podspec, const struct kube_role *r)
 {
     if (!r->pull_secret)
         return;
@@ -765,51 +637,30 @@ static void add_pull_secret(cJSON *podspec, const struct kube_role *r)
     cJSON_AddItemToArray(arr, s);
 }
 
-/* The pod spec of one kubeflow/FC role: the role's script from the shared storage. */
-static cJSON *role_podspec(struct kube_state *ks, const struct kube_role *r, const char *trial, int port)
+/* The pod spec of one role whose script is on the shared storage: its container (the
+ * script run as command_key, "command" or "args"), the storage volume and mount. */
+cJSON *kube_role_podspec(struct kube_state *ks, const struct kube_role *r, const char *trial,
+                         const char *command_key)
 {
     cJSON *spec = cJSON_CreateObject();
     cJSON *containers = cJSON_AddArrayToObject(spec, "containers");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(containers, c);
     cJSON_AddStringToObject(c, "name", ks->container);
-    cJSON_AddStringToObject(c, "image", jstr(r->cfg, "dockerImage", "msranni/nni:latest"));
+    cJSON_AddStringToObject(c, "image", kube_jstr(r->cfg, "dockerImage", "msranni/nni:latest"));
     char *script = xasprintf("%s/%s/run_%s.sh", ks->pod_root, trial, r->name);
-    cJSON *cmd = cJSON_AddArrayToObject(c, ks->kind == KK_FC ? "command" : "args");
+    cJSON *cmd = cJSON_AddArrayToObject(c, command_key);
     cJSON_AddItemToArray(cmd, cJSON_CreateString("sh"));
     cJSON_AddItemToArray(cmd, cJSON_CreateString(script));
     free(script);
     cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
-    cJSON_AddItemToArray(mounts, vol_mount("nni-vol", POD_MOUNT, NULL));
-    cJSON_AddItemToObject(c, "resources", resources_json(memory_mb(cJSON_GetObjectItemCaseSensitive(r->cfg,
+    cJSON_AddItemToArray(mounts, kube_vol_mount("nni-vol", POD_MOUNT, NULL));
+    cJSON_AddItemToObject(c, "resources", resources_json(kube_memory_mb(cJSON_GetObjectItemCaseSensitive(r->cfg,
                                                                                                      "memorySize"),
                                                                    8192),
-                                                         jint(r->cfg, "cpuNumber", 1), jint(r->cfg, "gpuNumber", 0)));
+                                                         kube_jint(r->cfg, "cpuNumber", 1), kube_jint(r->cfg, "gpuNumber", 0)));
     cJSON *vols = cJSON_AddArrayToObject(spec, "volumes");
     cJSON_AddItemToArray(vols, cJSON_Duplicate(ks->volume, 1));
-    if (ks->kind == KK_FC) {
-        cJSON_AddItemToArray(mounts, vol_mount("frameworkbarrier-volume", "/mnt/frameworkbarrier", NULL));
-        cJSON *ports = cJSON_AddArrayToObject(c, "ports");
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddNumberToObject(p, "containerPort", port);
-        cJSON_AddItemToArray(ports, p);
-        cJSON *inits = cJSON_AddArrayToObject(spec, "initContainers");
-        cJSON *ic = cJSON_CreateObject();
-        cJSON_AddStringToObject(ic, "name", "frameworkbarrier");
-        cJSON_AddStringToObject(ic, "image", "frameworkcontroller/frameworkbarrier");
-        cJSON *im = cJSON_AddArrayToObject(ic, "volumeMounts");
-        cJSON_AddItemToArray(im, vol_mount("frameworkbarrier-volume", "/mnt/frameworkbarrier", NULL));
-        cJSON_AddItemToArray(inits, ic);
-        cJSON *bv = cJSON_CreateObject();
-        cJSON_AddStringToObject(bv, "name", "frameworkbarrier-volume");
-        cJSON_AddObjectToObject(bv, "emptyDir");
-        cJSON_AddItemToArray(vols, bv);
-        cJSON_AddStringToObject(spec, "restartPolicy", "OnFailure");
-        cJSON_AddBoolToObject(spec, "hostNetwork", 0);
-    } else {
-        cJSON_AddStringToObject(spec, "restartPolicy", "ExitCode");
-    }
-    add_pull_secret(spec, r);
     return spec;
 }
 
@@ -820,92 +671,9 @@ static cJSON *build_job(struct kube_state *ks, struct worker *w, const struct tr
     cJSON_AddStringToObject(job, "apiVersion", api);
     free(api);
     cJSON_AddStringToObject(job, "kind", ks->kindname);
-    cJSON_AddItemToObject(job, "metadata", metadata_json(ks, w, name, t->id));
+    cJSON_AddItemToObject(job, "metadata", kube_metadata(ks, w, name, t->id));
     cJSON *spec = cJSON_AddObjectToObject(job, "spec");
-    if (ks->kind == KK_KUBEFLOW) {
-        cJSON *rs = cJSON_AddObjectToObject(spec, strcmp(ks->kindname, "TFJob") == 0 ? "tfReplicaSpecs"
-                                                                                      : "pytorchReplicaSpecs");
-        for (int i = 0; i < ks->nroles; i++) {
-            cJSON *r = cJSON_AddObjectToObject(rs, ks->roles[i].spec_name);
-            cJSON_AddNumberToObject(r, "replicas", jint(ks->roles[i].cfg, "replicas", 1));
-            cJSON *tmpl = cJSON_AddObjectToObject(r, "template");
-            cJSON_AddNullToObject(cJSON_AddObjectToObject(tmpl, "metadata"), "creationTimestamp");
-            cJSON_AddItemToObject(tmpl, "spec", role_podspec(ks, &ks->roles[i], t->id, 0));
-        }
-    } else if (ks->kind == KK_FC) {
-        cJSON_AddStringToObject(spec, "executionType", "Start");
-        cJSON *roles = cJSON_AddArrayToObject(spec, "taskRoles");
-        const cJSON *ts = worker_ts_config(w);
-        const char *sa = jstr(ts, "serviceAccountName", NULL);
-        for (int i = 0; i < ks->nroles; i++) {
-            const cJSON *rc = ks->roles[i].cfg;
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddItemToArray(roles, r);
-            cJSON_AddStringToObject(r, "name", ks->roles[i].name);
-            cJSON_AddNumberToObject(r, "taskNumber", jint(rc, "taskNumber", 1));
-            const cJSON *pol = cJSON_GetObjectItemCaseSensitive(rc, "frameworkAttemptCompletionPolicy");
-            cJSON *p = cJSON_AddObjectToObject(r, "frameworkAttemptCompletionPolicy");
-            cJSON_AddNumberToObject(p, "minFailedTaskCount", jint(pol, "minFailedTaskCount", 1));
-            cJSON_AddNumberToObject(p, "minSucceededTaskCount", jint(pol, "minSucceedTaskCount", -1));
-            cJSON *podspec = role_podspec(ks, &ks->roles[i], t->id, 4000 + i);
-            if (sa)
-                cJSON_AddStringToObject(podspec, "serviceAccountName", sa);
-            cJSON_AddItemToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(r, "task"), "pod"), "spec", podspec);
-        }
-    } else {
-        const cJSON *ts = worker_ts_config(w);
-        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(ts, "adaptive");
-        cJSON_AddBoolToObject(spec, "preemptible", cJSON_IsTrue(ad));
-        cJSON *ps = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "template"), "spec");
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "containers"), c);
-        cJSON_AddStringToObject(c, "name", "main");
-        cJSON_AddStringToObject(c, "image", jstr(ts, "image", ""));
-        cJSON_AddStringToObject(c, "imagePullPolicy", "Always");
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "command"), cJSON_CreateString("/run.sh"));
-        cJSON *pre = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "lifecycle"),
-                                                                     "preStop"), "exec");
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(pre, "command"), cJSON_CreateString("/cleanup.sh"));
-        cJSON *env = cJSON_AddArrayToObject(c, "env");
-        static const char *const envs[][2] = {{"ADAPTDL_CHECKPOINT_PATH", "/adaptdl/checkpoint"},
-                                              {"ADAPTDL_TENSORBOARD_LOGDIR", "/adaptdl/tensorboard"},
-                                              {"ADAPTDL_SHARE_PATH", "/adaptdl/share"}};
-        for (int i = 0; i < 3; i++) {
-            cJSON *ev = cJSON_CreateObject();
-            cJSON_AddStringToObject(ev, "name", envs[i][0]);
-            cJSON_AddStringToObject(ev, "value", envs[i][1]);
-            cJSON_AddItemToArray(env, ev);
-        }
-        cJSON *res = cJSON_AddObjectToObject(c, "resources");
-        cJSON *req = cJSON_AddObjectToObject(res, "requests");
-        cJSON_AddStringToObject(req, "memory", jstr(ts, "memorySize", "1Gi"));
-        char buf[32];
-        snprintf(buf, sizeof buf, "%d", jint(ts, "cpuNumber", 1));
-        cJSON_AddStringToObject(req, "cpu", buf);
-        snprintf(buf, sizeof buf, "%d", jint(ts, "trialGpuNumber", 0));
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "limits"), "nvidia.com/gpu", buf);
-        cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
-        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-pvc", "/adaptdl/checkpoint", "adaptdl/checkpoint"));
-        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-pvc", "/adaptdl/share", "adaptdl/share"));
-        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-nni-configmap", "/run.sh", "run.sh"));
-        cJSON_AddItemToArray(mounts, vol_mount("adaptdl-nni-configmap", "/cleanup.sh", "cleanup.sh"));
-        cJSON_AddItemToArray(mounts, vol_mount("nni-vol", ks->pod_mount, NULL));
-        cJSON *vols = cJSON_AddArrayToObject(ps, "volumes");
-        cJSON *pv = cJSON_CreateObject();
-        cJSON_AddStringToObject(pv, "name", "adaptdl-pvc");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(pv, "persistentVolumeClaim"), "claimName", name);
-        cJSON_AddItemToArray(vols, pv);
-        cJSON *cm = cJSON_CreateObject();
-        cJSON_AddStringToObject(cm, "name", "adaptdl-nni-configmap");
-        cJSON *cmv = cJSON_AddObjectToObject(cm, "configMap");
-        cJSON_AddStringToObject(cmv, "name", name);
-        cJSON_AddNumberToObject(cmv, "defaultMode", 511);
-        cJSON_AddItemToArray(vols, cm);
-        cJSON_AddItemToArray(vols, cJSON_Duplicate(ks->volume, 1));
-        const cJSON *ips = cJSON_GetObjectItemCaseSensitive(ts, "imagePullSecrets");
-        if (cJSON_GetArraySize(ips) > 0)
-            cJSON_AddItemToObject(ps, "imagePullSecrets", cJSON_Duplicate(ips, 1));
-    }
+    ks->fl->job_spec(ks, w, t, name, spec);
     return job;
 }
 
@@ -922,7 +690,7 @@ static const char install_nni[] =
 static void export_line(struct strbuf *sb, const char *k, const char *v)
 {
     sb_printf(sb, "export %s=", k);
-    sq_append(sb, v);
+    sh_quote(sb, v);
     sb_puts(sb, "\n");
 }
 
@@ -936,12 +704,12 @@ static int http_channel(struct worker *w)
 /* The launch script of one role (NNI's kubernetesScriptFormat, with the trial command
  * run directly instead of NNI's trial_keeper: its output goes to the shared storage,
  * where the worker reads the metrics). */
-static char *role_script(struct kube_state *ks, struct worker *w, const struct trial *t, const struct kube_role *r)
+char *kube_role_script(struct kube_state *ks, struct worker *w, const struct trial *t, const struct kube_role *r)
 {
     struct strbuf sb;
     sb_init(&sb);
     char *sys = xasprintf("%s/%s", ks->pod_root, t->id);
-    char *out = ks->kind == KK_ADL ? xasprintf("%s/output", sys) : xasprintf("%s/output/%s_output", sys, r->name);
+    char *out = kube_output_dir(ks, sys, r->name);
     char *code = xasprintf("%s/nni-code", ks->pod_root);
     char seq[32];
     snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
@@ -954,8 +722,10 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
     export_line(&sb, "NNI_EXP_ID", w->exp_id);
     export_line(&sb, "NNI_CODE_DIR", code);
     export_line(&sb, "NNI_TRIAL_SEQ_ID", seq);
-    const cJSON *tg = worker_config_item(w, "trialGpuNumber");
-    int gpu = ks->kind == KK_ADL ? (cJSON_IsNumber(tg) ? tg->valueint : 0) : jint(r->cfg, "gpuNumber", 0);
+    int gpu = 0;
+    struct strbuf full; /* the command and what runs before it in its shell */
+    sb_init(&full);
+    const char *cmd = ks->fl->role_command(ks, w, r, &gpu, &full);
     if (gpu == 0)
         sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 requested GPUs must not mean all */
     /* trialCommandChannel: http -> NNI v3's HTTP channel. Its URL is the api's at
@@ -975,34 +745,13 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
         free(url);
     }
     sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/.nni\" \"$NNI_OUTPUT_DIR\"\n");
-    if (ks->kind == KK_ADL)
+    if (!ks->fl->scripts_on_share)
         sb_puts(&sb, "echo $$ > \"$NNI_SYS_DIR/.nni/trial.pid\"\n"); /* for cleanup.sh */
     sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/code\"\n"
                  "cp -r \"$NNI_CODE_DIR/.\" \"$NNI_SYS_DIR/code\"\n");
-    if (ks->kind != KK_ADL)
+    if (ks->fl->scripts_on_share)
         sb_puts(&sb, "sh \"$NNI_SYS_DIR/install_nni.sh\"\n");
     sb_puts(&sb, "cd \"$NNI_SYS_DIR/code\" || exit 1\n");
-    const cJSON *tc = worker_config_item(w, "trialCommand");
-    const char *cmd = ks->kind == KK_ADL ? (cJSON_IsString(tc) ? tc->valuestring : "false")
-                                         : jstr(r->cfg, "command", "false");
-    struct strbuf full;
-    sb_init(&full);
-    if (ks->kind == KK_FC) {
-        /* FrameworkController's barrier: the ports of every role, then its injector */
-        sb_puts(&full, "export");
-        for (int i = 0; i < ks->nroles; i++) {
-            char *up = xstrdup(ks->roles[i].name);
-            for (char *p = up; *p; p++) {
-                if (*p >= 'a' && *p <= 'z')
-                    *p = (char)(*p - 'a' + 'A');
-                else if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-                    *p = '_';
-            }
-            sb_printf(&full, " FB_%s_PORT=%d", up, 4000 + i);
-            free(up);
-        }
-        sb_puts(&full, " && . /mnt/frameworkbarrier/injector.sh && ");
-    }
     sb_puts(&full, cmd);
     if (http) {
         /* the relay (.nni/chanrelay.py, written by kube_submit) runs the command as its
@@ -1020,7 +769,7 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
                      "\"$@\" ");
     }
     sb_puts(&sb, "bash -c ");
-    sq_append(&sb, full.buf);
+    sh_quote(&sb, full.buf);
     sb_free(&full);
     sb_puts(&sb, " >>\"$NNI_OUTPUT_DIR/trial.stdout\" 2>>\"$NNI_OUTPUT_DIR/trial.stderr\"\n"
                  "rc=$?\n"
@@ -1034,8 +783,10 @@ static char *role_script(struct kube_state *ks, struct worker *w, const struct t
 
 static char *stdout_path(struct kube_state *ks, const char *dir)
 {
-    return ks->kind == KK_ADL ? xasprintf("%s/output/trial.stdout", dir)
-                              : xasprintf("%s/output/%s_output/trial.stdout", dir, ks->roles[ks->chief].name);
+    char *out = kube_output_dir(ks, dir, ks->roles[ks->chief].name);
+    char *p = xasprintf("%s/trial.stdout", out);
+    free(out);
+    return p;
 }
 
 static int write_text(const char *dir, const char *name, const char *text, mode_t mode, struct errbuf *e)
@@ -1066,73 +817,6 @@ static void marker_write(const char *dir, const char *name)
 
 /* ---------------- create, with adoption ---------------- */
 
-/* adl: the job's PVC and ConfigMap (owned by the job, so deleting it deletes them). */
-static int adl_dependents(struct kube_state *ks, struct worker *w, const struct trial *t, const char *name,
-                          const cJSON *job, int *transient, struct errbuf *e)
-{
-    const char *uid = jstr(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "uid", NULL);
-    const cJSON *ts = worker_ts_config(w);
-    cJSON *objs[2];
-    for (int i = 0; i < 2; i++) {
-        cJSON *o = objs[i] = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "apiVersion", "v1");
-        cJSON_AddStringToObject(o, "kind", i == 0 ? "PersistentVolumeClaim" : "ConfigMap");
-        cJSON *md = metadata_json(ks, w, name, t->id);
-        cJSON_AddItemToObject(o, "metadata", md);
-        if (uid) {
-            cJSON *own = cJSON_CreateObject();
-            char *api = xasprintf("%s/%s", ks->group, ks->version);
-            cJSON_AddStringToObject(own, "apiVersion", api);
-            free(api);
-            cJSON_AddStringToObject(own, "kind", ks->kindname);
-            cJSON_AddStringToObject(own, "name", name);
-            cJSON_AddStringToObject(own, "uid", uid);
-            cJSON_AddItemToArray(cJSON_AddArrayToObject(md, "ownerReferences"), own);
-        }
-    }
-    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(ts, "checkpoint");
-    cJSON *pspec = cJSON_AddObjectToObject(objs[0], "spec");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "accessModes"), cJSON_CreateString("ReadWriteMany"));
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "resources"), "requests"),
-                            "storage", jstr(ck, "storageSize", "1Gi"));
-    if (jstr(ck, "storageClass", NULL))
-        cJSON_AddStringToObject(pspec, "storageClassName", jstr(ck, "storageClass", NULL));
-    cJSON *data = cJSON_AddObjectToObject(objs[1], "data");
-    char *run = role_script(ks, w, t, &ks->roles[0]);
-    cJSON_AddStringToObject(data, "run.sh", run);
-    free(run);
-    struct strbuf cl;
-    sb_init(&cl);
-    sb_printf(&cl, "#!/bin/bash\n# preStop: SIGINT to the trial, then wait for it to end\npid=$(cat '%s/%s/.nni/trial.pid' "
-                   "2>/dev/null)\n[ -n \"$pid\" ] || exit 0\nkill -2 \"$pid\" 2>/dev/null\n"
-                   "while kill -0 \"$pid\" 2>/dev/null; do sleep 1; done\n",
-              ks->pod_root, t->id);
-    cJSON_AddStringToObject(data, "cleanup.sh", cl.buf);
-    sb_free(&cl);
-    static const char *const plurals[] = {"persistentvolumeclaims", "configmaps"};
-    int rc = 0;
-    for (int i = 0; i < 2 && rc == 0; i++) {
-        char *path = xasprintf("/api/v1/namespaces/%s/%s", ks->ns, plurals[i]);
-        long st;
-        cJSON *r = NULL;
-        if (kube_request(&ks->conn, "POST", path, objs[i], &st, &r, e) < 0) {
-            *transient = 1;
-            rc = -1;
-        } else if (st >= 500 || st == 429) {
-            *transient = 1;
-            rc = errf(e, "creating %s %s: %ld %s", plurals[i], name, st, kube_status_message(r, st));
-        } else if (st != 200 && st != 201 && st != 202 && st != 409) {
-            rc = errf(e, "creating %s %s: %ld %s", plurals[i], name, st, kube_status_message(r, st));
-            *transient = st == 401 || st == 403;
-        }
-        cJSON_Delete(r);
-        free(path);
-    }
-    cJSON_Delete(objs[0]);
-    cJSON_Delete(objs[1]);
-    return rc;
-}
-
 static char *job_path(struct kube_state *ks, const char *name)
 {
     return name ? xasprintf("/apis/%s/%s/namespaces/%s/%s/%s", ks->group, ks->version, ks->ns, ks->plural, name)
@@ -1142,7 +826,7 @@ static char *job_path(struct kube_state *ks, const char *name)
 static int owned_by(const cJSON *job, const char *trial)
 {
     const cJSON *lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "labels");
-    const char *tid = jstr(lb, "trialId", NULL);
+    const char *tid = kube_jstr(lb, "trialId", NULL);
     return tid && strcmp(tid, trial) == 0;
 }
 
@@ -1182,7 +866,7 @@ static int create_job(struct kube_state *ks, struct worker *w, const struct tria
             result = 1;
         } else if (st == 200 || st == 201 || st == 202) {
             int transient = 0;
-            if (ks->kind == KK_ADL && adl_dependents(ks, w, t, name, r, &transient, e) < 0)
+            if (ks->fl->dependents && ks->fl->dependents(ks, w, t, name, r, &transient, e) < 0)
                 result = transient ? 1 : -1;
             else {
                 marker_write(dir, name);
@@ -1203,7 +887,7 @@ static int create_job(struct kube_state *ks, struct worker *w, const struct tria
     return errf(e, "no free job name for trial %s", t->id);
 }
 
-static int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     char *dir = trial_local_dir(ks, t->id);
@@ -1245,11 +929,11 @@ static int kube_submit(struct worker *w, struct trial *t, char **job_id, char **
         goto out;
     if (http_channel(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
         goto out;
-    if (ks->kind != KK_ADL) {
+    if (ks->fl->scripts_on_share) {
         if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)
             goto out;
         for (int i = 0; i < ks->nroles; i++) {
-            char *s = role_script(ks, w, t, &ks->roles[i]);
+            char *s = kube_role_script(ks, w, t, &ks->roles[i]);
             char *fname = xasprintf("run_%s.sh", ks->roles[i].name);
             int r = write_text(dir, fname, s, 0755, e);
             free(s);
@@ -1262,8 +946,9 @@ static int kube_submit(struct worker *w, struct trial *t, char **job_id, char **
     for (int i = 0; i < 2; i++) {
         const char *f = i ? "trial.stderr" : "trial.stdout";
         char *link = xasprintf("%s/%s", dir, f);
-        char *target = ks->kind == KK_ADL ? xasprintf("output/%s", f)
-                                          : xasprintf("output/%s_output/%s", ks->roles[ks->chief].name, f);
+        char *out = kube_output_dir(ks, dir, ks->roles[ks->chief].name);
+        char *target = xasprintf("%s/%s", out + strlen(dir) + 1, f); /* relative to dir */
+        free(out);
         unlink(link);
         if (symlink(target, link) < 0)
             log_debug("cannot link %s: %s", link, strerror(errno));
@@ -1295,44 +980,6 @@ out:
 
 /* ---------------- status ---------------- */
 
-/* 1 finished (ok tells success), 0 still alive. */
-static int job_finished(struct kube_state *ks, const cJSON *job, int *ok, const char **why)
-{
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
-    *why = NULL;
-    switch (ks->kind) {
-    case KK_KUBEFLOW: {
-        const cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
-        int n = cJSON_GetArraySize(conds);
-        if (n == 0)
-            return 0;
-        const cJSON *last = cJSON_GetArrayItem(conds, n - 1);
-        const char *type = jstr(last, "type", "");
-        *why = jstr(last, "message", NULL);
-        if (strcmp(type, "Succeeded") == 0) { *ok = 1; return 1; }
-        if (strcmp(type, "Failed") == 0) { *ok = 0; return 1; }
-        return 0;
-    }
-    case KK_FC: {
-        if (strcmp(jstr(status, "state", ""), "Completed") != 0)
-            return 0;
-        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "attemptStatus"),
-                                                           "completionStatus");
-        const char *name = jstr(cJSON_GetObjectItemCaseSensitive(cs, "type"), "name", "");
-        *why = jstr(cs, "diagnostics", NULL);
-        *ok = strcmp(name, "Succeeded") == 0;
-        return 1;
-    }
-    default: {
-        const char *phase = jstr(status, "phase", "");
-        *why = jstr(status, "message", NULL);
-        if (strcmp(phase, "Succeeded") == 0) { *ok = 1; return 1; }
-        if (strcmp(phase, "Failed") == 0) { *ok = 0; return 1; }
-        return 0;
-    }
-    }
-}
-
 static int try_kill(struct kube_state *ks, struct worker *w, const char *trial, struct errbuf *e)
 {
     char *sel_raw = xasprintf("app=%s,expId=%s,trialId=%s", APP_LABEL, w->exp_id, trial);
@@ -1349,7 +996,7 @@ static int try_kill(struct kube_state *ks, struct worker *w, const char *trial, 
     return rc;
 }
 
-static int kube_kill(struct worker *w, struct trial *t, struct errbuf *e)
+int kube_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     struct kube_held *h = held_of(ks, t->id);
@@ -1365,8 +1012,9 @@ static int kube_kill(struct worker *w, struct trial *t, struct errbuf *e)
 
 static int read_exit_code(struct kube_state *ks, const char *dir)
 {
-    char *p = ks->kind == KK_ADL ? xasprintf("%s/output/exitcode", dir)
-                                 : xasprintf("%s/output/%s_output/exitcode", dir, ks->roles[ks->chief].name);
+    char *out = kube_output_dir(ks, dir, ks->roles[ks->chief].name);
+    char *p = xasprintf("%s/exitcode", out);
+    free(out);
     char *s = read_file(p, NULL);
     free(p);
     int code = s ? atoi(s) : 1;
@@ -1374,7 +1022,7 @@ static int read_exit_code(struct kube_state *ks, const char *dir)
     return code ? code : 1;
 }
 
-static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     memset(js, 0, sizeof *js);
@@ -1421,10 +1069,10 @@ static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, st
         if (!marker_exists(dir)) {
             /* created by a worker that died before noting it: finish what it started */
             int transient = 0;
-            if (ks->kind != KK_ADL || adl_dependents(ks, w, t, name, r, &transient, e) == 0)
+            if (!ks->fl->dependents || ks->fl->dependents(ks, w, t, name, r, &transient, e) == 0)
                 marker_write(dir, name);
         }
-        if (job_finished(ks, r, &ok, &why)) {
+        if (ks->fl->finished(r, &ok, &why)) {
             js->finished = 1;
             js->has_exit = 1;
             js->exit_code = ok ? 0 : read_exit_code(ks, dir);
@@ -1478,7 +1126,7 @@ static int kube_poll(struct worker *w, struct trial *t, struct job_state *js, st
 
 /* ---------------- metrics and logs from the shared storage ---------------- */
 
-static int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
+int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
@@ -1489,7 +1137,7 @@ static int kube_collect(struct worker *w, struct trial *t, int at_end, struct er
     return rc;
 }
 
-static int kube_pending(struct worker *w, struct trial *t)
+int kube_pending(struct worker *w, struct trial *t)
 {
     struct kube_state *ks = w->platform;
     char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
@@ -1504,21 +1152,19 @@ static int kube_pending(struct worker *w, struct trial *t)
 
 /* Deletes every object labelled with the experiment, also jobs the database lost track
  * of; unmounts a share we mounted. */
-static int kube_cleanup(struct worker *w, struct errbuf *e)
+int kube_cleanup(struct worker *w, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
     char *sel = kube_escape(sel_raw);
-    char *paths[4];
+    char *paths[8];
     int n = 0;
     char *base = job_path(ks, NULL);
     paths[n++] = xasprintf("%s?labelSelector=%s&propagationPolicy=Background", base, sel);
     free(base);
     paths[n++] = xasprintf("/api/v1/namespaces/%s/secrets?labelSelector=%s", ks->ns, sel);
-    if (ks->kind == KK_ADL) {
-        paths[n++] = xasprintf("/api/v1/namespaces/%s/configmaps?labelSelector=%s", ks->ns, sel);
-        paths[n++] = xasprintf("/api/v1/namespaces/%s/persistentvolumeclaims?labelSelector=%s", ks->ns, sel);
-    }
+    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i] && n < 8; i++)
+        paths[n++] = xasprintf("/api/v1/namespaces/%s/%s?labelSelector=%s", ks->ns, ks->fl->cleanup_collections[i], sel);
     int rc = 0;
     int64_t deadline = mono_ms() + 20000; /* stop must not hang on a dead cluster */
     for (int i = 0; i < n; i++) {
@@ -1558,19 +1204,3 @@ static int kube_cleanup(struct worker *w, struct errbuf *e)
     return rc;
 }
 
-static int kube_preflight_op(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
-{
-    (void)ts; /* kube_preflight finds the entry of ops->name in config itself */
-    return kube_preflight(ops->name, config, e);
-}
-
-#define KUBE_OPS(NAME)                                                                                     \
-    {                                                                                                      \
-        .name = NAME, .init = kube_init, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,      \
-        .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup,     \
-        .poll_ms = 250, .preflight = kube_preflight_op, .gpu_mode = PLATFORM_GPU_OWN,                      \
-    }
-
-const struct platform_ops platform_kubeflow = KUBE_OPS("kubeflow");
-const struct platform_ops platform_frameworkcontroller = KUBE_OPS("frameworkcontroller");
-const struct platform_ops platform_adl = KUBE_OPS("adl");
