@@ -41,12 +41,6 @@ static const double GP_LS_GRID[] = {0.03, 0.06, 0.1, 0.15, 0.25, 0.4, 0.6, 1.0, 
 
 enum utility { UT_EI, UT_UCB, UT_POI };
 
-struct gp_dim {
-    const struct ss_param *p;
-    double lo, hi;   /* the scaled range: internal (log) space, option values or index */
-    int by_value;    /* choice: options are numbers, modelled by value */
-};
-
 struct gp_state {
     struct ss_space *space;
     uint64_t seed;
@@ -55,7 +49,7 @@ struct gp_state {
     double kappa, xi, nu, alpha;
     int cold_start, warm_up, starts;
     int d;
-    struct gp_dim *dims;
+    struct unit_dim *dims;
 };
 
 /* ---- dense linear algebra ---- */
@@ -188,9 +182,18 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
     t->starts = starts < GP_MAX_STARTS ? starts : GP_MAX_STARTS;
     t->d = t->space->n;
     t->dims = xcalloc((size_t)(t->d ? t->d : 1), sizeof *t->dims);
-    for (int i = 0; i < t->d; i++) {
-        struct gp_dim *g = &t->dims[i];
-        const struct ss_param *p = &t->space->params[i];
+    unit_dims_init(t->dims, t->space);
+    *state = t;
+    return 0;
+}
+
+/* ---- scaling ---- */
+
+void unit_dims_init(struct unit_dim *dims, const struct ss_space *space)
+{
+    for (int i = 0; i < space->n; i++) {
+        struct unit_dim *g = &dims[i];
+        const struct ss_param *p = &space->params[i];
         g->p = p;
         if (p->type == SS_CHOICE) {
             g->by_value = 1;
@@ -212,13 +215,9 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
             g->hi = lg ? log(p->b) : p->b;
         }
     }
-    *state = t;
-    return 0;
 }
 
-/* ---- scaling ---- */
-
-static double to_unit(const struct gp_dim *g, double v)
+static double to_unit(const struct unit_dim *g, double v)
 {
     if (!(g->hi > g->lo))
         return 0.5;
@@ -226,13 +225,12 @@ static double to_unit(const struct gp_dim *g, double v)
     return u < 0 ? 0 : u > 1 ? 1 : u;
 }
 
-/* Trial parameters -> scaled row; -1 when they do not fit the space. */
-static int scale_params(const struct gp_state *t, const cJSON *obj, double *row)
+int unit_dims_scale(const struct unit_dim *dims, int d, const cJSON *obj, double *row)
 {
     if (!cJSON_IsObject(obj))
         return -1;
-    for (int i = 0; i < t->d; i++) {
-        const struct gp_dim *g = &t->dims[i];
+    for (int i = 0; i < d; i++) {
+        const struct unit_dim *g = &dims[i];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, g->p->name);
         double x;
         if (g->p->type == SS_CHOICE && !g->by_value) {
@@ -255,7 +253,7 @@ static int scale_params(const struct gp_state *t, const cJSON *obj, double *row)
     return 0;
 }
 
-static cJSON *unscale_value(const struct gp_dim *g, double u)
+cJSON *unit_dim_value(const struct unit_dim *g, double u)
 {
     const struct ss_param *p = g->p;
     double x = g->lo + u * (g->hi - g->lo);
@@ -416,7 +414,7 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
     int m = 0;
     for (int i = 0; i < n; i++) {
         const struct tuner_result *it = &hist->items[i];
-        if (!it->has_value || !isfinite(it->value) || scale_params(t, it->parameters, xall + (size_t)m * d) < 0)
+        if (!it->has_value || !isfinite(it->value) || unit_dims_scale(t->dims, t->d, it->parameters, xall + (size_t)m * d) < 0)
             continue;
         obs[m] = (struct gp_obs){t->maximize ? it->value : -it->value, m};
         m++;
@@ -514,7 +512,7 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
     }
     *params = cJSON_CreateObject();
     for (int k = 0; k < d; k++)
-        cJSON_AddItemToObject(*params, t->dims[k].p->name, unscale_value(&t->dims[k], u[k]));
+        cJSON_AddItemToObject(*params, t->dims[k].p->name, unit_dim_value(&t->dims[k], u[k]));
     free(top);
     free(top_a);
     free(u);

@@ -142,6 +142,21 @@ int gp_model_fit(struct gp_model *m, int d, double nu, double alpha, const doubl
 void gp_model_predict(struct gp_model *m, const double *u, double *mean, double *sd);
 void gp_model_free(struct gp_model *m);
 
+/* A parameter of the GP tuners (GP, Metis) scaled to [0, 1]: numbers in their internal
+ * (log) space, randint as [low, high - 1], a choice by its options' values when they are
+ * all numbers, else by index. */
+struct unit_dim {
+    const struct ss_param *p;
+    double lo, hi;   /* the scaled range */
+    int by_value;    /* choice: options are numbers, modelled by value */
+};
+/* dims: space->n of them. */
+void unit_dims_init(struct unit_dim *dims, const struct ss_space *space);
+/* Trial parameters -> scaled row of d values; -1 when they do not fit the space. */
+int unit_dims_scale(const struct unit_dim *dims, int d, const cJSON *obj, double *row);
+/* A scaled value -> the parameter's value (nearest option, rounded, inside the range). */
+cJSON *unit_dim_value(const struct unit_dim *g, double u);
+
 /* ---- parzen.c: the Parzen estimators of TPE ---- */
 /* (value, index) pairs; ranked_sort orders them by value, equal values by index
  * (the order Python's stable sort gives). */

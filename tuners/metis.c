@@ -53,18 +53,13 @@
 
 enum goal { GOAL_MEAN, GOAL_LCB, GOAL_SD };
 
-struct metis_dim {
-    const struct ss_param *p;
-    double lo, hi;  /* internal (log) space, randint [low, high - 1], or option values */
-};
-
 struct metis_state {
     struct ss_space *space;
     uint64_t seed;
     int maximize, no_resampling, no_candidates, starts, cold_start;
     double explore_p;
     int d;
-    struct metis_dim *dims;
+    struct unit_dim *dims;  /* check_space: choices of numbers only, so by value */
 };
 
 /* ---- classArgs and the space ---- */
@@ -132,83 +127,18 @@ static int metis_create(const cJSON *args, const struct ss_space *space, uint64_
     t->explore_p = explore_p;
     t->d = t->space->n;
     t->dims = xcalloc((size_t)(t->d ? t->d : 1), sizeof *t->dims);
-    for (int i = 0; i < t->d; i++) {
-        struct metis_dim *g = &t->dims[i];
-        const struct ss_param *p = &t->space->params[i];
-        g->p = p;
-        if (p->type == SS_CHOICE) {
-            g->lo = INFINITY;
-            g->hi = -INFINITY;
-            for (int k = 0; k < p->n_choices; k++) {
-                g->lo = fmin(g->lo, p->choices[k]->valuedouble);
-                g->hi = fmax(g->hi, p->choices[k]->valuedouble);
-            }
-        } else if (p->type == SS_RANDINT) {
-            g->lo = p->a;
-            g->hi = p->b - 1;
-        } else {
-            int lg = ss_type_is_log(p->type);
-            g->lo = lg ? log(p->a) : p->a;
-            g->hi = lg ? log(p->b) : p->b;
-        }
-    }
+    unit_dims_init(t->dims, t->space);
     *state = t;
     return 0;
 }
 
 /* ---- scaling ---- */
 
-/* Trial parameters -> scaled row; -1 when they do not fit the space. */
-static int scale_params(const struct metis_state *t, const cJSON *obj, double *row)
-{
-    if (!cJSON_IsObject(obj))
-        return -1;
-    for (int i = 0; i < t->d; i++) {
-        const struct metis_dim *g = &t->dims[i];
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, g->p->name);
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-            return -1;
-        double x = v->valuedouble;
-        if (ss_type_is_log(g->p->type)) {
-            if (!(x > 0))
-                return -1;
-            x = log(x);
-        }
-        double u = g->hi > g->lo ? (x - g->lo) / (g->hi - g->lo) : 0.5;
-        row[i] = u < 0 ? 0 : u > 1 ? 1 : u;
-    }
-    return 0;
-}
-
-static cJSON *unscale_value(const struct metis_dim *g, double u)
-{
-    const struct ss_param *p = g->p;
-    double x = g->lo + u * (g->hi - g->lo);
-    if (p->type == SS_RANDINT) {
-        double k = nearbyint(x);
-        k = k < g->lo ? g->lo : k > g->hi ? g->hi : k;
-        return cJSON_CreateNumber(k == 0 ? 0.0 : k);
-    }
-    if (p->type == SS_CHOICE) {
-        int best = 0;
-        for (int k = 1; k < p->n_choices; k++)
-            if (fabs(p->choices[k]->valuedouble - x) < fabs(p->choices[best]->valuedouble - x))
-                best = k;
-        return cJSON_Duplicate(p->choices[best], 1);
-    }
-    double v = ss_deformat(p, x);
-    if (v < p->a)  /* exp(log(high)) may land one ulp outside the range */
-        v = p->a;
-    if (v > p->b)
-        v = p->b;
-    return cJSON_CreateNumber(v);
-}
-
 static cJSON *unscale(const struct metis_state *t, const double *u)
 {
     cJSON *o = cJSON_CreateObject();
     for (int k = 0; k < t->d; k++)
-        cJSON_AddItemToObject(o, t->dims[k].p->name, unscale_value(&t->dims[k], u[k]));
+        cJSON_AddItemToObject(o, t->dims[k].p->name, unit_dim_value(&t->dims[k], u[k]));
     return o;
 }
 
@@ -216,7 +146,7 @@ static cJSON *unscale(const struct metis_state *t, const double *u)
 static void snap(const struct metis_state *t, double *u)
 {
     cJSON *o = unscale(t, u);
-    scale_params(t, o, u);
+    unit_dims_scale(t->dims, t->d, o, u);
     cJSON_Delete(o);
 }
 
@@ -364,7 +294,7 @@ static int obs_collect(const struct metis_state *t, const struct tuner_history *
     double *row = xmalloc(sizeof *row * (size_t)(d ? d : 1));
     for (int i = 0; i < n; i++) {
         const struct tuner_result *it = &hist->items[i];
-        if (!it->has_value || !isfinite(it->value) || scale_params(t, it->parameters, row) < 0)
+        if (!it->has_value || !isfinite(it->value) || unit_dims_scale(t->dims, t->d, it->parameters, row) < 0)
             continue;
         int u = 0;
         while (u < o->n && memcmp(o->x + (size_t)u * d, row, sizeof *row * (size_t)d) != 0)
