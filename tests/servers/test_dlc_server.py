@@ -13,6 +13,7 @@ answer the injected faults.
 
 usage: test_dlc_server.py ACS_SIGN_CLI
 """
+import datetime
 import http.client
 import json
 import os
@@ -21,43 +22,23 @@ import subprocess
 import sys
 import tempfile
 import time
-import datetime
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from servertest import ServerProcess, check, failures, wait_pid
+
 SIGNER = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(__doc__)
 KEY_ID, SECRET = "LTAItestkey", "test-secret-never-logged"
-failures = []
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-class Server:
+class Server(ServerProcess):
     def __init__(self, tmp, *extra):
         self.tmp = tmp
         self.nas = os.path.join(tmp, "nas")
         os.makedirs(self.nas, exist_ok=True)
-        port_file = os.path.join(tmp, "port")
-        self.log = open(os.path.join(tmp, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "dlc_server.py"), "--port-file", port_file,
-             "--access-key", KEY_ID + ":" + SECRET, "--data-source", "d-nas1:/mnt/nas:" + self.nas,
-             "--workspace", "ws-1", "--workdir", tmp, "--creating-seconds", "0.3", "--queuing-seconds", "0.3",
-             "--stop-grace", "1", *extra], stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(200):
-            if os.path.exists(port_file):
-                break
-            time.sleep(0.05)
-        self.port = int(open(port_file).read())
+        super().__init__("dlc_server.py", tmp, [
+            "--access-key", KEY_ID + ":" + SECRET, "--data-source", "d-nas1:/mnt/nas:" + self.nas,
+            "--workspace", "ws-1", "--creating-seconds", "0.3", "--queuing-seconds", "0.3", "--stop-grace", "1",
+            *extra])
         self.host = "127.0.0.1:%d" % self.port
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-        self.log.close()
 
     def sign(self, method, path, action, query=(), body=None, key_id=KEY_ID, secret=SECRET, date=None, nonce=None):
         argv = [SIGNER, method, self.host, path, action, "2020-12-03"]
@@ -206,12 +187,7 @@ def test_jobs(srv):
                                        "while true; do sleep 0.1; done"))
     long_id = out.get("JobId", "")
     seen, j = wait_status(srv, long_id, ("Running",))
-    pid_file = os.path.join(srv.nas, "pid")
-    for _ in range(100):
-        if os.path.exists(pid_file) and open(pid_file).read().strip():
-            break
-        time.sleep(0.05)
-    pid = int(open(pid_file).read())
+    pid = wait_pid(os.path.join(srv.nas, "pid"))
     code, out = srv.call("POST", "/api/v1/jobs/%s/stop" % long_id, "StopJob")
     check(code == 200 and out.get("JobId") == long_id, "StopJob answers")
     seen, j = wait_status(srv, long_id, ("Stopped", "Succeeded", "Failed"))
