@@ -34,7 +34,8 @@ struct acs_kv {
 
 struct acs_request {
     const char *method;  /* upper case: "GET", "POST", ... */
-    const char *host;    /* the Host header as it is sent: "pai-dlc.cn-hangzhou.aliyuncs.com", "127.0.0.1:8080" */
+    const char *host;    /* the Host header exactly as it is sent: "pai-dlc.cn-hangzhou.aliyuncs.com",
+                          * "127.0.0.1:8080" (libcurl leaves a default port out) */
     const char *path;    /* the resource path, not encoded: "/api/v1/jobs/dlc1x2y3/stop" */
     const struct acs_kv *query; /* decoded names and values (a NULL value: the empty string) */
     size_t nquery;
