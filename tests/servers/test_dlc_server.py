@@ -278,6 +278,24 @@ def main():
                   "--no-bind: the mount path rewritten to the local directory")
         finally:
             srv.stop()
+        # --max-running 1: a second job waits in Queuing while the first runs
+        tmp4 = os.path.join(tmp, "quota")
+        os.makedirs(tmp4)
+        srv = Server(tmp4, "--max-running", "1")
+        try:
+            first = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q1", "sleep 1.5"))[1]["JobId"]
+            second = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q2", "true"))[1]["JobId"]
+            wait_status(srv, first, ("Running",))
+            time.sleep(0.8)
+            code, j = srv.call("GET", "/api/v1/jobs/" + second, "GetJob")
+            queued = j.get("Status")
+            seen, j = wait_status(srv, second, ("Succeeded", "Failed", "Stopped"))
+            code, j1 = srv.call("GET", "/api/v1/jobs/" + first, "GetJob")
+            check(queued == "Queuing" and j is not None and j["Status"] == "Succeeded"
+                  and j["GmtRunningTime"] >= j1["GmtFinishTime"],
+                  "--max-running 1: the second job stays Queuing until the first ended")
+        finally:
+            srv.stop()
         # random faults: some answers fail, some connections drop, the rest are answered
         tmp3 = os.path.join(tmp, "random")
         os.makedirs(tmp3)
