@@ -15,7 +15,8 @@ process, with the workspace's datastores mapped to local directories:
   GET  .../jobs/{name}?api-version=...   the job, properties.status
   GET  .../jobs?api-version=...          {"value": [jobs]}
   POST .../jobs/{name}/cancel?api-version=...   202 Accepted, Location: an operation that
-                                         answers 202 until the job is Canceled, then 200
+                                         answers 202 until the job is Canceled, then 200 (its GET
+                                         needs the bearer token too)
 
 Tokens are JWT-shaped (header.payload.signature, base64url) with aud (the scope's
 resource), iss, tid (the tenant), appid, iat, nbf, exp (--token-lifetime seconds). Every
@@ -548,6 +549,7 @@ class Handler(JsonHandler):
             if m and method == "POST":
                 return self.reply(200, self.token_endpoint(urllib.parse.unquote(m.group(1)), data))
             if raw_path.startswith("/_ops/") and method == "GET":
+                self.authenticate(raw_path)
                 with st.lock:
                     job = st.ops.get(raw_path[len("/_ops/"):])
                     done = job is not None and job.status in FINAL

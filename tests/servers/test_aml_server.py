@@ -171,9 +171,10 @@ def test_jobs(srv, tok):
     check(j["properties"]["status"] == "CancelRequested", "then CancelRequested")
     j = wait(srv, tok, "nni-abc-t3", ("Canceled", "Completed", "Failed"))
     loc = urllib.parse.urlsplit(h.get("Location", "http://x/none"))
-    op = srv.request("GET", loc.path + "?" + loc.query)
+    op = srv.request("GET", loc.path + "?" + loc.query, headers={"Authorization": "Bearer " + tok})
     check(j is not None and j["properties"]["status"] == "Canceled" and not os.path.exists("/proc/%d" % pid)
           and op[0] == 200, "Canceled, its process gone, the operation done")
+    check(srv.request("GET", loc.path + "?" + loc.query)[0] == 401, "the operation needs the token too")
     code, out, _ = srv.arm("GET", ws_path() + "/jobs/nni-nope", tok)
     check(code == 404 and out["error"]["code"] == "UserError", "an unknown job: 404 UserError")
     code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad1", tok,
