@@ -14,7 +14,6 @@ static const struct nni_builtin table[] = {
     {"DNGO", "DNGOTuner", "tuners", "nni.algorithms.hpo.dngo_tuner.DNGOTuner", "'nni[DNGO]'"},
     {"NetworkMorphism", NULL, "tuners", "nni.algorithms.hpo.networkmorphism_tuner.NetworkMorphismTuner",
      "nni torch"},
-    {"PBT", "PBTTuner", "tuners", "nni.algorithms.hpo.pbt_tuner.PBTTuner", "nni"},
 };
 
 const struct nni_builtin *nni_builtin_find(const char *name)

@@ -22,6 +22,7 @@ extern const struct tuner_ops tuner_gp;
 extern const struct tuner_ops tuner_metis;
 extern const struct tuner_ops tuner_hyperband;
 extern const struct tuner_ops tuner_bohb;
+extern const struct tuner_ops tuner_pbt;
 extern const struct tuner_ops tuner_tpe_legacy;            /* mapped.c: runs TPE */
 extern const struct tuner_ops tuner_regularized_evolution; /* mapped.c: runs Evolution */
 

@@ -38,16 +38,7 @@ nnictl stop "$a" > /dev/null
 # interrupted: kill -9 the api twice (once mid-trial), resume each time
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
-for at in 6 14; do
-    for _ in $(seq 600); do
-        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'")" -ge "$at" ] && break
-        sleep 0.05
-    done
-    p=$(sql "SELECT api_pid FROM experiment WHERE id='$b'")
-    kill -9 "$p"
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
-    nnictl resume "$b" --port "$port" > /dev/null
-done
+kill_api_at "$b" "$port" 6 14
 wait_status "$b" DONE 180
 nnictl stop "$b" > /dev/null
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'")" = 24 ] || fail "run B: not 24 SUCCEEDED"
