@@ -21,8 +21,8 @@
  * --tpe-args gives TPE's classArgs (default none: NNI's defaults). --evolution-args
  * gives Evolution's (default {"optimize_mode": "minimize"}: NNI requires the mode, and
  * the functions are minimized; population_size stays NNI's 32). Anneal runs with
- * NNI's defaults, whose mode is minimize. GP and Metis run with NNI's defaults except
- * {"optimize_mode": "minimize"} (their default is maximize). */
+ * NNI's defaults, whose mode is minimize. GP, Metis and RegularizedEvolutionTuner run
+ * with NNI's defaults except {"optimize_mode": "minimize"} (their default is maximize). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,7 +336,9 @@ int main(int argc, char **argv)
             int is_tpe = strcmp(ops->name, "TPE") == 0;
             const cJSON *args = is_tpe                                 ? tpe_args
                                 : strcmp(ops->name, "Evolution") == 0 ? evo_args
-                                : strcmp(ops->name, "GP") == 0 || strcmp(ops->name, "Metis") == 0 ? gp_args
+                                : strcmp(ops->name, "GP") == 0 || strcmp(ops->name, "Metis") == 0 ||
+                                          strcmp(ops->name, "RegularizedEvolutionTuner") == 0
+                                      ? gp_args
                                                                       : NULL;
             int min_trials = budgets[n_budgets - 1];
             for (int s = 0; s < seeds; s++) {

@@ -52,17 +52,7 @@ static const char *str(const cJSON *obj, const char *key)
 
 static void create_error(const char *args, const char *want)
 {
-    struct ss_space *s = parse_space(space_text);
-    cJSON *a = cJSON_Parse(args);
-    assert_non_null(a);
-    void *st = NULL;
-    struct errbuf e = {{0}};
-    assert_int_equal(tuner_pbt.create(a, s, 1, &st, &e), -1);
-    assert_null(st);
-    if (!strstr(e.msg, want))
-        fail_msg("'%s': got '%s', want '%s'", args, e.msg, want);
-    cJSON_Delete(a);
-    ss_free(s);
+    create_must_fail(&tuner_pbt, space_text, args, want);
 }
 
 static void test_class_args(void **unused)
