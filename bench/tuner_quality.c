@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "bench/objectives.h"
+#include "bench/stats.h"
 #include "common/json.h"
 #include "tuners/tuner.h"
 
@@ -50,22 +51,6 @@ static const struct optuna_figure *optuna_find(const char *function, int budget)
         if (strcmp(optuna[i].function, function) == 0 && optuna[i].budget == budget)
             return &optuna[i];
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* numpy.percentile with linear interpolation, on sorted values */
-static double percentile(const double *sorted, int n, double q)
-{
-    double pos = (n - 1) * q / 100.0;
-    int lo = (int)floor(pos);
-    if (lo >= n - 1)
-        return sorted[n - 1];
-    return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - lo);
 }
 
 static double eval_params(const struct objective *obj, const cJSON *params)
