@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A TPE search, and a Metis one, continue the same after the api is killed and the
+# A TPE search, a Metis one and an aging-evolution one continue the same after the api is killed and the
 # experiment resumed: the parameter sequence equals that of an uninterrupted run with
 # the same seed.
 . "$(dirname "$0")/lib.sh"
@@ -101,5 +101,11 @@ trainingService: {platform: local}
 YML
 same_after_kills "$WORK/exp/metis.yml" 16 3 9
 pass "Metis: same 16 suggestions with and without two api kills (before and after its cold start)"
+# RegularizedEvolutionTuner (tuners/regevo.c): aging evolution replayed from the history
+sed -e 's/name: MetisTuner/name: RegularizedEvolutionTuner/' \
+    -e 's/classArgs: .*/classArgs: {seed: 9, optimize_mode: minimize, population_size: 5, sample_size: 3}/' \
+    "$WORK/exp/metis.yml" > "$WORK/exp/regevo.yml"
+same_after_kills "$WORK/exp/regevo.yml" 16 3 9
+pass "RegularizedEvolutionTuner: same 16 suggestions with and without two api kills"
 assert_no_leftovers
 echo "40-tuner-resume: passed"
