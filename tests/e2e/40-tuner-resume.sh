@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A TPE search, a Metis one and an aging-evolution one continue the same after the api is killed and the
-# experiment resumed: the parameter sequence equals that of an uninterrupted run with
-# the same seed.
+# A TPE search, a Metis one and an aging-evolution one continue the same after the api
+# is killed and the experiment resumed: the parameter sequence equals that of an
+# uninterrupted run with the same seed.
 . "$(dirname "$0")/lib.sh"
 
 port=$(free_port)
