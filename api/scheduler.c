@@ -339,7 +339,7 @@ static int submit_one(struct api *a, struct errbuf *e)
         return -1;
     /* the tuner's own index: from 0 in the current search space (tuner.h) */
     int64_t tindex = a->tuner->index_spans_spaces ? index : index - a->exp.space_index_base;
-    struct tuner_history th = {0};
+    struct tuner_history th = {.experiment_dir = a->exp.exp_dir};
     if (a->tuner->needs_history) {
         if (history_refresh(a, e) < 0)
             return -1;

@@ -201,9 +201,12 @@ static int validate(struct exp_config *cfg, int64_t *seed)
     *seed = -1;
     /* a customized tuner or assessor (className, a registered name, NNI's Python-only
      * built-ins) runs in NNI's dispatcher process: the configured python must find its
-     * class; its classArgs are the class's business */
+     * class; its classArgs are the class's business, except for NNI's built-ins */
     const struct nni_builtin *py_tuner = NULL;
     int reg_rc = registered_algorithms(cfg, &py_tuner);
+    /* NNI's class's ClassArgsValidator, before the import (it needs no python) */
+    if (reg_rc == 0 && py_tuner && nni_builtin_check_args(py_tuner, cfg->tuner.class_args, &e) < 0)
+        return algo_error(cfg, "tuner.classArgs", e.msg);
     if (reg_rc == 0)
         reg_rc = class_check(cfg, &cfg->tuner, "tuner", py_tuner);
     if (reg_rc == 0)

@@ -85,16 +85,21 @@ const cJSON *algo_registry_find(const cJSON *reg, const char *section, const cha
 int algo_registry_save(const cJSON *reg, struct errbuf *e);
 
 /* ---- nni_builtin.c: NNI's built-in algorithms that run as NNI's Python class ---- */
+struct arg_rule;
 struct nni_builtin {
     const char *name;        /* NNI's builtinName */
     const char *alias;       /* NNI's alias (the v1 builtinTunerName spelling), or NULL */
     const char *section;     /* "tuners", "assessors" or "advisors" */
     const char *class_name;  /* NNI's module.Class */
     const char *install;     /* what to pip install for it: "'nni[SMAC]'" */
+    const struct arg_rule *args; /* its classArgs, as NNI's validator of the class checks them */
 };
 /* By name or alias, any case; NULL when NNI has no such Python-only built-in. */
 const struct nni_builtin *nni_builtin_find(const char *name);
 /* The i-th entry (0, 1, ...), NULL past the last. */
 const struct nni_builtin *nni_builtin_at(int i);
+/* NNI's ClassArgsValidator of b's class, in C: unknown keys, types, ranges, choices and
+ * required keys; errors read "tuner.classArgs.<key>: ...". args may be NULL. */
+int nni_builtin_check_args(const struct nni_builtin *b, const cJSON *args, struct errbuf *e);
 
 #endif

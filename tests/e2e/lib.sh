@@ -224,3 +224,20 @@ kill_until_done() {
     done
     KILLED_TRIALS=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
 }
+
+# kill_api_at ID PORT N...: for each N, once N trials of experiment ID have SUCCEEDED,
+# kill -9 its api, wait until it is gone and `nnictl resume` it on PORT
+kill_api_at() {
+    local id=$1 port=$2 at p
+    shift 2
+    for at in "$@"; do
+        for _ in $(seq 600); do
+            [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge "$at" ] && break
+            sleep 0.05
+        done
+        p=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
+        kill -9 "$p"
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        nnictl resume "$id" --port "$port" > /dev/null
+    done
+}
