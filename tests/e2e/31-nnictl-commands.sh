@@ -238,5 +238,12 @@ id3=$(exp_id_of "$WORK/create3.out")
 n experiment import "$id3" --filename "$WORK/a.json"; [ "$rc" = 0 ]; has "no need to import data for Random"
 [ "$(sql "SELECT count(*) FROM event WHERE experiment_id='$id3' AND entity='import'")" = 0 ] || fail "imported into Random"
 nnictl stop "$id3" > /dev/null
+# Metis takes imported data, also when the config names it by NNI's alias MetisTuner
+sed -e 's/tuner: {name: GridSearch}/tuner: {name: MetisTuner}/' "$WORK/exp/grid2.yml" > "$WORK/exp/metis.yml"
+nnictl create --config "$WORK/exp/metis.yml" --port "$port" > "$WORK/create4.out"
+id4=$(exp_id_of "$WORK/create4.out")
+n experiment import "$id4" --filename "$WORK/a.json"; [ "$rc" = 0 ]; has "Imported 6 record(s)"
+nnictl stop "$id4" > /dev/null
+pass "import-data into a Metis experiment named MetisTuner"
 assert_no_leftovers
 echo "31-nnictl-commands: passed"
