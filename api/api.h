@@ -15,6 +15,7 @@
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 struct history;
+struct dispatcher;
 
 struct child {
     pid_t pid;
@@ -39,6 +40,7 @@ struct api {
     struct history *history;   /* the tuner's view of the trials (scheduler.c) */
     int64_t next_index;        /* the tuner index of the next suggestion (-1: not read yet) */
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
+    struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
     enum api_action action;
     int readonly;
     int spawn_workers;
