@@ -25,6 +25,16 @@
 #define DISP_MAX_MESSAGE (64u << 20)
 #define DISP_WAIT_TR "trial parameters (TR) after GE"
 
+/* What the api sends the dispatcher, by NNI's names (its CommandType). */
+#define OUT_INITIALIZE "IN"                  /* the search space */
+#define OUT_REQUEST_TRIAL_JOBS "GE"          /* how many */
+#define OUT_REPORT_METRIC_DATA "ME"          /* a metric record */
+#define OUT_UPDATE_SEARCH_SPACE "SS"
+#define OUT_IMPORT_DATA "FD"                 /* finished results and imports */
+#define OUT_ADD_CUSTOMIZED_TRIAL_JOB "AD"    /* trials still running, at a resume */
+#define OUT_TRIAL_END "EN"
+#define OUT_TERMINATE "TE"
+
 enum dstate { D_NEW, D_CONNECTING, D_INIT, D_READY, D_FAILED, D_CLOSED };
 
 struct disp_tr {            /* a TR not yet taken by the scheduler */
@@ -121,6 +131,8 @@ const struct disp_pmap *disp_map_find(const struct dispatcher *d, int64_t ours);
 void disp_map_add(struct dispatcher *d, int64_t ours, const char *disp_id, const char *payload);
 
 /* pure: the formats (no state, no I/O) */
+/* NNI's answers: Initialized (ID), NewTrialJob (TR), NoMoreTrialJobs (NO), KillTrialJob
+ * (KI), Error (ER), SendTrialJobParameter (SP), and the channel's own _bye_ and _nop_. */
 enum disp_cmd {
     CMD_UNKNOWN, CMD_INITIALIZED, CMD_TRIAL, CMD_NO_MORE, CMD_KILL, CMD_ERROR, CMD_SEND_PARAMETER, CMD_BYE, CMD_NOP
 };

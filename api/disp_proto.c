@@ -27,7 +27,7 @@ void disp_hello(struct dispatcher *d)
 {
     d->state = D_INIT;
     d->sent_space = xstrdup(d->a->exp.search_space ? d->a->exp.search_space : "{}");
-    disp_send(d, "IN", d->sent_space);
+    disp_send(d, OUT_INITIALIZE, d->sent_space);
     disp_expect(d, "ID (Initialized)", d->answer_timeout_ms);
 }
 
@@ -120,7 +120,7 @@ static void replay(struct dispatcher *d)
     sb_puts(&fd.sb, "]");
     if (fd.n && d->custom_tuner) {
         log_info("dispatcher: replaying %d finished result(s) (FD)", fd.n);
-        disp_send(d, "FD", fd.sb.buf);
+        disp_send(d, OUT_IMPORT_DATA, fd.sb.buf);
     }
     sb_puts(&ad.sb, "[");
     if (disp_active(a->db, a->exp_id, replay_active, &ad, &e) < 0)
@@ -128,7 +128,7 @@ static void replay(struct dispatcher *d)
     sb_puts(&ad.sb, "]");
     if (ad.n && d->custom_tuner) {
         log_info("dispatcher: %d trial(s) still waiting or running (AD)", ad.n);
-        disp_send(d, "AD", ad.sb.buf);
+        disp_send(d, OUT_ADD_CUSTOMIZED_TRIAL_JOB, ad.sb.buf);
     }
     sb_free(&fd.sb);
     sb_free(&ad.sb);
@@ -159,7 +159,7 @@ static void feed_import(void *arg, int64_t id, const char *data)
     struct dispatcher *d = arg;
     d->import_cursor = id;
     if (d->custom_tuner)
-        disp_send(d, "FD", data);
+        disp_send(d, OUT_IMPORT_DATA, data);
 }
 
 static void feed_change(void *arg, const struct disp_change *c)
@@ -187,7 +187,7 @@ static void send_metric(struct dispatcher *d, const struct disp_metric *m, int f
     struct strbuf sb;
     sb_init(&sb);
     disp_metric_json(&sb, m->trial_id, m->parameter_id, final, m->sequence, m->value);
-    disp_send(d, "ME", sb.buf);
+    disp_send(d, OUT_REPORT_METRIC_DATA, sb.buf);
     sb_free(&sb);
 }
 
@@ -216,7 +216,7 @@ static void send_end(struct dispatcher *d, struct ended_trial *t)
         struct strbuf sb;
         sb_init(&sb);
         disp_end_json(&sb, t->id, t->status, t->payload);
-        disp_send(d, "EN", sb.buf);
+        disp_send(d, OUT_TRIAL_END, sb.buf);
         sb_free(&sb);
     }
     if (d->nended == d->capended) {
@@ -237,7 +237,7 @@ void disp_feed(struct dispatcher *d)
         free(d->sent_space);
         d->sent_space = xstrdup(a->exp.search_space);
         d->no_more = 0;
-        disp_send(d, "SS", d->sent_space);
+        disp_send(d, OUT_UPDATE_SEARCH_SPACE, d->sent_space);
     }
     /* imported data: FD */
     if (disp_imports(a->db, a->exp_id, d->import_cursor, INT64_MAX, feed_import, d, &e) < 0)

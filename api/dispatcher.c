@@ -105,7 +105,7 @@ void dispatcher_shutdown(struct api *a)
         return;
     int told = d->state == D_INIT || d->state == D_READY;
     if (told) {
-        disp_send(d, "TE", "");
+        disp_send(d, OUT_TERMINATE, "");
         if (d->ws) {
             unsigned char code[2] = {4000 >> 8, 4000 & 0xFF}; /* NNI's normal close */
             disp_ws_send(d, WS_CLOSE, code, 2);
@@ -207,7 +207,7 @@ static int disp_suggest(void *state, int64_t index, const struct tuner_history *
         char count[24];
         snprintf(count, sizeof count, "%lld", (long long)n);
         d->requested = (int)n;
-        disp_send(d, "GE", count);
+        disp_send(d, OUT_REQUEST_TRIAL_JOBS, count);
         disp_expect(d, DISP_WAIT_TR, d->answer_timeout_ms);
     }
     return 2;
