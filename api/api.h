@@ -15,6 +15,8 @@
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 struct history;
+struct dispatcher;
+struct tensorboard;
 
 struct child {
     pid_t pid;
@@ -39,6 +41,8 @@ struct api {
     struct history *history;   /* the tuner's view of the trials (scheduler.c) */
     int64_t next_index;        /* the tuner index of the next suggestion (-1: not read yet) */
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
+    struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
+    struct tensorboard *tensorboard; /* TensorBoard tasks (tensorboard.c), NULL before the first */
     enum api_action action;
     int readonly;
     int spawn_workers;

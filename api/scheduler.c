@@ -29,7 +29,7 @@ int sched_load_tuner(struct api *a, struct errbuf *e)
         return -1;
     if (a->cfg->tuner.class_name) {
         a->tuner = &dispatcher_tuner_ops;
-        return a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, e);
+        return dispatcher_tuner_create(a, a->space, &a->tuner_state, e);
     }
     const char *name = a->cfg->tuner.name ? a->cfg->tuner.name : "Random";
     a->tuner = tuner_find(name);

@@ -52,6 +52,12 @@ int config_from_json(const char *json, struct exp_config **out, struct errbuf *e
 
 void config_free(struct exp_config *cfg);
 
+/* A trait of a trainingService platform, from its schema (config/schema_ts.c): 1 when
+ * its trials run on this host, so that their directories (trial_dir) are readable here
+ * (the api's TensorBoard reads them); 0 for any other name, "hybrid" (a trial no worker
+ * took yet) included. */
+int config_platform_trials_on_host(const char *platform);
+
 /* Position of a key path such as "searchSpace.lr._value" or "tuner.classArgs" in the
  * source file (1-based). Returns 0 when known, -1 otherwise. Paths use the canonical
  * (camelCase) names and "[i]" for list items. A mapping member gives the position of its

@@ -500,18 +500,37 @@ static const struct field adl_fields[] = {
 
 /* ---- dispatch ---- */
 
-static const struct schema platform_schemas[] = {
-    {"trainingService (local)", local_fields, local_check, NULL},
-    {"trainingService (remote)", remote_fields, remote_check, NULL},
-    {"trainingService (openpai)", openpai_fields, openpai_check, NULL},
-    {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL},
-    {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL},
-    {"trainingService (aml)", aml_fields, aml_check, NULL},
-    {"trainingService (dlc)", dlc_fields, NULL, NULL},
-    {"trainingService (adl)", adl_fields, adl_check, NULL},
+/* Each platform's schema, and its traits that the api needs: the api links no workers/
+ * (docs/architecture.md, "Layout"), and what it must know of a platform is known here. */
+static const struct ts_platform {
+    const char *name;
+    struct schema schema;
+    int trials_on_host; /* its trials run on this host: their directories are readable here */
+} ts_platforms[] = {
+    {"local", {"trainingService (local)", local_fields, local_check, NULL}, 1},
+    {"remote", {"trainingService (remote)", remote_fields, remote_check, NULL}, 0},
+    {"openpai", {"trainingService (openpai)", openpai_fields, openpai_check, NULL}, 0},
+    {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0},
+    {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0},
+    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0},
+    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0},
+    {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0},
 };
-static const char *const platform_names[] = {"local", "remote", "openpai", "kubeflow",
-                                             "frameworkcontroller", "aml", "dlc", "adl"};
+#define NPLATFORMS (sizeof ts_platforms / sizeof ts_platforms[0])
+
+static const struct ts_platform *ts_platform_find(const char *name)
+{
+    for (size_t i = 0; name && i < NPLATFORMS; i++)
+        if (strcmp(name, ts_platforms[i].name) == 0)
+            return &ts_platforms[i];
+    return NULL;
+}
+
+int config_platform_trials_on_host(const char *platform)
+{
+    const struct ts_platform *p = ts_platform_find(platform);
+    return p && p->trials_on_host;
+}
 
 const char *const ts_platform_names =
     "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl";
@@ -532,10 +551,8 @@ static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
     if (!name)
         return cfg_err_here(c, "platform", AT_VALUE, "must be a string, one of %s",
                             ts_platform_names);
-    const struct schema *s = NULL;
-    for (size_t i = 0; i < sizeof platform_names / sizeof platform_names[0]; i++)
-        if (strcmp(name, platform_names[i]) == 0)
-            s = &platform_schemas[i];
+    const struct ts_platform *p = ts_platform_find(name);
+    const struct schema *s = p ? &p->schema : NULL;
     if (!s) {
         if (strcmp(name, "pai") == 0)
             return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"pai\"; the v2 name "
@@ -543,10 +560,10 @@ static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
         if (strcmp(name, "hybrid") == 0)
             return cfg_err_here(c, "platform", AT_VALUE, "hybrid is written as a list: "
                                 "trainingService: [{platform: local}, {platform: remote, ...}]");
-        for (size_t i = 0; i < sizeof platform_names / sizeof platform_names[0]; i++)
-            if (strcasecmp(name, platform_names[i]) == 0)
+        for (size_t i = 0; i < NPLATFORMS; i++)
+            if (strcasecmp(name, ts_platforms[i].name) == 0)
                 return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"%.40s\" (did "
-                                    "you mean \"%s\"?)", name, platform_names[i]);
+                                    "you mean \"%s\"?)", name, ts_platforms[i].name);
         return cfg_err_here(c, "platform", AT_VALUE, "unknown platform \"%.40s\"; one of %s",
                             name, ts_platform_names);
     }

@@ -13,7 +13,6 @@ cd "$src" || exit 2
 # a module below workers/ (schema/, api/ link no worker) or a message of its own.
 #   file:name
 known=(
-    "api/tensorboard.c:local"   # TensorBoard reads trial dirs on this host: a platform trait
     "schema/machines.c:local"   # machine rows by kind: the machines of a trainingService entry
     "schema/machines.c:remote"
     "schema/pack.c:kubeflow"    # shared_storage(): trials on a storage outside the experiment dir
