@@ -201,17 +201,6 @@ remote_dir_of() {
     echo "/home/$u/nni-experiments/$(sql "SELECT experiment_id FROM trial WHERE id='$1'")/trials/$1"
 }
 
-# wait_sql SQL WANT SECONDS WHAT: until the query answers WANT, else fails saying WHAT
-wait_sql() { # SQL WANT SECONDS WHAT
-    local got=
-    for _ in $(seq 1 $(($3 * 10))); do
-        got=$(sql "$1")
-        [ "$got" = "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "$4 (after $3 s: '$got', wanted '$2')"
-}
-
 # remote_group_gone PGID SECONDS: no live (non-zombie) process left in the group
 remote_group_gone() {
     for _ in $(seq 1 $(($2 * 10))); do
