@@ -121,14 +121,10 @@ wait_http() {
 exp_id_of() { sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p' "$1" | head -n1; }
 
 # wait_status <id> <regex> <seconds>
+status_is() { st=$(sql "SELECT status FROM experiment WHERE id='$1'"); [[ "$st" =~ ^($2)$ ]]; }
 wait_status() {
-    local id=$1 want=$2 secs=$3 st=""
-    for _ in $(seq 1 $((secs * 10))); do
-        st=$(sql "SELECT status FROM experiment WHERE id='$id'")
-        if [[ "$st" =~ ^($want)$ ]]; then return 0; fi
-        sleep 0.1
-    done
-    fail "experiment $id is $st after ${secs}s, wanted $want"
+    local st=""
+    wait_until "$3" status_is "$1" "$2" || fail "experiment $1 is $st after ${3}s, wanted $2"
 }
 
 # no process of ours may survive: api, worker, supervisor or trial of this home
@@ -219,14 +215,11 @@ SH
 
 # http_wait_reporting ID LABEL SECONDS: waits until 4 trials of an http_experiment run and
 # 4 metrics were acknowledged (acked_lines ID, defined by the test, counts them)
-http_wait_reporting() {
-    for _ in $(seq $(($3 * 10))); do
-        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'")" = 4 ] &&
-            [ "$(acked_lines "$1")" -ge 4 ] && return 0
-        sleep 0.1
-    done
-    fail "$2: 4 trials do not run and report"
+http_reporting() {
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'")" = 4 ] &&
+        [ "$(acked_lines "$1")" -ge 4 ]
 }
+http_wait_reporting() { wait_until "$3" http_reporting "$1" || fail "$2: 4 trials do not run and report"; }
 
 # assert_acked_match ID LABEL STEPS: every trial of an http_experiment stored exactly the
 # metrics it was acknowledged (acked.log), STEPS intermediate results and a final one, and
