@@ -39,13 +39,10 @@ nnictl stop "$a" > /dev/null
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
 for at in 6 14; do
-    for _ in $(seq 600); do
-        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'")" -ge "$at" ] && break
-        sleep 0.05
-    done
+    WAIT_STEP=0.05 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='SUCCEEDED'" ">=$at" || true
     p=$(sql "SELECT api_pid FROM experiment WHERE id='$b'")
     kill -9 "$p"
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    WAIT_STEP=0.05 wait_until 5 gone "$p" || true
     nnictl resume "$b" --port "$port" > /dev/null
 done
 wait_status "$b" DONE 180
