@@ -46,7 +46,7 @@ echo "$st" | grep -q "Traceback" && echo "$st" | grep -q "RaisingTuner exploded 
 errors_of | grep -q '"status":"ERROR"' || fail "raise: check-status is not ERROR"
 errors_of | grep -q 'ValueError: RaisingTuner exploded on purpose' || fail "raise: check-status errors lack the traceback"
 dpid=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='dispatcher'")
-wait_until 5 gone "$dpid" || fail "raise: the failed dispatcher still runs"
+wait_gone "$dpid" 5 "raise: the failed dispatcher still runs"
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 1 ] || fail "raise: want the 1 trial before the error"
 nnictl stop "$id" > /dev/null
 [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = ERROR ] || fail "raise: stop changed ERROR"

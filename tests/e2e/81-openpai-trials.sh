@@ -39,7 +39,7 @@ tid_of() { sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LI
 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 6 || true
 slow=$(tid_of slow) admin=$(tid_of admin) lost=$(tid_of lost)
 for t in "$slow" "$admin" "$lost"; do
-    wait_until 60 test -f "$PAI_LOCAL/$id/$t/started" || fail "trial $t did not start on the server"
+    wait_file "$PAI_LOCAL/$id/$t/started" 60 "trial $t did not start on the server"
 done
 [ "$(sql "SELECT status FROM trial WHERE id='$slow'")" = RUNNING ] || fail "slow trial not RUNNING"
 
@@ -82,7 +82,7 @@ printf 'protocolVersion: 2\nname: %s\ntype: job\ntaskRoles:\n  taskrole:\n    in
         "$PAI_URL/rest-server/api/v2/jobs" > /dev/null || fail "cannot submit the ghost job"
 wait_until 10 http_ok "$PAI_URL/_test/job/$ghost" '"state": "RUNNING"' || true
 nnictl stop "$id" > /dev/null
-wait_until 10 http_ok "$PAI_URL/_test/job/$ghost" '"state": "STOPPED"' || fail "nnictl stop left job $ghost running"
+wait_http "$PAI_URL/_test/job/$ghost" 10 '"state": "STOPPED"' "nnictl stop left job $ghost running"
 pass "nnictl stop stopped a job the database did not know"
 assert_no_leftovers
 echo "81-openpai-trials: passed"

@@ -87,12 +87,13 @@ wait_sql() {
         fail "${4:-[$1]}: still '$SQL_GOT' after ${3:-30} s, wanted '$2'${4:+ [$1]}"
 }
 
-# wait_file [-s] FILE [SECONDS]: until FILE exists (-s: and is not empty), 10 s by default
+# wait_file [-s] FILE [SECONDS [WHAT]]: until FILE exists (-s: and is not empty), 10 s by
+# default; else fails saying WHAT and the file
 wait_file() {
     local t=-e
     [ "$1" != -s ] || { t=-s; shift; }
     wait_until "${2:-10}" test "$t" "$1" ||
-        fail "$1 did not appear$([ "$t" = -e ] || echo ' (not empty)') within ${2:-10} s"
+        fail "${3:+$3: }$1 did not appear$([ "$t" = -e ] || echo ' (not empty)') within ${2:-10} s"
 }
 
 # not CMD [ARG...]: CMD fails (for wait_until: `wait_until 5 not port_is_free "$port"`)
@@ -100,9 +101,9 @@ not() { ! "$@"; }
 
 # gone PID: no process PID (kill -0 fails; a zombie still counts as there)
 gone() { ! kill -0 "$1" 2>/dev/null; }
-# wait_gone PID [SECONDS]: until gone PID, 10 s by default
+# wait_gone PID [SECONDS [WHAT]]: until gone PID, 10 s by default; else fails saying WHAT
 wait_gone() {
-    wait_until "${2:-10}" gone "$1" || fail "process $1 still runs after ${2:-10} s"
+    wait_until "${2:-10}" gone "$1" || fail "${3:+$3: }process $1 still runs after ${2:-10} s"
 }
 
 # http_ok URL [REGEX]: curl -sf URL succeeds (and its body matches the grep -E REGEX)
@@ -111,10 +112,11 @@ http_ok() {
     body=$(curl -sf "$1") || return 1
     [ -z "${2:-}" ] || grep -qE -- "$2" <<< "$body"
 }
-# wait_http URL [SECONDS [REGEX]]: until http_ok URL [REGEX], 10 s by default
+# wait_http URL [SECONDS [REGEX [WHAT]]]: until http_ok URL [REGEX], 10 s by default; else
+# fails saying WHAT
 wait_http() {
     wait_until "${2:-10}" http_ok "$1" "${3:-}" ||
-        fail "$1 did not answer${3:+ a body matching '$3'} within ${2:-10} s"
+        fail "${4:+$4: }$1 did not answer${3:+ a body matching '$3'} within ${2:-10} s"
 }
 
 # exp_id_of <nnictl create output file>
