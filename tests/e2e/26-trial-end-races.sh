@@ -54,9 +54,11 @@ pass "maxTrialDuration reached after the trial ended by itself: SUCCEEDED"
 
 # --- c: the crash between the start and the RUNNING commit ---------------------------
 metrics_experiment "$WORK/c" 1 1 33
+# (a trial of 4 s, so that it still runs when every other process is killed; exported
+# before the create, whose api and worker the trial inherits its environment from)
+export TRIAL_STEPS=40 TRIAL_SLEEP=0.1
 nnictl create --config "$WORK/c/config.yml" --port "$port" > "$WORK/c.out"
 c=$(exp_id_of "$WORK/c.out")
-export TRIAL_STEPS=40 TRIAL_SLEEP=0.1
 WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 || true
 tc=$(sql "SELECT id FROM trial WHERE experiment_id='$c'")
 read -r _ orphan _ < "$NNI_HOME/$c/trials/$tc/.nni/job.lock"
