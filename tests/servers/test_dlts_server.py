@@ -5,7 +5,7 @@ submission as NNI makes it walking unapproved, queued, scheduling, running, fini
 with its output on the shared filesystem, strict submission checks (nothing created), a
 failing command, GPU limits that keep a job queued, kill (killing at once, then killed,
 the process gone), pause and resume, the endpoints' port rules, the job list a client
-finds its job in by name, and injected faults.
+finds its job in by name, injected faults (scheduled and at random) and odd input.
 
 usage: test_dlts_server.py
 """
@@ -328,6 +328,38 @@ def test_faults(srv):
     check(time.time() - t >= 1.0, "a slow answer (%.2f s)" % (time.time() - t))
 
 
+def test_bad_input(srv):
+    """odd bodies and paths: each answered, none kills a handler"""
+    statuses = set()
+    for path in ("/api/clusters/%s/jobs" % CLUSTER, "/api/clusters/%s/jobs/x/status" % CLUSTER,
+                 "/api/clusters/%s/jobs/x/endpoints" % CLUSTER, "/api/clusters/%ff/jobs",
+                 "/api/v2/clusters/%s/teams/%s/jobs?limit=-1&user=all" % (CLUSTER, TEAM)):
+        for method in ("GET", "POST", "PUT"):
+            for body in (b"[]", b"null", b'"x"', b'{"team": 5}', b'{"status": ["x"]}', b'{"endpoints": [{}]}',
+                         b'{"endpoints": [{"name": "a", "podPort": NaN}]}', b"\xff\xfe", b'{"team": "nni", "env": 5}'):
+                statuses.add(srv.request(method, path, body)[0])
+    check(statuses <= {200, 400, 404} and "Traceback" not in server_log(os.path.dirname(srv.share)),
+          "odd bodies and paths: 200, 400 or 404 each, no handler failed (%s)" % sorted(statuses))
+
+
+def test_random_faults(tmp):
+    with Server(tmp, "--fail-rate", "0.3", "--drop-rate", "0.2", "--slow-rate", "0.2", "--slow-seconds", "0.2",
+                "--seed", "5") as srv:
+        outcomes = []
+        for _ in range(40):
+            t = time.time()
+            try:
+                code = srv.request("GET", "/api/teams/%s/clusters/%s" % (TEAM, CLUSTER))[0]
+                outcomes.append("slow" if code == 200 and time.time() - t >= 0.2 else code)
+            except (http.client.HTTPException, ConnectionError):
+                outcomes.append("dropped")
+        kinds = set(outcomes)
+        injected = srv.request("GET", "/_test/stats", auth=False)[1]["injected"]
+        check({200, "dropped", "slow"} <= kinds and kinds & {500, 502, 503}
+              and injected == 40 - outcomes.count(200),
+              "--fail-rate, --drop-rate, --slow-rate: %s" % sorted((str(k), outcomes.count(k)) for k in kinds))
+
+
 def checks(tmp):
     with Server(tmp) as srv:
         test_auth(srv)
@@ -340,6 +372,7 @@ def checks(tmp):
         test_endpoints(srv, job_id)
         test_list(srv, job_id)
         test_faults(srv)
+        test_bad_input(srv)
     check(password() not in server_log(tmp), "the password is not in the server's log")
     tmp2 = os.path.join(tmp, "nobind")
     os.makedirs(tmp2)
@@ -352,6 +385,9 @@ def checks(tmp):
         code, out, _ = srv.request("POST", "/api/clusters/%s/jobs/%s/endpoints" % (CLUSTER, out["jobId"]),
                                    {"endpoints": [{"name": "nni", "podPort": 8081}]})
         check(code == 502 and out == "Bad Gateway", "--dashboard-relay: a refused port is 502 Bad Gateway")
+    tmp3 = os.path.join(tmp, "random")
+    os.makedirs(tmp3)
+    test_random_faults(tmp3)
 
 
 def main():
