@@ -86,7 +86,8 @@ import time
 import urllib.parse
 import uuid
 
-from jobserver import JsonHandler, ServerState, can_bind, common_args, kill_groups, mounted_argv, next_fault, serve, set_fault
+from jobserver import (JsonHandler, ServerState, can_bind, common_args, kill_groups, mounted_argv, next_fault, serve,
+                       set_fault)
 
 ACTIVE = ("unapproved", "queued", "scheduling", "running", "pausing", "paused")
 ENDPOINT_NAMES = ("ssh", "ipython", "tensorboard", "theia")

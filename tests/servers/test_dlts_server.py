@@ -169,7 +169,8 @@ def test_refusals(srv):
     b = nni_job("true", "bad")
     b["vcName"] = b["team"] = "other2"
     code, out, _ = srv.request("POST", "/api/clusters/%s/jobs" % CLUSTER, b)
-    check(code == 200 and out.get("error") == "Cannot create job!Access Denied!", "a team not the user's: Access Denied!")
+    check(code == 200 and out.get("error") == "Cannot create job!Access Denied!",
+          "a team not the user's: Access Denied!")
     b = nni_job("true", "bad")
     del b["team"], b["vcName"]
     code, out, _ = srv.request("POST", "/api/clusters/%s/jobs" % CLUSTER, b)
