@@ -72,7 +72,9 @@ Test controls (no authentication; only for the test that started the server):
                     "action": "cluster"|"submit"|"get"|"list"|"status"|"endpoints"}
                                   the next N requests (of that action) answered so, dropped
                                   before or after they are handled, or delayed D seconds
-Faults at random: --fail-rate (500/502/503), --drop-rate, --slow-rate (--slow-seconds).
+Faults at random: --fail-rate (500/502/503), --drop-rate, --drop-after-rate (handled,
+then dropped: a job submitted whose jobId the client never hears), --slow-rate
+(--slow-seconds late).
 """
 import argparse
 import hashlib
@@ -466,7 +468,9 @@ class Handler(JsonHandler):
                 r = st.rng.random()
                 if r < a.drop_rate:
                     mode = "drop"
-                elif r < a.drop_rate + a.fail_rate:
+                elif r < a.drop_rate + a.drop_after_rate:
+                    mode = "drop_after"
+                elif r < a.drop_rate + a.drop_after_rate + a.fail_rate:
                     mode, status = "status", st.rng.choice((500, 502, 503))
                 elif st.rng.random() < a.slow_rate:
                     delay = a.slow_seconds
@@ -731,6 +735,8 @@ def main():
                     help="answer the REST API's refusals of endpoints as DLTS's dashboard relays them (502, 403)")
     ap.add_argument("--fail-rate", type=float, default=0.0, help="share of API requests answered 500/502/503")
     ap.add_argument("--drop-rate", type=float, default=0.0, help="share of API requests dropped unanswered")
+    ap.add_argument("--drop-after-rate", type=float, default=0.0,
+                    help="share of API requests handled and then dropped unanswered")
     ap.add_argument("--slow-rate", type=float, default=0.0, help="share of API requests answered --slow-seconds late")
     ap.add_argument("--slow-seconds", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=None)

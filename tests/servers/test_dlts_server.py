@@ -344,8 +344,8 @@ def test_bad_input(srv):
 
 
 def test_random_faults(tmp):
-    with Server(tmp, "--fail-rate", "0.3", "--drop-rate", "0.2", "--slow-rate", "0.2", "--slow-seconds", "0.2",
-                "--seed", "5") as srv:
+    with Server(tmp, "--fail-rate", "0.3", "--drop-rate", "0.1", "--drop-after-rate", "0.1", "--slow-rate", "0.2",
+                "--slow-seconds", "0.2", "--seed", "5") as srv:
         outcomes = []
         for _ in range(40):
             t = time.time()
@@ -358,7 +358,7 @@ def test_random_faults(tmp):
         injected = srv.request("GET", "/_test/stats", auth=False)[1]["injected"]
         check({200, "dropped", "slow"} <= kinds and kinds & {500, 502, 503}
               and injected == 40 - outcomes.count(200),
-              "--fail-rate, --drop-rate, --slow-rate: %s" % sorted((str(k), outcomes.count(k)) for k in kinds))
+              "--fail-rate, --drop-rate, --drop-after-rate, --slow-rate: %s" % sorted((str(k), outcomes.count(k)) for k in kinds))
 
 
 def checks(tmp):
