@@ -587,6 +587,20 @@ static const struct platform_case platform_cases[] = {
             "  memorySize: 1Gi\n",
      {"trainingService.nniManagerIp=\"10.0.0.1\"", "trainingService.adaptive=false",
       "trainingService.imagePullSecrets[0].name=\"s\"", "trainingService.namespace=\"default\""}},
+    {"slurm",
+     SS_TOP "trialCommand: python3 mnist.py\ntrialGpuNumber: 1\nmaxTrialDuration: 2h\ntrainingService:\n"
+            "  platform: slurm\n  partition: gpu\n  account: proj-42\n  timeLimit: 3h\n  cpusPerTrial: 4\n"
+            "  memoryPerTrial: 16gb\n  sbatchArgs: [--exclusive, \"--mail-type=END\", -N1]\n"
+            "  setupScript: |\n    module load cuda\n    conda activate nni\n"
+            "  sharedDirectory: /scratch/nni\n"
+            "  loginNode: {host: login1.example.org, user: alice, password: pw}\n",
+     {"trainingService.trialGpuNumber=1", "trainingService.partition=\"gpu\"",
+      "trainingService.timeLimit=\"3h\"", "trainingService.memoryPerTrial=\"16gb\"",
+      "trainingService.sbatchArgs=[\"--exclusive\",\"--mail-type=END\",\"-N1\"]",
+      "trainingService.setupScript=\"module load cuda\\nconda activate nni\\n\"",
+      "trainingService.sharedDirectory=\"/scratch/nni\"", "trainingService.loginNode.port=22",
+      "!trainingService.loginNode.sshKeyFile", "trainingService.acceptNewHostKeys=false",
+      "!trainingService.gpusPerTrial", "!trainingService.qos"}},
     {"sharedStorage",
      SS_TOP "trialCommand: x\ntrainingService: {platform: remote, reuseMode: true, machineList: "
             "[{host: h, user: u, password: p}]}\n"
