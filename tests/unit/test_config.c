@@ -694,6 +694,31 @@ static void test_other_platforms(void **state)
     }
 }
 
+/* slurm: a timeLimit below maxTrialDuration is warned about at its key; the login node's
+ * password is a secret; without a password its sshKeyFile must exist */
+static void test_slurm_keys(void **state)
+{
+    (void)state;
+    char *p = write_tmp("slurm.yml", SS_TOP "trialCommand: x\nmaxTrialDuration: 2h\ntrainingService:\n"
+                                            "  platform: slurm\n  timeLimit: 90m\n"
+                                            "  loginNode: {host: login1, user: alice, password: s3cret}\n");
+    struct exp_config *cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], ":8:3: trainingService.timeLimit: is shorter than maxTrialDuration"));
+    cJSON *red = config_redacted(cfg->canonical);
+    assert_string_equal(jstr(red, "trainingService.loginNode.password"), "********");
+    assert_string_equal(jstr(red, "trainingService.loginNode.host"), "login1");
+    cJSON_Delete(red);
+    config_free(cfg);
+    free(p);
+    p = write_tmp("slurm.yml", SS_TOP "trialCommand: x\ntrainingService:\n  platform: slurm\n"
+                               "  loginNode: {host: login1, user: alice, sshKeyFile: /nonexistent/key}\n");
+    struct errbuf e;
+    assert_int_equal(config_load(p, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "trainingService.loginNode.sshKeyFile: /nonexistent/key: No such file"));
+    free(p);
+}
+
 /* ---- advisor, anchors, JSON input ---- */
 
 static void test_advisor_becomes_tuner(void **state)
@@ -1264,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_remote_machine_list),
         cmocka_unit_test(test_hybrid_list),
         cmocka_unit_test(test_other_platforms),
+        cmocka_unit_test(test_slurm_keys),
         cmocka_unit_test(test_advisor_becomes_tuner),
         cmocka_unit_test(test_yaml_as_pyyaml),
         cmocka_unit_test(test_anchors_and_merge_keys),
