@@ -20,12 +20,18 @@ seq=0
 submit() {
     local argv
     seq=$((seq + 1))
-    mapfile -t argv < <("$SLURM_CMD_CLI" submit "$EXP" "$1" "$2" "$seq" "$S/trials/$1" "$S/code" "${5:-0}" "$3" "$4")
+    "$SLURM_CMD_CLI" submit "$EXP" "$1" "$2" "$seq" "$S/trials/$1" "$S/code" "${5:-0}" "$3" "$4" > "$WORK/argv.$1" ||
+        fail "slurm_cmd_cli submit $1 failed"
+    mapfile -t argv < "$WORK/argv.$1"
     [ "${#argv[@]}" -gt 3 ] || fail "slurm_cmd_cli gave no command line for $1"
     [ "${argv[0]}" = sbatch ] || fail "not an sbatch command line: ${argv[*]}"
     "${argv[@]}" || fail "sbatch refused the platform's command line: ${argv[*]}"
 }
-status() { squeue -t all --json | "$SLURM_CMD_CLI" status "$EXP"; }
+status() {
+    squeue -t all --json > "$WORK/squeue.json" || fail "squeue --json failed"
+    "$SLURM_CMD_CLI" status "$EXP" < "$WORK/squeue.json" > "$WORK/status.txt" || fail "slurm_cmd_cli status failed"
+    cat "$WORK/status.txt"
+}
 status_of() { status | awk -v t="$1" '$1 == t'; }
 exit_record() { cat "$S/trials/$1/.nni/slurm_exit" 2>/dev/null; }
 
@@ -99,7 +105,8 @@ slurm_wait_state "$j_w4" CANCELLED 30
 slurm_wait_state "$j_w1" CANCELLED 30
 
 # 7. the whole status in one squeue call, as the platform reads it
-got=$(status | cut -d' ' -f1,2,4-6 | sort)
+status > /dev/null # in this shell: a failure ends the test
+got=$(cut -d' ' -f1,2,4-6 "$WORK/status.txt" | sort)
 want="t1 1 COMPLETED SUCCEEDED 0
 t2 1 COMPLETED SUCCEEDED 0
 t3 1 FAILED FAILED 3
