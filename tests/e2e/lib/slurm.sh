@@ -58,7 +58,13 @@ slurm_cluster_start() {
     for _ in $(seq 1 100); do [ -S "$d/munge/socket" ] && break; sleep 0.05; done
     [ -S "$d/munge/socket" ] || { cat "$d/log/munged.out" "$d/log/munged.log" >&2; fail "munged did not start"; }
 
-    ctld_port=$(free_port)
+    # a port for slurmctld and one per slurmd, all distinct
+    local ports=() p
+    while [ "${#ports[@]}" -le "$SLURM_NODE_COUNT" ]; do
+        p=$(free_port)
+        [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+    done
+    ctld_port=${ports[0]}
     cat > "$d/slurm.conf" <<CONF
 ClusterName=$SLURM_CLUSTER
 SlurmctldHost=$(hostname -s)(127.0.0.1)
@@ -95,7 +101,7 @@ CONF
         ln -s /dev/null "$d/gpu/n$n-nvidia0"
         ln -s /dev/null "$d/gpu/n$n-nvidia1"
         echo "NodeName=n$n Name=gpu File=$d/gpu/n$n-nvidia[0-1]" >> "$d/gres.conf"
-        echo "NodeName=n$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(free_port) CPUs=$SLURM_CPUS_PER_NODE RealMemory=1000 Gres=gpu:2 State=UNKNOWN" >> "$d/slurm.conf"
+        echo "NodeName=n$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[$n]} CPUs=$SLURM_CPUS_PER_NODE RealMemory=1000 Gres=gpu:2 State=UNKNOWN" >> "$d/slurm.conf"
     done
     echo "AutoDetect=off" | cat - "$d/gres.conf" > "$d/gres.conf.tmp" && mv "$d/gres.conf.tmp" "$d/gres.conf"
     echo "PartitionName=tq Nodes=n[1-$SLURM_NODE_COUNT] Default=YES MaxTime=INFINITE State=UP" >> "$d/slurm.conf"
