@@ -145,12 +145,16 @@ static int machine_check(struct vctx *c, const struct ynode *map, cJSON *obj)
     return 0;
 }
 
+/* an SSH login (a remote machine, Slurm's login node): machine_check's keys */
+#define SSH_LOGIN_FIELDS                                                                   \
+    {.name = "host", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},                   \
+    {.name = "port", .type = FT_INT, .def = "22", .min = 1, .max = 65535},                \
+    {.name = "user", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},                   \
+    {.name = "password", .type = FT_STR},                                                 \
+    {.name = "sshKeyFile", .type = FT_PATH, .def = "\"~/.ssh/id_rsa\""}
+
 static const struct field machine_fields[] = {
-    {.name = "host", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
-    {.name = "port", .type = FT_INT, .def = "22", .min = 1, .max = 65535},
-    {.name = "user", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
-    {.name = "password", .type = FT_STR},
-    {.name = "sshKeyFile", .type = FT_PATH, .def = "\"~/.ssh/id_rsa\""},
+    SSH_LOGIN_FIELDS,
     {.name = "sshPassphrase", .type = FT_STR},
     {.name = "useActiveGpu", .type = FT_BOOL, .def = "false"},
     {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
@@ -498,6 +502,137 @@ static const struct field adl_fields[] = {
     {.name = NULL},
 };
 
+/* ---- slurm (trialq: NNI has no Slurm platform; v2 keys only, docs/platforms/slurm.md) ---- */
+
+/* sbatch options trialq sets itself (it finds its jobs again by name and comment, reads
+ * their output in the trial dir, submits one job per trial and needs the id at once) */
+static const struct {
+    char short_opt;
+    const char *long_opt, *why;
+} sbatch_reserved[] = {
+    {'J', "job-name", "the job's name (it finds its jobs again by it)"},
+    {0, "comment", "the job's comment (it finds its jobs again by it)"},
+    {'o', "output", "the job's output (slurm.stdout in the trial dir)"},
+    {'e', "error", "the job's error output (slurm.stderr in the trial dir)"},
+    {'D', "chdir", "the job's working directory (the trial dir)"},
+    {0, "parsable", "how sbatch prints the job's id"},
+    {0, "wrap", "the job's script (trialq writes it)"},
+    {'a', "array", "one job per trial (no job arrays)"},
+    {'W', "wait", "how long sbatch runs (it must return at once)"},
+};
+
+/* what is wrong with one sbatchArgs item (why: at least 256 bytes), or 0 */
+static int sbatch_arg_problem(const struct ynode *it, char *why, size_t size)
+{
+    if (it->kind != Y_STR || !it->text[0]) {
+        snprintf(why, size, "must be one sbatch option as a string, e.g. \"--exclusive\", got %s",
+                 ynode_kind_name(it));
+        return 1;
+    }
+    const char *t = it->text;
+    if (t[0] != '-') {
+        snprintf(why, size, "\"%.60s\" is not an sbatch option (options start with '-')", t);
+        return 1;
+    }
+    size_t name_end = strcspn(t, "=");
+    if (strcspn(t, " \t\n\r") < name_end) {
+        snprintf(why, size, "\"%.60s\": one option per item, its value after '=' (e.g. "
+                 "\"--mail-type=END\")", t);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof sbatch_reserved / sizeof sbatch_reserved[0]; i++) {
+        size_t ln = strlen(sbatch_reserved[i].long_opt);
+        int hit = t[1] == '-' ? strncmp(t + 2, sbatch_reserved[i].long_opt, ln) == 0 &&
+                                    (t[2 + ln] == '\0' || t[2 + ln] == '=')
+                              : sbatch_reserved[i].short_opt && t[1] == sbatch_reserved[i].short_opt;
+        if (hit) {
+            snprintf(why, size, "\"%.60s\": trialq sets %s; remove it", t, sbatch_reserved[i].why);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int custom_sbatch_args(struct vctx *c, const struct ynode *map, const struct ynode *node,
+                              cJSON *obj, cJSON **out)
+{
+    (void)map;
+    (void)obj;
+    if (!node)
+        return 0;
+    if (node->kind != Y_SEQ)
+        return cfg_err_here(c, NULL, AT_VALUE, "must be a list of sbatch options, e.g. "
+                            "[\"--exclusive\", \"--mail-type=END\"], got %s", ynode_kind_name(node));
+    cJSON *arr = NULL;
+    if (ynode_to_json(c, node, &arr) < 0) /* records each item's position */
+        return -1;
+    for (size_t i = 0; i < node->nitems; i++) {
+        char why[320];
+        if (sbatch_arg_problem(node->items[i], why, sizeof why)) {
+            size_t old = path_push_index(&c->path, i);
+            cfg_err_here(c, NULL, AT_VALUE, "%s", why);
+            path_pop(&c->path, old);
+            cJSON_Delete(arr);
+            return -1;
+        }
+    }
+    *out = arr;
+    return 0;
+}
+
+static int slurm_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    (void)map;
+    int64_t secs;
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(obj, "timeLimit");
+    if (tl && duration_parse(tl, &secs) == 0) {
+        if (secs < 60)
+            return cfg_err_here(c, "timeLimit", AT_VALUE, "must be at least 1 minute (Slurm counts "
+                                "whole minutes)");
+        const cJSON *mt = c->top ? cJSON_GetObjectItemCaseSensitive(c->top, "maxTrialDuration") : NULL;
+        int64_t max_trial;
+        if (mt && duration_parse(mt, &max_trial) == 0 && secs < max_trial)
+            warn_here(c, "timeLimit", "is shorter than maxTrialDuration: Slurm ends longer trials "
+                      "first (FAILED, TIMEOUT)");
+    }
+    const cJSON *sd = cJSON_GetObjectItemCaseSensitive(obj, "sharedDirectory");
+    if (cJSON_IsString(sd) && sd->valuestring[0] != '/')
+        return cfg_err_here(c, "sharedDirectory", AT_VALUE, "must be an absolute path on the cluster's "
+                            "shared filesystem (the same on the nodes and where trialq runs sbatch), "
+                            "got \"%.80s\"", sd->valuestring);
+    return 0;
+}
+
+/* the login node of the SSH mode: a remote machine's keys (password or sshKeyFile) */
+static const struct field login_node_fields[] = {
+    SSH_LOGIN_FIELDS,
+    {.name = NULL},
+};
+
+static const struct schema login_node_schema = {"the login node", login_node_fields, machine_check,
+                                                NULL};
+
+static const struct field slurm_fields[] = {
+    RUNS_COMMAND,
+    {.name = "partition", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "account", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "qos", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "timeLimit", .type = FT_DURATION},
+    {.name = "nodes", .type = FT_INT, .min = 1, .max = 1000000},
+    {.name = "cpusPerTrial", .type = FT_INT, .min = 1, .max = 1000000},
+    {.name = "memoryPerTrial", .type = FT_SIZE},
+    {.name = "gpusPerTrial", .type = FT_INT, .min = 0, .max = 1000000},
+    {.name = "constraint", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "sbatchArgs", .type = FT_CUSTOM, .custom = custom_sbatch_args},
+    {.name = "setupScript", .type = FT_STR},
+    {.name = "sharedDirectory", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "loginNode", .type = FT_SECTION, .sub = &login_node_schema},
+    /* as the remote platform's: the login node's host key is checked against this file */
+    {.name = "knownHostsFile", .type = FT_PATH},
+    {.name = "acceptNewHostKeys", .type = FT_BOOL, .def = "false"},
+    {.name = NULL},
+};
+
 /* ---- dispatch ---- */
 
 /* Each platform's schema, and its traits that the api needs: the api links no workers/
@@ -515,6 +650,8 @@ static const struct ts_platform {
     {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0},
     {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0},
+    /* trial dirs on the cluster's shared filesystem, not always mounted here (loginNode) */
+    {"slurm", {"trainingService (slurm)", slurm_fields, slurm_check, NULL}, 0},
 };
 #define NPLATFORMS (sizeof ts_platforms / sizeof ts_platforms[0])
 
@@ -533,7 +670,7 @@ int config_platform_trials_on_host(const char *platform)
 }
 
 const char *const ts_platform_names =
-    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl";
+    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl, slurm";
 
 static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
 {

@@ -665,6 +665,10 @@ static int convert_platform(struct conv *v, struct ynode *root, struct ynode *tr
     } else if (strcmp(name, "dlts") == 0 || strcmp(name, "paiYarn") == 0) {
         rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL,
                           "platform %s was removed from NNI and is not supported", name);
+    } else if (strcmp(name, "slurm") == 0) {
+        /* trialq's own platform, newer than NNI's v1 format */
+        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "platform slurm has no v1 form; write a "
+                          "v2 config (trainingService: {platform: slurm, ...}, docs/platforms/slurm.md)");
     } else {
         rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "unknown platform \"%.40s\"; one "
                           "of local, remote, pai, kubeflow, frameworkcontroller, aml, dlc, adl, "

@@ -34,6 +34,12 @@ if [ "$only_build" = 0 ]; then
         chromium
         # repo/standalone-clone clones the checkout
         git
+        # tests/e2e/9x (Slurm): a real cluster started by tests/e2e/lib/slurm.sh under the
+        # test's own directory, with its own munged, slurm.conf and ports. The packages'
+        # system services play no part: without systemd they are not started; with it,
+        # slurmctld and slurmd do not start (their units need /etc/slurm/slurm.conf) and
+        # the system munged keeps to its own socket and key, apart from the test's
+        slurmctld slurmd slurm-client munge
     )
     # a real kubectl checks the Kubernetes test server's wire format; any kubectl already
     # installed will do (Debian's kubernetes-client conflicts with other packagings)

@@ -27,7 +27,7 @@ own_files() { # the files that may name platform $1
 }
 
 fail=0
-for name in local remote openpai kubeflow frameworkcontroller adl hybrid; do
+for name in local remote openpai kubeflow frameworkcontroller adl hybrid slurm; do
     while IFS= read -r hit; do
         file=${hit%%:*}
         case $file in

@@ -587,6 +587,20 @@ static const struct platform_case platform_cases[] = {
             "  memorySize: 1Gi\n",
      {"trainingService.nniManagerIp=\"10.0.0.1\"", "trainingService.adaptive=false",
       "trainingService.imagePullSecrets[0].name=\"s\"", "trainingService.namespace=\"default\""}},
+    {"slurm",
+     SS_TOP "trialCommand: python3 mnist.py\ntrialGpuNumber: 1\nmaxTrialDuration: 2h\ntrainingService:\n"
+            "  platform: slurm\n  partition: gpu\n  account: proj-42\n  timeLimit: 3h\n  cpusPerTrial: 4\n"
+            "  memoryPerTrial: 16gb\n  sbatchArgs: [--exclusive, \"--mail-type=END\", -N1]\n"
+            "  setupScript: |\n    module load cuda\n    conda activate nni\n"
+            "  sharedDirectory: /scratch/nni\n"
+            "  loginNode: {host: login1.example.org, user: alice, password: pw}\n",
+     {"trainingService.trialGpuNumber=1", "trainingService.partition=\"gpu\"",
+      "trainingService.timeLimit=\"3h\"", "trainingService.memoryPerTrial=\"16gb\"",
+      "trainingService.sbatchArgs=[\"--exclusive\",\"--mail-type=END\",\"-N1\"]",
+      "trainingService.setupScript=\"module load cuda\\nconda activate nni\\n\"",
+      "trainingService.sharedDirectory=\"/scratch/nni\"", "trainingService.loginNode.port=22",
+      "!trainingService.loginNode.sshKeyFile", "trainingService.acceptNewHostKeys=false",
+      "!trainingService.gpusPerTrial", "!trainingService.qos"}},
     {"sharedStorage",
      SS_TOP "trialCommand: x\ntrainingService: {platform: remote, reuseMode: true, machineList: "
             "[{host: h, user: u, password: p}]}\n"
@@ -678,6 +692,31 @@ static void test_other_platforms(void **state)
         config_free(cfg);
         free(p);
     }
+}
+
+/* slurm: a timeLimit below maxTrialDuration is warned about at its key; the login node's
+ * password is a secret; without a password its sshKeyFile must exist */
+static void test_slurm_keys(void **state)
+{
+    (void)state;
+    char *p = write_tmp("slurm.yml", SS_TOP "trialCommand: x\nmaxTrialDuration: 2h\ntrainingService:\n"
+                                            "  platform: slurm\n  timeLimit: 90m\n"
+                                            "  loginNode: {host: login1, user: alice, password: s3cret}\n");
+    struct exp_config *cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], ":8:3: trainingService.timeLimit: is shorter than maxTrialDuration"));
+    cJSON *red = config_redacted(cfg->canonical);
+    assert_string_equal(jstr(red, "trainingService.loginNode.password"), "********");
+    assert_string_equal(jstr(red, "trainingService.loginNode.host"), "login1");
+    cJSON_Delete(red);
+    config_free(cfg);
+    free(p);
+    p = write_tmp("slurm.yml", SS_TOP "trialCommand: x\ntrainingService:\n  platform: slurm\n"
+                               "  loginNode: {host: login1, user: alice, sshKeyFile: /nonexistent/key}\n");
+    struct errbuf e;
+    assert_int_equal(config_load(p, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "trainingService.loginNode.sshKeyFile: /nonexistent/key: No such file"));
+    free(p);
 }
 
 /* ---- advisor, anchors, JSON input ---- */
@@ -1250,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_remote_machine_list),
         cmocka_unit_test(test_hybrid_list),
         cmocka_unit_test(test_other_platforms),
+        cmocka_unit_test(test_slurm_keys),
         cmocka_unit_test(test_advisor_becomes_tuner),
         cmocka_unit_test(test_yaml_as_pyyaml),
         cmocka_unit_test(test_anchors_and_merge_keys),
