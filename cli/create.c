@@ -384,10 +384,9 @@ static int cmd_create_fn(int argc, char **argv)
     struct experiment x;
     memset(&x, 0, sizeof x);
     char id[9];
-    int64_t exists = 1;
     do {
         gen_experiment_id(id);
-    } while (db_int(db, &e, &exists, "SELECT 1 FROM experiment WHERE id = ?", "s", id) == 1);
+    } while (exp_exists(db, id, &e) == 1);
     if (seed < 0) {
         uint32_t r;
         random_bytes(&r, sizeof r);
@@ -556,7 +555,7 @@ static int restart(int argc, char **argv, const char *action)
         goto out;
     }
     if (strcmp(bind, x.bind_address) != 0) {
-        if (db_run(db, &e, "UPDATE experiment SET bind_address = ? WHERE id = ?", "ss", bind, id) < 0) {
+        if (exp_set_bind_address(db, id, bind, &e) < 0) {
             cli_error("%s", e.msg);
             goto out;
         }

@@ -305,7 +305,7 @@ static int cmd_load_fn(int argc, char **argv)
         goto done;
     }
     if (ss_opt) {
-        if (db_text(db, &e, &ss, "SELECT search_space FROM pack.experiment", "") != 1 || !ss) {
+        if (pack_search_space(p, &ss, &e) < 0) {
             cli_error("--searchSpacePath: the pack has no search space");
             goto done;
         }

@@ -250,17 +250,29 @@ int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct e
     return *exp_dir && *config ? 0 : errf(e, "pack holds no experiment row");
 }
 
+int pack_search_space(struct pack *p, char **out, struct errbuf *e)
+{
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(p->db->h, "SELECT search_space FROM pack.experiment", -1, &st, NULL) != SQLITE_OK)
+        return errf(e, "pack: %s", sqlite3_errmsg(p->db->h));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *out = col_str(st, 0);
+    sqlite3_finalize(st);
+    return *out ? 0 : errf(e, "the pack has no search space");
+}
+
 /* The columns of table in both main and pack, comma-separated, without those in
  * skip (a NULL-terminated list). */
 static char *common_columns(struct pack *p, const char *table, const char *const *skip, struct errbuf *e)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT m.name FROM pragma_table_info('%s', 'main') m JOIN pragma_table_info('%s', 'pack') k"
-             " ON k.name = m.name ORDER BY m.cid", table, table);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(p->db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(p->db->h, "SELECT m.name FROM pragma_table_info(?1, 'main') m"
+                                     " JOIN pragma_table_info(?1, 'pack') k ON k.name = m.name ORDER BY m.cid",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_TRANSIENT) != SQLITE_OK) {
         errf(e, "pack: %s", sqlite3_errmsg(p->db->h));
+        sqlite3_finalize(st);
         return NULL;
     }
     struct strbuf sb;

@@ -35,6 +35,8 @@ int pack_each_file(struct pack *p, const char *area,
                    struct errbuf *e);
 /* The stored experiment row's exp_dir and config (caller frees). */
 int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct errbuf *e);
+/* The stored experiment's search space (caller frees); -1 when it has none. */
+int pack_search_space(struct pack *p, char **out, struct errbuf *e);
 /* Checks the rows, then inserts them in one transaction (with dry_run: checks and
  * inserts, then rolls back, so that a caller can check everything before it writes
  * files). Refused, changing nothing, naming the row and field: a second experiment row,

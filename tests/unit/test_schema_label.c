@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "schema/history.h"
+#include "schema/listing.h"
 
 static char *tmpdir;
 
