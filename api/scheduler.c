@@ -179,6 +179,34 @@ void sched_begin_stop(struct api *a, const char *why)
     children_wake(a);
 }
 
+/* Asks the tuner for trials until target are active, the budget is used or the tuner
+ * has nothing (now or ever). -1 when the experiment failed (set_error done). */
+static int fill_slots(struct api *a, int64_t target, int64_t *active, int64_t *submitted)
+{
+    struct errbuf e;
+    int added = 0;
+    while (*active < target && !(a->exp.max_trial_number > 0 && *submitted >= a->exp.max_trial_number)) {
+        int rc = submit_one(a, &e);
+        if (rc < 0) {
+            set_error(a, e.msg);
+            return -1;
+        }
+        if (rc == 2)
+            break; /* nothing now: asked again on the next tick */
+        if (rc == 0) {
+            exp_set_tuner_exhausted(a->db, a->exp_id, &e);
+            a->exp.tuner_exhausted = 1;
+            break;
+        }
+        (*active)++;
+        (*submitted)++;
+        added++;
+    }
+    if (added)
+        children_wake(a);
+    return 0;
+}
+
 void sched_tick(struct api *a)
 {
     struct errbuf e;
@@ -243,26 +271,8 @@ void sched_tick(struct api *a)
         sched_cancel_queued(a, "maxExperimentDuration reached before it started", INT64_MAX);
     int64_t target = a->exp.concurrency + (a->tuner->needs_history ? 0 : QUEUE_AHEAD);
     if (!budget && !a->exp.tuner_exhausted && active < target) {
-        int added = 0;
-        while (active < target && !(a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number)) {
-            int rc = submit_one(a, &e);
-            if (rc < 0) {
-                set_error(a, e.msg);
-                return;
-            }
-            if (rc == 2)
-                break; /* nothing now: asked again on the next tick */
-            if (rc == 0) {
-                exp_set_tuner_exhausted(a->db, a->exp_id, &e);
-                a->exp.tuner_exhausted = 1;
-                break;
-            }
-            active++;
-            submitted++;
-            added++;
-        }
-        if (added)
-            children_wake(a);
+        if (fill_slots(a, target, &active, &submitted) < 0)
+            return;
         budget = a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number;
     }
     const char *want = "RUNNING";
