@@ -181,5 +181,5 @@ void h_job_statistics(struct req *q)
  * why) and GPUs (trialShare: the share of it trials hold now). */
 void h_machines(struct req *q)
 {
-    reply_cjson(q->r, machines_json(q->a->db, &q->a->exp));
+    reply_cjson(q->r, machines_json(q->a->db, &q->a->exp, config_ts_machines));
 }

@@ -1,6 +1,7 @@
 /* platform.c: nnictl platform clean --config FILE. NNI removes the caches that its v1
- * remote and pai platforms leave on the hosts; trialq's local platform keeps nothing
- * outside the experiment directory, and the others have no cache to clean yet. */
+ * remote and pai platforms leave on the hosts; trialq's platforms whose trials run on this
+ * host (the local one) keep nothing outside the experiment directory, and the others
+ * have no cache to clean yet. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "workers/worker.h"
 
 static int cmd_clean_fn(int argc, char **argv)
 {
@@ -30,9 +32,12 @@ static int cmd_clean_fn(int argc, char **argv)
     struct errbuf e;
     if (config_load(path, &cfg, &e) < 0)
         return cli_error("%s", e.msg);
-    if (strcmp(cfg->platform, "local") == 0)
-        printf("It does not need to clean local platform: trialq keeps no cache outside the experiment"
-               " directory.\n");
+    /* a platform whose trials run on this host (they use its GPUs) keeps everything in
+     * the experiment directory */
+    const struct platform_ops *ops = platform_find(cfg->platform);
+    if (ops && ops->gpu_mode == PLATFORM_GPU_HOST)
+        printf("It does not need to clean %s platform: trialq keeps no cache outside the experiment"
+               " directory.\n", ops->name);
     else
         printf("platform %s: clean up is not supported yet; there is nothing trialq knows to remove.\n",
                cfg->platform);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "schema/pack.h"
 
 #define MAX_FILE_BYTES (512LL << 20) /* one file in a pack (SQLite's blob limit is ~1 GB) */
@@ -274,7 +275,7 @@ static int load_check(struct load *l)
         cJSON_AddStringToObject(l->cfg, "experimentWorkingDirectory", l->workdir);
     }
     l->config = cJSON_PrintUnformatted(l->cfg);
-    if (pack_load_rows(l->p, l->exp_dir, l->config, 1, &l->e) < 0)
+    if (pack_load_rows(l->p, l->exp_dir, l->config, 1, config_shared_storage, &l->e) < 0)
         return cli_error("--path %s: %s", l->path, l->e.msg);
     l->uc = (struct unpack){.root = l->code_dir, .keep_existing = 1, .e = &l->e};
     if (l->code_dir && pack_each_file(l->p, "code", check_code_file, &l->uc, &l->e) != 0)
@@ -318,7 +319,7 @@ static int load_write(struct load *l)
     if (rename(l->tmp, l->exp_dir) < 0)
         return cli_error("cannot move %s to %s: %s", l->tmp, l->exp_dir, strerror(errno));
     l->moved = 1;
-    if (pack_load_rows(l->p, l->exp_dir, l->config, 0, &l->e) < 0)
+    if (pack_load_rows(l->p, l->exp_dir, l->config, 0, config_shared_storage, &l->e) < 0)
         return cli_error("%s", l->e.msg);
     return 0;
 }

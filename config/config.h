@@ -97,4 +97,16 @@ const struct nni_builtin *nni_builtin_find(const char *name);
 /* The i-th entry (0, 1, ...), NULL past the last. */
 const struct nni_builtin *nni_builtin_at(int i);
 
+/* ---- ts_traits.c: what a trainingService entry means beyond its keys ---- */
+/* The machines the trainingService of a canonical config (each entry of a hybrid list)
+ * runs trials on: fn(ctx, platform, host, port, user) for each, host NULL for this
+ * host (local), each machineList entry of remote (port 22 when unset, user NULL when
+ * unset). Returns how many, or -1 when config_json is not a config. */
+int config_ts_machines(const char *config_json,
+                       void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
+                       void *ctx);
+/* 1 when the trials of this platform keep their files on a storage of their own outside
+ * the experiment directory (the cluster platforms' shared storage), else 0. */
+int config_shared_storage(const char *platform);
+
 #endif

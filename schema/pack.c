@@ -351,17 +351,6 @@ static const char *below(const char *dir, const char *path)
     return pack_rel_path_ok(path + n + 1) ? path + n + 1 : NULL;
 }
 
-/* Platforms whose trials live on a shared storage mounted outside the experiment's
- * directory (their trial_dir is there; those files are not in the pack). */
-static int shared_storage(const char *platform)
-{
-    static const char *const names[] = {"kubeflow", "frameworkcontroller", "adl", "openpai", NULL};
-    for (int i = 0; platform && names[i]; i++)
-        if (strcmp(platform, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* Where a loaded trial's directory goes: below the new experiment directory (rel), or
  * nowhere (rel NULL: the platform's default). */
 struct dir_move {
@@ -420,7 +409,8 @@ static int check_experiment(struct db *db, const char *id, struct errbuf *e)
 
 /* Trials: trialq's ids, all of the pack's experiment, none already in this database,
  * each directory inside the saved experiment directory (moved with it). */
-static int check_trials(struct db *db, const char *id, const char *old_dir, struct dir_moves *c, struct errbuf *e)
+static int check_trials(struct db *db, const char *id, const char *old_dir, int (*shared_storage)(const char *),
+                        struct dir_moves *c, struct errbuf *e)
 {
     sqlite3_stmt *st = query(db, e,
                              "SELECT id, typeof(id) = 'text', experiment_id, experiment_id IS ?, trial_dir, platform,"
@@ -528,7 +518,8 @@ static int check_files(struct db *db, struct errbuf *e)
 }
 
 /* Every check of a pack's content against its experiment and this database. */
-static int check_pack(struct pack *p, const char *id, const char *old_dir, struct dir_moves *c, struct errbuf *e)
+static int check_pack(struct pack *p, const char *id, const char *old_dir, int (*shared_storage)(const char *),
+                      struct dir_moves *c, struct errbuf *e)
 {
     struct db *db = p->db;
     int64_t n = 0;
@@ -537,13 +528,14 @@ static int check_pack(struct pack *p, const char *id, const char *old_dir, struc
     if (n)
         return errf(e, "experiment %s already exists in this database; delete it first (nnictl experiment delete %s)",
                     id, id);
-    if (check_experiment(db, id, e) < 0 || check_trials(db, id, old_dir, c, e) < 0 ||
+    if (check_experiment(db, id, e) < 0 || check_trials(db, id, old_dir, shared_storage, c, e) < 0 ||
         check_metrics_events(db, id, e) < 0 || check_files(db, e) < 0)
         return -1;
     return 0;
 }
 
-int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run, struct errbuf *e)
+int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run,
+                   int (*shared_storage)(const char *platform), struct errbuf *e)
 {
     struct db *db = p->db;
     char *old_dir = NULL, *old_config = NULL, *id = NULL;
@@ -552,7 +544,7 @@ int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int 
         goto fail;
     if (run(db, e, "BEGIN IMMEDIATE", "") < 0)
         goto fail;
-    if (check_pack(p, id, old_dir, &c, e) < 0)
+    if (check_pack(p, id, old_dir, shared_storage, &c, e) < 0)
         goto rollback;
     /* process fields name processes of the saving host: cleared; change cursors and
      * metric / event ids are this database's (new ones, same order) */
