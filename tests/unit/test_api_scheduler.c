@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/unit_tmpdir.h"
+
 #include "api/api.h"
 #include "common/json.h"
 #include "schema/trial_sets.h"
@@ -320,8 +322,6 @@ static void test_tuner_view_order(void **state)
 
 int main(void)
 {
-    if (!mkdtemp(tmpdir))
-        return 1;
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trial_budget),  cmocka_unit_test(test_concurrency),
@@ -329,10 +329,5 @@ int main(void)
         cmocka_unit_test(test_cancel_queued), cmocka_unit_test(test_tuner_view),
         cmocka_unit_test(test_tuner_view_order),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char *rm = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(rm) != 0)
-        rc = 1;
-    free(rm);
-    return rc;
+    return run_in_tmpdir(tmpdir, tests);
 }
