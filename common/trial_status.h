@@ -10,9 +10,11 @@
  * (SEP a function-like macro, so that it passes through the nested list unexpanded). */
 #define TRIAL_FINAL_STATUSES(X, SEP) \
     X(SUCCEEDED) SEP() X(FAILED) SEP() X(USER_CANCELED) SEP() X(SYS_CANCELED) SEP() X(EARLY_STOPPED)
+/* The statuses of a trial that has not ended: queued, running. */
+#define TRIAL_ACTIVE_STATUSES(X, SEP) X(WAITING) SEP() X(RUNNING)
 /* Every status, in NNI's order: queued, running, the final ones, and UNKNOWN (a value the
  * database holds that this build does not know). */
-#define TRIAL_ALL_STATUSES(X, SEP) X(WAITING) SEP() X(RUNNING) SEP() TRIAL_FINAL_STATUSES(X, SEP) SEP() X(UNKNOWN)
+#define TRIAL_ALL_STATUSES(X, SEP) TRIAL_ACTIVE_STATUSES(X, SEP) SEP() TRIAL_FINAL_STATUSES(X, SEP) SEP() X(UNKNOWN)
 
 #define TRIAL_STATUS_SQLQ_(s) "'" #s "'"
 #define TRIAL_STATUS_SQLSEP_() ","
@@ -22,6 +24,8 @@
 /* "('SUCCEEDED','FAILED',...)": for "status IN " SQL_TRIAL_FINAL; _LIST without the parentheses */
 #define SQL_TRIAL_FINAL_LIST TRIAL_FINAL_STATUSES(TRIAL_STATUS_SQLQ_, TRIAL_STATUS_SQLSEP_)
 #define SQL_TRIAL_FINAL "(" SQL_TRIAL_FINAL_LIST ")"
+/* "('WAITING','RUNNING')": for "status IN " SQL_TRIAL_ACTIVE */
+#define SQL_TRIAL_ACTIVE "(" TRIAL_ACTIVE_STATUSES(TRIAL_STATUS_SQLQ_, TRIAL_STATUS_SQLSEP_) ")"
 /* "SUCCEEDED, FAILED, ...": the final statuses for a message */
 #define TRIAL_FINAL_WORDS TRIAL_FINAL_STATUSES(TRIAL_STATUS_STR_, TRIAL_STATUS_SEP_)
 /* "WAITING, RUNNING, SUCCEEDED, ..., EARLY_STOPPED": the statuses one may ask for */

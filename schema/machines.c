@@ -16,7 +16,7 @@ static void add_gpus(struct db *db, int64_t machine_id, cJSON *m)
     sqlite3_stmt *st = db_query(db, &e,
         "SELECT g.idx, g.name, g.memory_total, g.memory_used, g.utilization, g.active_procs,"
         " (SELECT coalesce(sum(c.share), 0) FROM gpu_claim c JOIN trial t ON t.id = c.trial_id"
-        "  WHERE c.machine_id = g.machine_id AND c.gpu_idx = g.idx AND t.status IN ('WAITING','RUNNING'))"
+        "  WHERE c.machine_id = g.machine_id AND c.gpu_idx = g.idx AND t.status IN " SQL_TRIAL_ACTIVE ")"
         " FROM gpu g WHERE g.machine_id = ? ORDER BY g.idx", "i", machine_id);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         cJSON *g = cJSON_CreateObject();

@@ -137,10 +137,10 @@ int64_t trials_count(struct db *db, const char *exp_id, enum trial_count which, 
 {
     /* each answered from the trial_queue index (experiment_id, status, ...) */
     static const char *const sql[] = {
-        [COUNT_ACTIVE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN ('WAITING','RUNNING')",
+        [COUNT_ACTIVE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN " SQL_TRIAL_ACTIVE,
         [COUNT_STARTED] = "SELECT count(*) FROM trial WHERE experiment_id = ?1 AND " SQL_TRIAL_STARTED
                           " AND (?2 IS NULL OR platform = ?2)",
-        [COUNT_DONE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status NOT IN ('WAITING','RUNNING')",
+        [COUNT_DONE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status NOT IN " SQL_TRIAL_ACTIVE,
         [COUNT_RUNNING] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'RUNNING'",
         [COUNT_SUCCEEDED] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'SUCCEEDED'",
     };

@@ -47,6 +47,7 @@ static void put(struct db *db, const char *id, int64_t seq, const char *status, 
 static void test_statuses(void **state)
 {
     assert_string_equal(SQL_TRIAL_FINAL, "('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')");
+    assert_string_equal(SQL_TRIAL_ACTIVE, "('WAITING','RUNNING')");
     assert_string_equal(TRIAL_STATUS_WORDS,
                         "WAITING, RUNNING, SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED, EARLY_STOPPED");
     int finals = 0;
