@@ -240,8 +240,10 @@ void sched_tick(struct api *a)
         sched_begin_stop(a, "stop requested");
     if (a->stopping) {
         int64_t left = trials_count(a->db, a->exp_id, COUNT_STARTED, NULL, &e);
+        if (left < 0)
+            log_limited(LOG_ERROR, "stop: cannot count the trials left: %s", e.msg); /* waits for the deadline */
         if (left == 0 || now >= a->stop_deadline_ms) {
-            if (left)
+            if (left > 0)
                 log_warn("%lld trial(s) did not end within the stop grace period", (long long)left);
             event_base_loopbreak(a->base);
         }
@@ -256,6 +258,10 @@ void sched_tick(struct api *a)
         assess_tick(a);
 
     int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e);
+    if (active < 0) {
+        log_limited(LOG_ERROR, "scheduler: cannot count the active trials: %s", e.msg); /* next tick again */
+        return;
+    }
     int64_t submitted = a->exp.next_sequence; /* every trial takes the next sequence number */
     if (trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e) < 0) {
         set_error(a, e.msg);

@@ -232,7 +232,10 @@ int tuner_view_refresh(struct tuner_view **vp, struct db *db, const char *exp_id
         v->opts = o;
         v->newest = v->seen_until_ms;
         v->out_of_order = 0;
-        if (trial_changes(db, exp_id, v->seen_until_ms - VIEW_MARGIN_MS, take_change, v, e) < 0)
+        int rc = trial_changes(db, exp_id, v->seen_until_ms - VIEW_MARGIN_MS, take_change, v, e);
+        v->db = NULL;
+        v->opts = NULL; /* the caller's: used during the refresh only */
+        if (rc < 0)
             return -1;
         v->seen_until_ms = v->newest;
         if (!v->out_of_order)
