@@ -127,6 +127,31 @@ static void test_trial_budget(void **state)
     stop_api(a, 1);
 }
 
+/* maxExperimentDuration: when the running time is used up, queued trials no worker took
+ * are withdrawn (SYS_CANCELED, not counted), no new one comes, and the experiment is DONE
+ * once nothing runs. */
+static void test_duration_budget(void **state)
+{
+    struct api *a = start("Random", 1, 0, 0);
+    sched_tick(a);
+    assert_int_equal(count(a->db, "SELECT count(*) FROM trial WHERE status = 'WAITING'"), 3);
+    struct errbuf e;
+    assert_int_equal(db_run(a->db, &e, "UPDATE trial SET status = 'RUNNING', lease_owner = 'h:1:1', start_time = ?"
+                                       " WHERE sequence = 0", "i", now_ms()), 1);
+    assert_int_equal(db_run(a->db, &e, "UPDATE experiment SET max_exec_seconds = 1, exec_duration_ms = 2000", ""), 1);
+    sched_tick(a);
+    assert_int_equal(count(a->db, "SELECT count(*) FROM trial WHERE status = 'SYS_CANCELED' AND start_time IS NULL"),
+                     2);
+    assert_int_equal(count(a->db, "SELECT count(*) FROM trial"), 3);
+    assert_status(a, "NO_MORE_TRIAL");
+    assert_int_equal(db_run(a->db, &e, "UPDATE trial SET status = 'SUCCEEDED', updated_at = 1 WHERE sequence = 0",
+                            ""), 1);
+    sched_tick(a);
+    assert_status(a, "DONE");
+    assert_int_equal(count(a->db, "SELECT count(*) FROM trial"), 3);
+    stop_api(a, 1);
+}
+
 /* A tuner that learns (TPE) is asked only for free slots: trialConcurrency trials are
  * active, and one more comes when one ends. */
 static void test_concurrency(void **state)
@@ -324,7 +349,7 @@ int main(void)
 {
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trial_budget),  cmocka_unit_test(test_concurrency),
+        cmocka_unit_test(test_trial_budget),  cmocka_unit_test(test_duration_budget), cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_trial_duration), cmocka_unit_test(test_stop),
         cmocka_unit_test(test_cancel_queued), cmocka_unit_test(test_tuner_view),
         cmocka_unit_test(test_tuner_view_order),
