@@ -16,6 +16,9 @@ enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 #include "api/tuner_view.h"
 
+struct dispatcher;
+struct tensorboard;
+
 struct child {
     pid_t pid;
     char *platform;
@@ -39,6 +42,8 @@ struct api {
     struct tuner_view *tuner_view; /* the tuner's view of the trials (tuner_view.c) */
     int64_t next_index;        /* the tuner index of the next suggestion (-1: not read yet) */
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
+    struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
+    struct tensorboard *tensorboard; /* TensorBoard tasks (tensorboard.c), NULL before the first */
     enum api_action action;
     int readonly;
     int spawn_workers;

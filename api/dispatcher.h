@@ -13,11 +13,15 @@
 
 /* The tuner the scheduler uses when tuner (or advisor) has className. */
 extern const struct tuner_ops dispatcher_tuner_ops;
+/* A new state of the api's tuner (a->tuner) over space: a customized tuner's is a
+ * handle on the api's dispatcher (dispatcher_init first), whose create() alone cannot
+ * reach it; a built-in's comes from its create() with the config's classArgs. */
+int dispatcher_tuner_create(struct api *a, const struct ss_space *space, void **state, struct errbuf *e);
 
 /* 1 when the config needs the dispatcher process (a customized tuner or assessor). */
 int dispatcher_needed(const struct exp_config *cfg);
-/* Sets up the dispatcher for this api (once; the process starts on the first tick,
- * when the event loop and the port exist). */
+/* Sets up the dispatcher for this api (a->disp, once; the process starts on the first
+ * tick, when the event loop and the port exist). */
 int dispatcher_init(struct api *a, struct errbuf *e);
 /* Called on every assessor tick: starts the process if needed (customized assessor
  * with a built-in tuner). */

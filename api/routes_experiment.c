@@ -8,6 +8,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "api/dispatcher.h"
 #include "api/routes.h"
 #include "common/json.h"
 #include "schema/tuner_rows.h"
@@ -152,7 +153,7 @@ static int update_search_space(struct req *q, const cJSON *params)
          * stored or swapped: a refused space changes nothing */
         void *state = NULL;
         int64_t base = 0;
-        if (a->tuner->create(a->cfg->tuner.class_args, space, (uint64_t)a->exp.seed, &state, &e) < 0) {
+        if (dispatcher_tuner_create(a, space, &state, &e) < 0) {
             reply_error(q->r, 400, "params.searchSpace: %s", e.msg);
         } else {
             char *s = cJSON_PrintUnformatted(ss);

@@ -33,7 +33,7 @@ int sched_load_tuner(struct api *a, struct errbuf *e)
         return -1;
     if (a->cfg->tuner.class_name) {
         a->tuner = &dispatcher_tuner_ops;
-        return a->tuner->create(a->cfg->tuner.class_args, a->space, (uint64_t)a->exp.seed, &a->tuner_state, e);
+        return dispatcher_tuner_create(a, a->space, &a->tuner_state, e);
     }
     const char *name = a->cfg->tuner.name ? a->cfg->tuner.name : "Random";
     a->tuner = tuner_find(name);
@@ -75,7 +75,7 @@ static int submit_one(struct api *a, struct errbuf *e)
         return -1;
     /* the tuner's own index: from 0 in the current search space (tuner.h) */
     int64_t tindex = a->tuner->index_spans_spaces ? index : index - a->exp.space_index_base;
-    struct tuner_history th = {0};
+    struct tuner_history th = {.experiment_dir = a->exp.exp_dir};
     if (a->tuner->needs_history) {
         struct tuner_view_opts o = {.needs_latest = a->tuner->needs_latest,
                                     .index_spans_spaces = a->tuner->index_spans_spaces,

@@ -18,6 +18,7 @@
 #include "api/channel.h"
 #include "api/dispatcher.h"
 #include "api/guard.h"
+#include "schema/exp_api.h"
 
 #define TICK_MS 500
 
@@ -43,7 +44,7 @@ static void on_signal(evutil_socket_t sig, short ev, void *arg)
          * only this process; the trials run on and the next api re-attaches them. */
         char *want = NULL;
         struct errbuf e;
-        db_text(a->db, &e, &want, "SELECT desired_status FROM experiment WHERE id = ?", "s", a->exp_id);
+        exp_desired_status(a->db, a->exp_id, &want, &e);
         if (a->readonly || !want || strcmp(want, "STOPPED") != 0) {
             log_info("%s: exiting; the experiment's trials keep running", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             a->detach = 1;
@@ -74,7 +75,14 @@ static void usage(void)
                     "                  [--port N] [--no-workers] [--log-level L]\n");
 }
 
-int api_main(int argc, char **argv)
+struct api_opts {
+    const char *home;
+    const char *action;     /* create | resume | view */
+    int port;               /* 0: the experiment's */
+};
+
+/* The command line into a and o: 0, or the exit code (2, usage shown). */
+static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
 {
     static const struct option opts[] = {
         {"experiment", required_argument, NULL, 'e'},
@@ -85,22 +93,20 @@ int api_main(int argc, char **argv)
         {"log-level", required_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
-    struct api A;
-    struct api *a = &A;
-    memset(a, 0, sizeof *a);
     a->spawn_workers = 1;
     a->next_index = -1;
     a->log_level = "info";
-    const char *home_opt = NULL, *action = "create";
-    int port = 0;
+    o->home = NULL;
+    o->action = "create";
+    o->port = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "e:a:H:p:Wl:", opts, NULL)) != -1) {
         switch (c) {
         case 'e': a->exp_id = optarg; break;
-        case 'a': action = optarg; break;
-        case 'H': home_opt = optarg; break;
-        case 'p': port = atoi(optarg); break;
+        case 'a': o->action = optarg; break;
+        case 'H': o->home = optarg; break;
+        case 'p': o->port = atoi(optarg); break;
         case 'W': a->spawn_workers = 0; break;
         case 'l': a->log_level = optarg; break;
         default: usage(); return 2;
@@ -110,26 +116,25 @@ int api_main(int argc, char **argv)
         usage();
         return 2;
     }
-    /* a worker's wake-up may come before the event loop handles it: not fatal */
-    signal(SIGUSR1, SIG_IGN);
-    enum log_level lvl;
-    if (log_level_parse(a->log_level, &lvl) == 0)
-        log_set_level(lvl);
-    log_set_module("api");
-    db_set_actor("api");
-    if (strcmp(action, "create") == 0)
+    if (strcmp(o->action, "create") == 0)
         a->action = ACTION_CREATE;
-    else if (strcmp(action, "resume") == 0)
+    else if (strcmp(o->action, "resume") == 0)
         a->action = ACTION_RESUME;
-    else if (strcmp(action, "view") == 0)
+    else if (strcmp(o->action, "view") == 0)
         a->action = ACTION_VIEW, a->readonly = 1, a->spawn_workers = 0;
     else {
         usage();
         return 2;
     }
+    return 0;
+}
 
+/* The database, the experiment, its config, its tuner and assessor: 0, or the exit
+ * code. *port: the one to listen on. */
+static int load_experiment(struct api *a, const struct api_opts *o, int *port)
+{
     struct errbuf e;
-    a->home = trialq_home(home_opt);
+    a->home = trialq_home(o->home);
     char *dbpath = trialq_db_path(a->home);
     int rc = db_open(dbpath, &a->db, &e);
     free(dbpath);
@@ -141,10 +146,9 @@ int api_main(int argc, char **argv)
         log_error("experiment %s not found", a->exp_id);
         return 1;
     }
-    if (port)
-        db_run(a->db, &e, "UPDATE experiment SET port = ? WHERE id = ?", "ds", port, a->exp_id);
-    else
-        port = a->exp.port;
+    *port = o->port ? o->port : a->exp.port;
+    if (o->port && exp_set_port(a->db, a->exp_id, o->port, &e) < 0)
+        log_warn("cannot record port %d: %s", o->port, e.msg);
     if (config_from_json(a->exp.config, &a->cfg, &e) < 0) {
         log_error("stored config of %s: %s", a->exp_id, e.msg);
         return EXIT_CONFIG;
@@ -153,7 +157,12 @@ int api_main(int argc, char **argv)
         log_error("%s", e.msg);
         return EXIT_CONFIG;
     }
+    return 0;
+}
 
+/* The event loop, the HTTP server on port and its front door: 0, or the exit code. */
+static int listen_http(struct api *a, int port)
+{
     struct guard_limits limits;
     char lerr[200];
     if (guard_limits_from_env(&limits, lerr, sizeof lerr) < 0) {
@@ -180,24 +189,31 @@ int api_main(int argc, char **argv)
      * deep as the kernel allows (somaxconn) */
     listen(evhttp_bound_socket_get_fd(listener), 4096);
     a->guard = guard_new(a, evhttp_bound_socket_get_listener(listener), &limits, fd_limit);
+    return 0;
+}
 
-    /* NNI's resume clears endTime only if the budget is not used up: a DONE experiment
-     * whose trials or time are used up, with nothing left to run, stays DONE as it ended */
-    int keep_done = 0;
-    if (a->action == ACTION_RESUME && strcmp(a->exp.status, "DONE") == 0) {
-        int64_t submitted = a->exp.next_sequence, active = 0;
-        trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
-        db_int(a->db, &e, &active, "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN ('WAITING',"
-                                   " 'RUNNING')", "s", a->exp_id);
-        keep_done = active == 0 &&
-                    ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
-                     (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
-    }
-    /* this process now owns the experiment */
-    if (db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
-                          " desired_status = NULL, end_time = CASE WHEN ? THEN end_time END WHERE id = ?",
-               "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
-               a->exp_id) < 0 ||
+/* NNI's resume clears endTime only if the budget is not used up: a DONE experiment
+ * whose trials or time are used up, with nothing left to run, stays DONE as it ended. */
+static int resume_keeps_done(struct api *a)
+{
+    if (a->action != ACTION_RESUME || strcmp(a->exp.status, "DONE") != 0)
+        return 0;
+    struct errbuf e;
+    int64_t submitted = a->exp.next_sequence, active = 0;
+    trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
+    exp_trials_active(a->db, a->exp_id, &active, &e);
+    return active == 0 && ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
+                           (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
+}
+
+/* This process now owns the experiment: recorded in its row and the process table, its
+ * faults published, the experiment RUNNING (unless view, or DONE for good). 0 or 1. */
+static int take_experiment(struct api *a, const char *action)
+{
+    struct errbuf e;
+    int keep_done = resume_keeps_done(a);
+    if (exp_api_take(a->db, a->exp_id, (int)getpid(), proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
+                     &e) < 0 ||
         proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e) < 0) {
         log_error("%s", e.msg);
         return 1;
@@ -211,17 +227,23 @@ int api_main(int argc, char **argv)
                      strerror(errno));
         free(fault_dir);
     }
-    /* view changes nothing stored: the api answers VIEWED, the row keeps its status */
-    if (a->action == ACTION_RESUME) {
-        /* resume from any state; "DONE" re-checks its budgets on the first tick */
-        db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
-    }
+    /* view changes nothing stored: the api answers VIEWED, the row keeps its status.
+     * A resume comes from any state; "DONE" re-checks its budgets on the first tick. */
+    if (a->action == ACTION_RESUME)
+        exp_tuner_revive(a->db, a->exp_id, &e);
     if (!a->readonly && !keep_done)
         exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
     exp_clear(&a->exp);
     exp_load(a->db, a->exp_id, &a->exp, &e);
-    log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, action, a->exp.bind_address, port);
+    return 0;
+}
 
+static void let_go(struct api *a);
+
+/* Signals, the tick, the workers; then the loop until a stop or a signal ends it, and
+ * what it ran stopped. */
+static void run(struct api *a)
+{
     int sigs[] = {SIGCHLD, SIGUSR1, SIGTERM, SIGINT};
     struct event *sev[4];
     for (int i = 0; i < 4; i++) {
@@ -241,20 +263,27 @@ int api_main(int argc, char **argv)
     channel_shutdown(a); /* pending metrics stored, pending polls answered 410 */
     dispatcher_shutdown(a); /* TE to a customized tuner's process, before the HTTP server goes */
     tensorboard_shutdown(a);
-
-    /* stopping: workers first (their trials have ended or are left to supervisors) */
-    children_stop(a);
-    if (!a->readonly && a->stopping) {
-        exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
-    }
-    db_run(a->db, &e, "UPDATE experiment SET api_pid = NULL, api_start = NULL WHERE id = ? AND api_pid = ?", "sd",
-           a->exp_id, (int)getpid());
-    proc_ended(a->db, a->proc_row, "exited", &e);
-    log_info("experiment %s: api exiting", a->exp_id);
-
+    let_go(a);
     for (int i = 0; i < 4; i++)
         event_free(sev[i]);
     event_free(tick);
+}
+
+/* Workers stopped, the experiment let go (STOPPED after a stop). */
+static void let_go(struct api *a)
+{
+    struct errbuf e;
+    /* stopping: workers first (their trials have ended or are left to supervisors) */
+    children_stop(a);
+    if (!a->readonly && a->stopping)
+        exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
+    exp_api_release(a->db, a->exp_id, (int)getpid(), &e);
+    proc_ended(a->db, a->proc_row, "exited", &e);
+    log_info("experiment %s: api exiting", a->exp_id);
+}
+
+static void api_free(struct api *a)
+{
     evhttp_free(a->http);
     guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
     event_base_free(a->base);
@@ -267,5 +296,29 @@ int api_main(int argc, char **argv)
     exp_clear(&a->exp);
     db_close(a->db);
     free(a->home);
+}
+
+int api_main(int argc, char **argv)
+{
+    struct api A;
+    struct api *a = &A;
+    memset(a, 0, sizeof *a);
+    struct api_opts o;
+    int rc = parse_args(a, argc, argv, &o);
+    if (rc)
+        return rc;
+    /* a worker's wake-up may come before the event loop handles it: not fatal */
+    signal(SIGUSR1, SIG_IGN);
+    enum log_level lvl;
+    if (log_level_parse(a->log_level, &lvl) == 0)
+        log_set_level(lvl);
+    log_set_module("api");
+    db_set_actor("api");
+    int port = 0;
+    if ((rc = load_experiment(a, &o, &port)) || (rc = listen_http(a, port)) || (rc = take_experiment(a, o.action)))
+        return rc;
+    log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, o.action, a->exp.bind_address, port);
+    run(a);
+    api_free(a);
     return a->exit_code;
 }

@@ -7,7 +7,11 @@
  * its own process group with PR_SET_PDEATHSIG, so it ends with the api however the
  * api ends (stop, SIGTERM, kill -9), and the list is held here, not in the database:
  * there is nothing to resume, and `nnictl view` (which changes nothing stored) can
- * show the TensorBoard of a finished experiment. */
+ * show the TensorBoard of a finished experiment. The list is the api's (a->tensorboard).
+ *
+ * Only trials whose directories are on this host can be shown: that is a trait of the
+ * platform they ran on, which the trainingService schema knows
+ * (config_platform_trials_on_host). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,6 +26,7 @@
 #include <arpa/inet.h>
 
 #include "api/routes.h"
+#include "config/config.h"
 #include "common/common.h"
 #include "common/json.h"
 #include "schema/schema.h"
@@ -45,7 +50,17 @@ struct tb_task {
     char *message;            /* why it is STOPPED or in ERROR */
 };
 
-static struct tb_task *g_tasks[MAX_TASKS];
+struct tensorboard {
+    struct tb_task *tasks[MAX_TASKS]; /* NULL: a free slot */
+};
+
+/* The api's task list, made on first use. */
+static struct tb_task **tasks_of(struct api *a)
+{
+    if (!a->tensorboard)
+        a->tensorboard = xcalloc(1, sizeof *a->tensorboard);
+    return a->tensorboard->tasks;
+}
 
 static void task_free(struct tb_task *t)
 {
@@ -94,11 +109,12 @@ static cJSON *task_json(const struct api *a, const struct tb_task *t)
     return j;
 }
 
-static struct tb_task *task_find(const char *id)
+static struct tb_task *task_find(struct api *a, const char *id)
 {
+    struct tb_task **tasks = tasks_of(a);
     for (int i = 0; i < MAX_TASKS; i++)
-        if (g_tasks[i] && strcmp(g_tasks[i]->id, id) == 0)
-            return g_tasks[i];
+        if (tasks[i] && strcmp(tasks[i]->id, id) == 0)
+            return tasks[i];
     return NULL;
 }
 
@@ -124,14 +140,15 @@ static char *find_tensorboard(void)
 
 /* A TCP port from 6006 up that nothing listens on (at the address TensorBoard will
  * use) and no task of ours holds. 0 when none. */
-static int free_port(const struct api *a)
+static int free_port(struct api *a)
 {
+    struct tb_task **tasks = tasks_of(a);
     int v6 = a->exp.bind_address && strchr(a->exp.bind_address, ':');
     for (int port = FIRST_PORT; port < FIRST_PORT + 2000; port++) {
         int taken = 0;
         for (int i = 0; i < MAX_TASKS && !taken; i++)
-            taken = g_tasks[i] && g_tasks[i]->port == port &&
-                    (g_tasks[i]->status == TB_RUNNING || g_tasks[i]->status == TB_STOPPING);
+            taken = tasks[i] && tasks[i]->port == port &&
+                    (tasks[i]->status == TB_RUNNING || tasks[i]->status == TB_STOPPING);
         if (taken)
             continue;
         int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -237,9 +254,10 @@ static void task_stop(struct tb_task *t)
 
 void tensorboard_reaped(struct api *a, pid_t pid, int status)
 {
-    (void)a;
+    if (!a->tensorboard)
+        return;
     for (int i = 0; i < MAX_TASKS; i++) {
-        struct tb_task *t = g_tasks[i];
+        struct tb_task *t = a->tensorboard->tasks[i];
         if (!t || t->pid != pid || (t->status != TB_RUNNING && t->status != TB_STOPPING))
             continue;
         kill(-pid, SIGKILL); /* whatever it started goes with it */
@@ -262,9 +280,10 @@ void tensorboard_reaped(struct api *a, pid_t pid, int status)
 
 void tensorboard_tick(struct api *a)
 {
-    (void)a;
+    if (!a->tensorboard)
+        return;
     for (int i = 0; i < MAX_TASKS; i++) {
-        struct tb_task *t = g_tasks[i];
+        struct tb_task *t = a->tensorboard->tasks[i];
         if (t && t->status == TB_STOPPING && mono_ms() >= t->stop_deadline_ms) {
             kill(-t->pid, SIGKILL);
             t->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
@@ -274,8 +293,10 @@ void tensorboard_tick(struct api *a)
 
 void tensorboard_shutdown(struct api *a)
 {
+    if (!a->tensorboard)
+        return;
     for (int i = 0; i < MAX_TASKS; i++) {
-        struct tb_task *t = g_tasks[i];
+        struct tb_task *t = a->tensorboard->tasks[i];
         if (!t)
             continue;
         if (t->status == TB_RUNNING || t->status == TB_STOPPING) {
@@ -283,9 +304,9 @@ void tensorboard_shutdown(struct api *a)
             log_info("TensorBoard task %s stopped", t->id);
         }
         task_free(t);
-        g_tasks[i] = NULL;
     }
-    (void)a;
+    free(a->tensorboard);
+    a->tensorboard = NULL;
 }
 
 /* The trials of a POST body {"trials": "id1,id2"} into t (trials, dirs): each a trial of
@@ -330,7 +351,7 @@ static int parse_trials(struct req *q, const cJSON *body, struct tb_task *t)
         if (f == 0 || strcmp(tl.experiment_id, a->exp_id) != 0) {
             reply_error(q->r, 400, "trials: trial %.64s not found in experiment %s", id, a->exp_id);
             rc = -1;
-        } else if (tl.platform && strcmp(tl.platform, "local") != 0) {
+        } else if (tl.platform && !config_platform_trials_on_host(tl.platform)) {
             reply_error(q->r, 400, "trials: trial %s ran on platform %s: TensorBoard reads trials' output "
                                    "directories on this machine (local platform)", tl.id, tl.platform);
             rc = -1;
@@ -387,10 +408,10 @@ void h_tensorboard_start(struct req *q)
     struct tb_task *t = xcalloc(1, sizeof *t);
     int rc = parse_trials(q, body, t);
     cJSON_Delete(body);
-    struct tb_task *running = NULL;
+    struct tb_task **tasks = tasks_of(a), *running = NULL;
     for (int i = 0; rc == 0 && i < MAX_TASKS && !running; i++)
-        if (g_tasks[i] && g_tasks[i]->status == TB_RUNNING && same_trials(g_tasks[i], t))
-            running = g_tasks[i];
+        if (tasks[i] && tasks[i]->status == TB_RUNNING && same_trials(tasks[i], t))
+            running = tasks[i];
     if (rc < 0 || running) {
         if (running)
             reply_cjson(q->r, task_json(a, running));
@@ -399,18 +420,18 @@ void h_tensorboard_start(struct req *q)
     }
     int slot = -1;
     for (int i = 0; i < MAX_TASKS && slot < 0; i++)
-        if (!g_tasks[i])
+        if (!tasks[i])
             slot = i;
     /* a full list makes room by forgetting a task that no longer runs */
     for (int i = 0; i < MAX_TASKS && slot < 0; i++)
-        if (g_tasks[i]->status == TB_STOPPED || g_tasks[i]->status == TB_ERROR) {
-            task_free(g_tasks[i]);
-            g_tasks[i] = NULL;
+        if (tasks[i]->status == TB_STOPPED || tasks[i]->status == TB_ERROR) {
+            task_free(tasks[i]);
+            tasks[i] = NULL;
             slot = i;
         }
     do
         gen_trial_id(t->id);
-    while (task_find(t->id));
+    while (task_find(a, t->id));
     struct errbuf e;
     if (slot < 0) {
         reply_error(q->r, 400, "%d TensorBoard tasks run already: stop one first (DELETE %s/tensorboard/<id>)",
@@ -420,7 +441,7 @@ void h_tensorboard_start(struct req *q)
         reply_error(q->r, 400, "%s", e.msg);
         task_free(t);
     } else {
-        g_tasks[slot] = t;
+        tasks[slot] = t;
         reply_cjson(q->r, task_json(a, t));
     }
 }
@@ -430,7 +451,7 @@ void h_tensorboard_start(struct req *q)
 void h_tensorboard_task(struct req *q)
 {
     struct api *a = q->a;
-    struct tb_task *t = task_find(q->args[0]);
+    struct tb_task *t = task_find(a, q->args[0]);
     if (!t) {
         reply_error(q->r, 404, "no TensorBoard task %.40s (tasks end with the api that started them)", q->args[0]);
         return;
@@ -453,14 +474,15 @@ void h_tensorboard_tasks(struct req *q)
 {
     struct api *a = q->a;
     int del = evhttp_request_get_command(q->r) == EVHTTP_REQ_DELETE;
+    struct tb_task **tasks = tasks_of(a);
     cJSON *list = cJSON_CreateArray();
     for (int i = 0; i < MAX_TASKS; i++) {
-        if (!g_tasks[i])
+        if (!tasks[i])
             continue;
         if (del)
-            task_stop(g_tasks[i]);
+            task_stop(tasks[i]);
         else
-            cJSON_AddItemToArray(list, task_json(a, g_tasks[i]));
+            cJSON_AddItemToArray(list, task_json(a, tasks[i]));
     }
     if (del) {
         cJSON_Delete(list);

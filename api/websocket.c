@@ -1,6 +1,7 @@
 /* websocket.c: SHA-1, RFC 6455 frames and NNI's legacy pipe framing — the wire
  * formats of the tuner command channel (api/dispatcher.c). libevent 2.1 has no
  * WebSocket support, so the few pieces needed are written here. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/websocket.h"
@@ -171,6 +172,60 @@ void ws_frame_encode(struct strbuf *sb, int opcode, const void *payload, size_t 
     if (mask)
         for (size_t i = 0; i < n; i++)
             sb->buf[at + i] = (char)(sb->buf[at + i] ^ mask[i & 3]);
+}
+
+/* ---------------- a client's messages ---------------- */
+
+void ws_reader_init(struct ws_reader *r, uint64_t max_len)
+{
+    sb_init(&r->msg);
+    r->in_message = 0;
+    r->max_len = max_len;
+}
+
+void ws_reader_free(struct ws_reader *r)
+{
+    sb_free(&r->msg);
+    r->in_message = 0;
+}
+
+int ws_reader_next(struct ws_reader *r, const unsigned char *buf, size_t n, size_t *frame_len, struct ws_event *ev,
+                   struct errbuf *e)
+{
+    struct ws_frame f = {0};
+    memset(ev, 0, sizeof *ev);
+    *frame_len = 0;
+    int rc = ws_frame_parse(buf, n, r->max_len, 1, &f, e);
+    if (rc <= 0) {
+        if (rc == 0 && f.header_len) /* a length is known once the whole header is there */
+            *frame_len = f.header_len + (size_t)f.len;
+        return rc;
+    }
+    int data = f.opcode == WS_TEXT || f.opcode == WS_BINARY || f.opcode == WS_CONT;
+    if (data && (f.opcode == WS_CONT) != r->in_message)
+        return errf(e, "unexpected %s frame", f.opcode == WS_CONT ? "continuation" : "data");
+    if (data && r->msg.len + f.len > r->max_len)
+        return errf(e, "message over %llu bytes", (unsigned long long)r->max_len);
+    *frame_len = f.header_len + (size_t)f.len;
+    unsigned char *payload = xmalloc((size_t)f.len + 1);
+    ws_frame_payload(buf, &f, payload);
+    payload[f.len] = 0;
+    if (!data) {
+        ev->opcode = f.opcode;
+        ev->data = payload;
+        ev->len = (size_t)f.len;
+        return 1;
+    }
+    sb_add(&r->msg, (const char *)payload, (size_t)f.len);
+    free(payload);
+    r->in_message = !f.fin;
+    ev->opcode = WS_CONT;
+    if (f.fin) {
+        ev->opcode = WS_TEXT;
+        ev->len = r->msg.len;
+        ev->data = (unsigned char *)sb_detach(&r->msg);
+    }
+    return 1;
 }
 
 /* ---------------- NNI's legacy pipe framing ---------------- */

@@ -37,6 +37,29 @@ void ws_frame_payload(const unsigned char *buf, const struct ws_frame *f, unsign
  * client's frames must be masked, a server's must not). */
 void ws_frame_encode(struct strbuf *sb, int opcode, const void *payload, size_t n, const unsigned char *mask);
 
+/* A server's reader of a client's frames (masked): data frames joined into messages
+ * (RFC 6455 §5.4), control frames handed over as they come between them. */
+struct ws_reader {
+    struct strbuf msg;      /* the message being joined */
+    int in_message;         /* a data frame without FIN came: continuations follow */
+    uint64_t max_len;       /* a message's limit, in bytes */
+};
+struct ws_event {
+    int opcode;             /* WS_TEXT: a whole message (text or binary); WS_PING, WS_PONG,
+                             * WS_CLOSE: a control frame; WS_CONT: a fragment was joined */
+    unsigned char *data;    /* the message or payload, NUL-terminated; the caller frees */
+    size_t len;
+};
+void ws_reader_init(struct ws_reader *r, uint64_t max_len);
+void ws_reader_free(struct ws_reader *r);
+/* Reads the frame at the front of buf (n bytes). Returns 1 with *ev set and *frame_len
+ * the bytes it took; 0 when the frame is not all in buf (*frame_len its whole length
+ * once its header is there, else 0); -1 on a protocol error (message in e): those of
+ * ws_frame_parse, a continuation without a message, a data frame inside one, a message
+ * over max_len. */
+int ws_reader_next(struct ws_reader *r, const unsigned char *buf, size_t n, size_t *frame_len, struct ws_event *ev,
+                   struct errbuf *e);
+
 /* NNI's legacy framing: returns 1 with *type (2 chars + NUL), *payload_off and *len set
  * when a whole command is in buf, 0 when more is needed, -1 when the header is not a
  * 2-letter type and 14 digits or the length exceeds max_len. */

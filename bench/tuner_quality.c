@@ -21,14 +21,15 @@
  * --tpe-args gives TPE's classArgs (default none: NNI's defaults). --evolution-args
  * gives Evolution's (default {"optimize_mode": "minimize"}: NNI requires the mode, and
  * the functions are minimized; population_size stays NNI's 32). Anneal runs with
- * NNI's defaults, whose mode is minimize. GP and Metis run with NNI's defaults except
- * {"optimize_mode": "minimize"} (their default is maximize). */
+ * NNI's defaults, whose mode is minimize. GP, Metis and RegularizedEvolutionTuner run
+ * with NNI's defaults except {"optimize_mode": "minimize"} (their default is maximize). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/objectives.h"
+#include "bench/stats.h"
 #include "common/json.h"
 #include "tuners/tuner.h"
 
@@ -50,22 +51,6 @@ static const struct optuna_figure *optuna_find(const char *function, int budget)
         if (strcmp(optuna[i].function, function) == 0 && optuna[i].budget == budget)
             return &optuna[i];
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* numpy.percentile with linear interpolation, on sorted values */
-static double percentile(const double *sorted, int n, double q)
-{
-    double pos = (n - 1) * q / 100.0;
-    int lo = (int)floor(pos);
-    if (lo >= n - 1)
-        return sorted[n - 1];
-    return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - lo);
 }
 
 static double eval_params(const struct objective *obj, const cJSON *params)
@@ -336,7 +321,9 @@ int main(int argc, char **argv)
             int is_tpe = strcmp(ops->name, "TPE") == 0;
             const cJSON *args = is_tpe                                 ? tpe_args
                                 : strcmp(ops->name, "Evolution") == 0 ? evo_args
-                                : strcmp(ops->name, "GP") == 0 || strcmp(ops->name, "Metis") == 0 ? gp_args
+                                : strcmp(ops->name, "GP") == 0 || strcmp(ops->name, "Metis") == 0 ||
+                                          strcmp(ops->name, "RegularizedEvolutionTuner") == 0
+                                      ? gp_args
                                                                       : NULL;
             int min_trials = budgets[n_budgets - 1];
             for (int s = 0; s < seeds; s++) {

@@ -192,6 +192,56 @@ static int class_check(const struct exp_config *cfg, const struct algo_config *a
     return algo_error(cfg, at, msg);
 }
 
+/* Each platform of the trainingService (one, or each of a hybrid list) is supported and
+ * passes its own check; a GPU request on this host's GPUs it cannot meet is refused. */
+static int check_platforms(struct exp_config *cfg)
+{
+    struct errbuf e;
+    /* hybrid (a list): each listed platform must be supported and is checked */
+    const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
+    int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
+    const cJSON *gpu_entry = NULL; /* the first platform on this host's GPUs, and its index */
+    int gpu_at = -1;
+    for (int k = 0; k < nplat; k++) {
+        const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
+        const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
+        const struct platform_ops *ops = platform_find(name);
+        if (!ops) {
+            char names[256];
+            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
+                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
+        }
+        /* the platform's own check (OpenPAI: its token; remote: every machine; a
+         * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is
+         * reported now and nothing is created */
+        if (ops->preflight && ops->preflight(ops, entry, cfg->canonical, &e) < 0)
+            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+        if (ops->gpu_mode == PLATFORM_GPU_HOST && !gpu_entry) {
+            gpu_entry = entry;
+            gpu_at = cJSON_IsArray(tsl) ? k : -1;
+        }
+    }
+    /* GPUs: a request on this host's GPUs it cannot meet is reported now (runs nvidia-smi) */
+    char gkey[128], gmsg[640];
+    int grc = gpu_check_host(gpu_entry, gpu_at, cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
+    if (grc < 0) {
+        /* trialGpuNumber written only at the top level (inherited): point there */
+        const char *at = gkey, *dot = strrchr(gkey, '.');
+        int l1, c1, l2, c2;
+        char parent[128];
+        snprintf(parent, sizeof parent, "%.*s", dot ? (int)(dot - gkey) : 0, gkey);
+        if (dot && strcmp(dot + 1, "trialGpuNumber") == 0 && cJSON_GetObjectItemCaseSensitive(cfg->canonical, dot + 1) &&
+            config_mark_of(cfg, gkey, &l1, &c1) == 0 && config_mark_of(cfg, parent, &l2, &c2) == 0 && l1 == l2 &&
+            c1 == c2)
+            at = dot + 1;
+        return algo_error(cfg, at, gmsg);
+    }
+    if (grc > 0)
+        fprintf(stderr, "WARNING: %s: %s\n", cfg->source_path, gmsg);
+    return 0;
+}
+
 /* Everything a config must pass before anything is created. */
 static int validate(struct exp_config *cfg, int64_t *seed)
 {
@@ -201,9 +251,12 @@ static int validate(struct exp_config *cfg, int64_t *seed)
     *seed = -1;
     /* a customized tuner or assessor (className, a registered name, NNI's Python-only
      * built-ins) runs in NNI's dispatcher process: the configured python must find its
-     * class; its classArgs are the class's business */
+     * class; its classArgs are the class's business, except for NNI's built-ins */
     const struct nni_builtin *py_tuner = NULL;
     int reg_rc = registered_algorithms(cfg, &py_tuner);
+    /* NNI's class's ClassArgsValidator, before the import (it needs no python) */
+    if (reg_rc == 0 && py_tuner && nni_builtin_check_args(py_tuner, cfg->tuner.class_args, &e) < 0)
+        return algo_error(cfg, "tuner.classArgs", e.msg);
     if (reg_rc == 0)
         reg_rc = class_check(cfg, &cfg->tuner, "tuner", py_tuner);
     if (reg_rc == 0)
@@ -248,49 +301,7 @@ static int validate(struct exp_config *cfg, int64_t *seed)
             return algo_error(cfg, "assessor.classArgs", e.msg);
         as->destroy(astate);
     }
-    /* hybrid (a list): each listed platform must be supported and is checked */
-    const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
-    int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
-    const cJSON *gpu_entry = NULL; /* the first platform on this host's GPUs, and its index */
-    int gpu_at = -1;
-    for (int k = 0; k < nplat; k++) {
-        const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
-        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
-        const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
-        const struct platform_ops *ops = platform_find(name);
-        if (!ops) {
-            char names[256];
-            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
-                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
-        }
-        /* the platform's own check (OpenPAI: its token; remote: every machine; a
-         * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is
-         * reported now and nothing is created */
-        if (ops->preflight && ops->preflight(ops, entry, cfg->canonical, &e) < 0)
-            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
-        if (ops->gpu_mode == PLATFORM_GPU_HOST && !gpu_entry) {
-            gpu_entry = entry;
-            gpu_at = cJSON_IsArray(tsl) ? k : -1;
-        }
-    }
-    /* GPUs: a request on this host's GPUs it cannot meet is reported now (runs nvidia-smi) */
-    char gkey[128], gmsg[640];
-    int grc = gpu_check_host(gpu_entry, gpu_at, cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
-    if (grc < 0) {
-        /* trialGpuNumber written only at the top level (inherited): point there */
-        const char *at = gkey, *dot = strrchr(gkey, '.');
-        int l1, c1, l2, c2;
-        char parent[128];
-        snprintf(parent, sizeof parent, "%.*s", dot ? (int)(dot - gkey) : 0, gkey);
-        if (dot && strcmp(dot + 1, "trialGpuNumber") == 0 && cJSON_GetObjectItemCaseSensitive(cfg->canonical, dot + 1) &&
-            config_mark_of(cfg, gkey, &l1, &c1) == 0 && config_mark_of(cfg, parent, &l2, &c2) == 0 && l1 == l2 &&
-            c1 == c2)
-            at = dot + 1;
-        return algo_error(cfg, at, gmsg);
-    }
-    if (grc > 0)
-        fprintf(stderr, "WARNING: %s: %s\n", cfg->source_path, gmsg);
-    return 0;
+    return check_platforms(cfg);
 }
 
 static int foreground_loop(struct db *db, const char *id, pid_t api);

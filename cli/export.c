@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
@@ -242,11 +243,11 @@ static int tuner_takes_imports(const struct experiment *x)
         printf("WARNING: There is no need to import data for %s\n", name);
         rc = -1;
     } else {
-        static const char *const ok[] = {"TPE", "Anneal", "GridSearch", "MetisTuner", "BOHB", "SMAC", "BatchTuner",
+        static const char *const ok[] = {"TPE", "Anneal", "GridSearch", "Metis", "BOHB", "SMAC", "BatchTuner",
                                          "Batch", NULL};
         rc = 1;
         for (int i = 0; ok[i]; i++)
-            if (strcmp(name, ok[i]) == 0)
+            if (strcasecmp(name, ok[i]) == 0)
                 rc = 0;
         if (rc)
             cli_error("%s does not support importing addtional data", name);

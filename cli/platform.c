@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
-#include "workers/worker.h"
 
 static int cmd_clean_fn(int argc, char **argv)
 {
@@ -32,12 +31,11 @@ static int cmd_clean_fn(int argc, char **argv)
     struct errbuf e;
     if (config_load(path, &cfg, &e) < 0)
         return cli_error("%s", e.msg);
-    /* a platform whose trials run on this host (they use its GPUs) keeps everything in
-     * the experiment directory */
-    const struct platform_ops *ops = platform_find(cfg->platform);
-    if (ops && ops->gpu_mode == PLATFORM_GPU_HOST)
+    /* a platform whose trials run on this host keeps everything in the experiment
+     * directory (a trait of its trainingService schema, config/schema_ts.c) */
+    if (config_platform_trials_on_host(cfg->platform))
         printf("It does not need to clean %s platform: trialq keeps no cache outside the experiment"
-               " directory.\n", ops->name);
+               " directory.\n", cfg->platform);
     else
         printf("platform %s: clean up is not supported yet; there is nothing trialq knows to remove.\n",
                cfg->platform);

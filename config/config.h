@@ -52,6 +52,24 @@ int config_from_json(const char *json, struct exp_config **out, struct errbuf *e
 
 void config_free(struct exp_config *cfg);
 
+/* A trait of a trainingService platform, from its schema (config/schema_ts.c): 1 when
+ * its trials run on this host, so that their directories (trial_dir) are readable here
+ * (the api's TensorBoard reads them); 0 for any other name, "hybrid" (a trial no worker
+ * took yet) included. */
+int config_platform_trials_on_host(const char *platform);
+/* 1 when the trials of this platform keep their files on a storage of their own outside
+ * the experiment directory (the cluster platforms' shared storage), else 0 (schema/pack.c
+ * clears such a trial_dir when it loads a pack). */
+int config_shared_storage(const char *platform);
+/* The machines the trainingService of a canonical config (each entry of a hybrid list)
+ * runs trials on, from the platforms' traits: fn(ctx, platform, host, port, user) for
+ * each, host NULL for this host (local), each machineList entry of remote (port 22 when
+ * unset, user NULL when unset); none for the cluster platforms. Returns how many, or -1
+ * when config_json is not a config (schema/machines.c's machines_json takes it). */
+int config_ts_machines(const char *config_json,
+                       void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
+                       void *ctx);
+
 /* Position of a key path such as "searchSpace.lr._value" or "tuner.classArgs" in the
  * source file (1-based). Returns 0 when known, -1 otherwise. Paths use the canonical
  * (camelCase) names and "[i]" for list items. A mapping member gives the position of its
@@ -85,28 +103,21 @@ const cJSON *algo_registry_find(const cJSON *reg, const char *section, const cha
 int algo_registry_save(const cJSON *reg, struct errbuf *e);
 
 /* ---- nni_builtin.c: NNI's built-in algorithms that run as NNI's Python class ---- */
+struct arg_rule;
 struct nni_builtin {
     const char *name;        /* NNI's builtinName */
     const char *alias;       /* NNI's alias (the v1 builtinTunerName spelling), or NULL */
     const char *section;     /* "tuners", "assessors" or "advisors" */
     const char *class_name;  /* NNI's module.Class */
     const char *install;     /* what to pip install for it: "'nni[SMAC]'" */
+    const struct arg_rule *args; /* its classArgs, as NNI's validator of the class checks them */
 };
 /* By name or alias, any case; NULL when NNI has no such Python-only built-in. */
 const struct nni_builtin *nni_builtin_find(const char *name);
 /* The i-th entry (0, 1, ...), NULL past the last. */
 const struct nni_builtin *nni_builtin_at(int i);
-
-/* ---- ts_traits.c: what a trainingService entry means beyond its keys ---- */
-/* The machines the trainingService of a canonical config (each entry of a hybrid list)
- * runs trials on: fn(ctx, platform, host, port, user) for each, host NULL for this
- * host (local), each machineList entry of remote (port 22 when unset, user NULL when
- * unset). Returns how many, or -1 when config_json is not a config. */
-int config_ts_machines(const char *config_json,
-                       void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
-                       void *ctx);
-/* 1 when the trials of this platform keep their files on a storage of their own outside
- * the experiment directory (the cluster platforms' shared storage), else 0. */
-int config_shared_storage(const char *platform);
+/* NNI's ClassArgsValidator of b's class, in C: unknown keys, types, ranges, choices and
+ * required keys; errors read "tuner.classArgs.<key>: ...". args may be NULL. */
+int nni_builtin_check_args(const struct nni_builtin *b, const cJSON *args, struct errbuf *e);
 
 #endif

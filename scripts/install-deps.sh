@@ -14,6 +14,7 @@ pkgs=(
     # build and run
     build-essential cmake pkg-config
     libsqlite3-dev libcurl4-openssl-dev libyaml-dev libcjson-dev libssh2-1-dev libevent-dev
+    libssl-dev  # libcrypto: SHA-256 / HMAC of cloud request signatures (common/acs_sign.c)
     sqlite3 curl procps python3
 )
 if [ "$only_build" = 0 ]; then

@@ -13,7 +13,6 @@ cd "$src" || exit 2
 # a module below workers/ (schema/, api/ link no worker) or a message of its own.
 #   file:name
 known=(
-    "api/tensorboard.c:local"   # TensorBoard reads trial dirs on this host: a platform trait
 )
 
 own_files() { # the files that may name platform $1

@@ -37,13 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct evo_state {
-    struct ss_space *space;  /* own copy */
-    uint64_t seed;
-    int maximize, population_size;
-    int n_params;            /* parameters in the whole tree: the most a parent has active */
-};
-
 static const char *const evo_keys[] = {"optimize_mode", "population_size", "seed", NULL};
 static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
@@ -70,20 +63,29 @@ static int evo_create(const cJSON *args, const struct ss_space *space, uint64_t 
         classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0 ||
         classargs_seed(args, &seed, e) < 0)
         return -1;
-    struct evo_state *t = xcalloc(1, sizeof *t);
-    if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {
-        free(t);
+    struct evo_state *t = evo_state_new(space, seed, mode == 0, population_size, e);
+    if (!t)
         return -1;
-    }
-    t->seed = seed;
-    t->maximize = mode == 0;
-    t->population_size = population_size;
     t->n_params = count_params(t->space);
     *state = t;
     return 0;
 }
 
-static void evo_destroy(void *state)
+struct evo_state *evo_state_new(const struct ss_space *space, uint64_t seed, int maximize, int population_size,
+                                struct errbuf *e)
+{
+    struct evo_state *t = xcalloc(1, sizeof *t);
+    if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {
+        free(t);
+        return NULL;
+    }
+    t->seed = seed;
+    t->maximize = maximize;
+    t->population_size = population_size;
+    return t;
+}
+
+void evo_state_free(void *state)
 {
     struct evo_state *t = state;
     if (!t)
@@ -219,6 +221,6 @@ const struct tuner_ops tuner_evolution = {
     .aliases = evo_aliases,
     .create = evo_create,
     .suggest = evo_suggest,
-    .destroy = evo_destroy,
+    .destroy = evo_state_free,
     .needs_history = 1,
 };

@@ -23,8 +23,9 @@ extern const struct tuner_ops tuner_gp;
 extern const struct tuner_ops tuner_metis;
 extern const struct tuner_ops tuner_hyperband;
 extern const struct tuner_ops tuner_bohb;
+extern const struct tuner_ops tuner_pbt;
 extern const struct tuner_ops tuner_tpe_legacy;            /* mapped.c: runs TPE */
-extern const struct tuner_ops tuner_regularized_evolution; /* mapped.c: runs Evolution */
+extern const struct tuner_ops tuner_regularized_evolution; /* regevo.c: aging evolution */
 
 /* ---- the built-in assessors (assessor.c lists them) ---- */
 struct assessor_ops;
@@ -80,6 +81,19 @@ int classargs_check_keys(const cJSON *args, const char *tuner, const char *const
 int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
 /* optimize_mode: "maximize" or "minimize" when present (some tuners ignore it). */
 int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
+
+/* ---- evolution.c: the state of the two evolution tuners (Evolution, regevo.c) ---- */
+struct evo_state {
+    struct ss_space *space;  /* own copy */
+    uint64_t seed;
+    int maximize, population_size;
+    int n_params;            /* Evolution: parameters in the whole tree (the most a parent has active) */
+    int sample_size;         /* RegularizedEvolutionTuner: the tournament's size */
+};
+/* NULL (e set) when the space does not parse. */
+struct evo_state *evo_state_new(const struct ss_space *space, uint64_t seed, int maximize, int population_size,
+                                struct errbuf *e);
+void evo_state_free(void *state);
 
 /* ---- queries.c ---- */
 /* (a final status: trial_status_final() of common/trial_status.h) */

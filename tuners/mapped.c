@@ -1,7 +1,6 @@
-/* mapped.c: NNI built-in names that trialq runs with one of its own tuners, with the
- * classArgs of NNI's class translated (docs/config.md says what differs):
- * - TPE_legacy (NNI's HyperoptTuner with algorithm_name tpe, hyperopt's TPE) runs TPE;
- * - RegularizedEvolutionTuner runs Evolution. */
+/* mapped.c: an NNI built-in name that trialq runs with one of its own tuners, with the
+ * classArgs of NNI's class translated (docs/config.md says what differs): TPE_legacy
+ * (NNI's HyperoptTuner with algorithm_name tpe, hyperopt's TPE) runs TPE. */
 #include "tuners/internal.h"
 
 #include <string.h>
@@ -64,55 +63,5 @@ const struct tuner_ops tuner_tpe_legacy = {
     .create = legacy_create,
     .suggest = legacy_suggest,
     .destroy = legacy_destroy,
-    .needs_history = 1,
-};
-
-/* ---- RegularizedEvolutionTuner: optimize_mode (maximize), population_size (100),
- * sample_size (25) ---- */
-
-static const char *const regevo_keys[] = {"optimize_mode", "population_size", "sample_size", "seed", NULL};
-
-static int regevo_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
-                         struct errbuf *e)
-{
-    int mode = 0, population_size = 100, sample_size = 25;
-    uint64_t own_seed = seed;
-    if (classargs_keys(args, "tuner", "RegularizedEvolutionTuner", regevo_keys, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0 ||
-        classargs_int(args, "tuner", "sample_size", 1, 99999, &sample_size, e) < 0)
-        return -1;
-    int has_seed = classargs_seed(args, &own_seed, e);
-    if (has_seed < 0)
-        return -1;
-    if (sample_size > population_size)
-        return errf(e, "tuner.classArgs.sample_size: must not exceed population_size (%d), got %d",
-                    population_size, sample_size);
-    cJSON *evo = cJSON_CreateObject();
-    cJSON_AddStringToObject(evo, "optimize_mode", mode_names[mode]);
-    cJSON_AddNumberToObject(evo, "population_size", population_size);
-    if (has_seed)
-        cJSON_AddNumberToObject(evo, "seed", (double)own_seed);
-    int rc = tuner_evolution.create(evo, space, own_seed, state, e);
-    cJSON_Delete(evo);
-    return rc;
-}
-
-static int regevo_suggest(void *state, int64_t index, const struct tuner_history *hist, cJSON **params,
-                          struct errbuf *e)
-{
-    return tuner_evolution.suggest(state, index, hist, params, e);
-}
-
-static void regevo_destroy(void *state)
-{
-    tuner_evolution.destroy(state);
-}
-
-const struct tuner_ops tuner_regularized_evolution = {
-    .name = "RegularizedEvolutionTuner",
-    .create = regevo_create,
-    .suggest = regevo_suggest,
-    .destroy = regevo_destroy,
     .needs_history = 1,
 };

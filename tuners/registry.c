@@ -15,6 +15,7 @@ static const struct tuner_ops *const builtin[] = {
     &tuner_metis,
     &tuner_hyperband,
     &tuner_bohb,
+    &tuner_pbt,
     &tuner_tpe_legacy,
     &tuner_regularized_evolution,
 };
@@ -43,6 +44,6 @@ const char *tuner_names(void)
 {
     /* A literal rather than a string built from the table at run time (no global
      * mutable state); the unit test checks that it lists every entry. */
-    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Metis, Hyperband, BOHB, TPE_legacy, "
+    return "Random, GridSearch, Batch, TPE, Anneal, Evolution, GP, Metis, Hyperband, BOHB, PBT, TPE_legacy, "
            "RegularizedEvolutionTuner";
 }

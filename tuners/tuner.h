@@ -29,6 +29,10 @@ struct tuner_result {
 struct tuner_history {
     int n;
     const struct tuner_result *items;  /* in sequence order */
+    /* The experiment's directory (<home>/<experiment id>), where a tuner that hands
+     * trials directories of their own (PBT's checkpoints) puts them by default; NULL
+     * outside an api (a bench, a dry run). */
+    const char *experiment_dir;
 };
 
 struct tuner_ops {

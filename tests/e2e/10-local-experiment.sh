@@ -6,21 +6,9 @@
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-experimentName: e2e-local
-searchSpace:
-  x: {_type: randint, _value: [0, 1000]}
-  lr: {_type: loguniform, _value: [0.0001, 0.1]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: 4
-maxTrialNumber: 50
-tuner:
-  name: Random
-  classArgs: {seed: 7}
-trainingService:
-  platform: local
-YML
+write_config "$WORK/exp/config.yml" experimentName=e2e-local trialCommand='sh metrics.sh' \
+    searchSpace='{x: {_type: randint, _value: [0, 1000]}, lr: {_type: loguniform, _value: [0.0001, 0.1]}}' \
+    trialConcurrency=4 maxTrialNumber=50 tuner='{name: Random, classArgs: {seed: 7}}'
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 cat "$WORK/create.out"

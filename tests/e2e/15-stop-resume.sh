@@ -10,11 +10,7 @@ export TRIAL_STEPS=4 TRIAL_SLEEP=0.5
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
-for _ in $(seq 100); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 3 ] && break
-    sleep 0.05
-done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 3 ] || fail "3 trials never ran"
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 3 5 "3 trials never ran"
 
 nnictl stop "$id" > "$WORK/stop.out"
 grep -q "Stop experiment success" "$WORK/stop.out" || fail "stop did not report success"
@@ -68,8 +64,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: applicati
 [ "$code" = 400 ] || fail "view accepted a change ($code)"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$port/api/v1/nni/experiment")
 [ "$code" = 200 ] || fail "DELETE /experiment in view mode gave $code"
-for _ in $(seq 50); do port_is_free "$port" && break; sleep 0.1; done
-port_is_free "$port" || fail "DELETE /experiment did not end the view api"
+wait_until 5 port_is_free "$port" || fail "DELETE /experiment did not end the view api"
 st=$(sql "SELECT status FROM experiment WHERE id='$id'"); [ "$st" = DONE ] || fail "viewing changed the stored status to $st"
 nnictl view "$id" --port "$port" > /dev/null
 nnictl stop "$id" > /dev/null
@@ -82,7 +77,7 @@ out=$(nnictl experiment show nosuchid 2>&1 || true)
 echo "$out" | grep -q "Id not correct" || fail "unknown id message: $out"
 $PY -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
 holder=$!
-for _ in $(seq 100); do port_is_free "$port" || break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 5 port_busy "$port" || true
 out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)
 kill $holder 2>/dev/null || true
 echo "$out" | grep -q "Port $port is not idle" || fail "busy port message: $out"

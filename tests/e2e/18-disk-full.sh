@@ -62,17 +62,8 @@ for i in range(60):
     time.sleep(0.05)
 emit('FINAL', 0, x)
 PY
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: python3 steps.py
-trialCodeDirectory: .
-trialConcurrency: 4
-maxTrialNumber: 16
-tuner: {name: Random, classArgs: {seed: 18}}
-trainingService:
-  platform: local
-YML
+write_config "$WORK/exp/config.yml" trialCommand='python3 steps.py' trialConcurrency=4 maxTrialNumber=16 \
+    tuner='{name: Random, classArgs: {seed: 18}}'
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
@@ -80,22 +71,17 @@ id=$(exp_id_of "$WORK/create.out")
 cs() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 
 # 4 trials run and have written metrics: fill the disk
-for _ in $(seq 1 200); do
-    [ "$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'")" -ge 40 ] && break
-    sleep 0.1
-done
+wait_until 20 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'" '>=40' || true
 dd if=/dev/zero of="$NNI_HOME/filler" bs=64k 2> /dev/null || true
 [ "$(df --output=avail -k "$NNI_HOME" | tail -n1 | tr -d ' ')" -le 4 ] || fail "the tmpfs is not full"
 pass "the home's tmpfs is full"
 
 # within seconds, the error names the path
-seen=""
-for _ in $(seq 1 100); do
+disk_full_shown() {
     errs=$(cs | $PY -c 'import json,sys; print("\n".join(json.load(sys.stdin)["errors"]))' || true)
-    if grep -q "$NNI_HOME" <<< "$errs" && grep -qiE 'disk full|ENOSPC|SQLITE_FULL' <<< "$errs"; then seen=1; break; fi
-    sleep 0.1
-done
-[ -n "$seen" ] || { cs; fail "check-status shows no disk-full error naming $NNI_HOME within 10 s"; }
+    grep -q "$NNI_HOME" <<< "$errs" && grep -qiE 'disk full|ENOSPC|SQLITE_FULL' <<< "$errs"
+}
+wait_until 10 disk_full_shown || { cs; fail "check-status shows no disk-full error naming $NNI_HOME within 10 s"; }
 echo "$errs"
 pass "check-status errors name the full path"
 nnictl experiment status "$id" | grep -q "$NNI_HOME" || fail "nnictl experiment status shows no error"
@@ -111,12 +97,8 @@ started2=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND start_t
 pass "no trial started while the disk was full ($started started before)"
 
 rm -f "$NNI_HOME/filler"
-for _ in $(seq 1 100); do
-    n=$(cs | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["errors"]))' || echo x)
-    [ "$n" = 0 ] && break
-    sleep 0.1
-done
-[ "$n" = 0 ] || { cs; fail "the error did not clear within 10 s of freeing space"; }
+no_errors() { [ "$(cs | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["errors"]))' || echo x)" = 0 ]; }
+wait_until 10 no_errors || { cs; fail "the error did not clear within 10 s of freeing space"; }
 pass "the error cleared once space was freed"
 
 wait_status "$id" DONE 180

@@ -81,28 +81,22 @@ metrics_experiment "$WORK/b" 3 6 22
 nnictl create --config "$WORK/b/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
 copies_add "$b"
-for _ in $(seq 300); do [ "$(running "$b")" = 3 ] && [ -n "$(supervisors "$b")" ] && break; sleep 0.05; done
+b_runs() { [ "$(running "$b")" = 3 ] && [ -n "$(supervisors "$b")" ]; }
+WAIT_STEP=0.05 wait_until 15 b_runs || true
 [ "$(running "$b")" = 3 ] || fail "b: 3 trials not running"
 sleep 0.5
 w=$(worker_pid "$b")
 [ -n "$w" ] || fail "b: no worker"
 kill -9 $w $(supervisors "$b") 2>/dev/null || true
-for _ in $(seq 300); do
-    w2=$(worker_pid "$b")
-    [ -n "$w2" ] && [ "$w2" != "$w" ] && break
-    sleep 0.1
-done
-[ -n "$w2" ] && [ "$w2" != "$w" ] || fail "b: the api did not start a new worker"
+new_worker() { w2=$(worker_pid "$b"); [ -n "$w2" ] && [ "$w2" != "$w" ]; }
+wait_until 30 new_worker || fail "b: the api did not start a new worker"
 pass "b: worker $w and the supervisors killed together; new worker $w2"
 # the next trials, once they run: api, worker and supervisors at once, then resume
-for _ in $(seq 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING' AND sequence >= 3")" -ge 1 ] && break
-    sleep 0.05
-done
+WAIT_STEP=0.05 wait_until 15 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING' AND sequence >= 3" '>=1' || true
 sleep 0.5
 api=$(sql "SELECT api_pid FROM experiment WHERE id='$b'")
 kill -9 "$api" $(worker_pid "$b") $(supervisors "$b") 2>/dev/null || true
-for _ in $(seq 50); do kill -0 "$api" 2>/dev/null || break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 2.5 gone "$api" || true
 nnictl resume "$b" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "b: resume"; }
 wait_status "$b" DONE 120
 check "$b"

@@ -44,30 +44,17 @@ pass "exit codes, signals, stdout metrics (a last line without newline too) and 
 nnictl stop "$id" > /dev/null
 
 # nnictl trial kill -> USER_CANCELED; and the REST errors for an unknown trial
-cat > "$WORK/exp/slow.yml" <<YML
-searchSpace:
-  mode: {_type: choice, _value: [slow]}
-  k: {_type: randint, _value: [0, 3]}
-trialCommand: sh behave.sh
-trialCodeDirectory: .
-trialConcurrency: 3
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/slow.yml" searchSpace='{mode: {_type: choice, _value: [slow]}, k: {_type: randint, _value: [0, 3]}}' \
+    trialCommand='sh behave.sh' trialConcurrency=3 maxTrialNumber= tuner='{name: GridSearch}'
 # started EXP N: waits (15 s at most) until N trials of EXP wrote their "started" file
-started() {
-    for _ in $(seq 150); do
-        [ "$(ls "$NNI_HOME/$1"/trials/*/started 2>/dev/null | wc -l)" = "$2" ] && return 0; sleep 0.1
-    done
-    fail "$2 trials of $1 did not start"
-}
+n_started() { [ "$(ls "$NNI_HOME/$1"/trials/*/started 2>/dev/null | wc -l)" = "$2" ]; }
+started() { wait_until 15 n_started "$1" "$2" || fail "$2 trials of $1 did not start"; }
 nnictl create --config "$WORK/exp/slow.yml" --port "$port" > "$WORK/create2.out"
 id2=$(exp_id_of "$WORK/create2.out")
 started "$id2" 3
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' ORDER BY sequence LIMIT 1")
 nnictl trial kill "$id2" --trial_id "$victim" > /dev/null
-for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] && break; sleep 0.1; done
-[ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] || fail "trial kill"
+wait_sql "SELECT status FROM trial WHERE id='$victim'" USER_CANCELED 10 "trial kill"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$port/api/v1/nni/trial-jobs/NoSuch")
 [ "$code" = 404 ] || fail "DELETE unknown trial gave $code"
 pass "nnictl trial kill"
@@ -78,10 +65,7 @@ kill -9 $pids 2>/dev/null || true
 sleep 0.5
 [ -z "$(our_pids)" ] || fail "processes survived the simulated reboot"
 nnictl resume "$id2" --port "$port" > /dev/null
-for _ in $(seq 150); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'")" = 2 ] && break; sleep 0.1
-done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'")" = 2 ] ||
+wait_until 15 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'" 2 ||
     { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id2'"; fail "vanished trials were not retried"; }
 # the retry has the same parameters and its own directory; the first attempt's is kept aside
 for t in $(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND attempt = 2"); do
@@ -99,15 +83,8 @@ nnictl stop "$id2" > /dev/null
 # KeyboardInterrupt and can still save its work (and report); one that ignores SIGINT
 # and SIGTERM is ended by the SIGKILL 5 s later
 cp "$TRIALQ_SRC/tests/e2e/trials/interrupt.py" "$WORK/exp/"
-cat > "$WORK/exp/interrupt.yml" <<YML
-searchSpace:
-  mode: {_type: choice, _value: [graceful, stubborn]}
-trialCommand: python3 interrupt.py
-trialCodeDirectory: .
-trialConcurrency: 2
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/interrupt.yml" searchSpace='{mode: {_type: choice, _value: [graceful, stubborn]}}' \
+    trialCommand='python3 interrupt.py' trialConcurrency=2 maxTrialNumber= tuner='{name: GridSearch}'
 nnictl create --config "$WORK/exp/interrupt.yml" --port "$port" > "$WORK/create3.out"
 id3=$(exp_id_of "$WORK/create3.out")
 started "$id3" 2
@@ -117,15 +94,13 @@ t0=$(date +%s%N)
 nnictl trial kill "$id3" --trial_id "$graceful" > /dev/null
 nnictl trial kill "$id3" --trial_id "$stubborn" > /dev/null
 ended() { [ "$(sql "SELECT status FROM trial WHERE id='$1'")" = USER_CANCELED ]; }
-for _ in $(seq 100); do ended "$graceful" && break; sleep 0.05; done
-ended "$graceful" || fail "the graceful trial did not end on its kill"
+WAIT_STEP=0.05 wait_until 5 ended "$graceful" || fail "the graceful trial did not end on its kill"
 grep -q KeyboardInterrupt "$NNI_HOME/$id3/trials/$graceful/interrupted" 2>/dev/null ||
     fail "the killed Python trial saw no KeyboardInterrupt: $(cat "$NNI_HOME/$id3/trials/$graceful/trial.stderr")"
 [ "$(sql "SELECT group_concat(type || ':' || value) FROM metric WHERE trial_id='$graceful'")" = PERIODICAL:0.5 ] ||
     fail "what the interrupted trial reported was lost"
 ended "$stubborn" && fail "a trial ignoring SIGINT and SIGTERM ended before the SIGKILL"
-for _ in $(seq 200); do ended "$stubborn" && break; sleep 0.05; done
-ended "$stubborn" || fail "the stubborn trial was not ended by SIGKILL"
+WAIT_STEP=0.05 wait_until 10 ended "$stubborn" || fail "the stubborn trial was not ended by SIGKILL"
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$ms" -ge 4500 ] || fail "the stubborn trial ended after $ms ms, before the 5 s grace"
 # the signal that ended each, as the supervisor recorded it (.nni/state: exit code, end,

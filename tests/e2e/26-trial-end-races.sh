@@ -20,11 +20,10 @@ export TRIAL_STEPS=2 TRIAL_SLEEP=0.7
 metrics_experiment "$WORK/a" 2 2 31
 nnictl create --config "$WORK/a/config.yml" --port "$port" > "$WORK/a.out"
 a=$(exp_id_of "$WORK/a.out")
-for _ in $(seq 100); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$a' AND status='RUNNING'")" = 2 ] && break; sleep 0.05; done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$a' AND status='RUNNING'")" = 2 ] || fail "a: 2 trials not running"
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$a' AND status='RUNNING'" 2 5 "a: 2 trials not running"
 kill -9 "$(sql "SELECT api_pid FROM experiment WHERE id='$a'")" $(pgrep -f "trialq worker .*--experiment $a") 2>/dev/null || true
 for t in $(sql "SELECT id FROM trial WHERE experiment_id='$a'"); do
-    for _ in $(seq 100); do [ -s "$NNI_HOME/$a/trials/$t/.nni/state" ] && break; sleep 0.1; done
+    wait_until 10 test -s "$NNI_HOME/$a/trials/$t/.nni/state" || true
     read -r code _ < "$NNI_HOME/$a/trials/$t/.nni/state" || fail "a: trial $t recorded no end"
     [ "$code" = 0 ] || fail "a: trial $t exited $code"
 done
@@ -38,13 +37,13 @@ metrics_experiment "$WORK/b" 1 1 32
 sed -i 's/^trialConcurrency: 1$/trialConcurrency: 1\nmaxTrialDuration: 2s/' "$WORK/b/config.yml"
 nnictl create --config "$WORK/b/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
-for _ in $(seq 100); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING'")" = 1 ] && break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING'" 1 || true
 tb=$(sql "SELECT id FROM trial WHERE experiment_id='$b'")
 wpid=$(pgrep -f "trialq worker .*--experiment $b")
 [ -n "$wpid" ] || fail "b: no worker"
 kill -STOP $wpid
-for _ in $(seq 100); do [ -s "$NNI_HOME/$b/trials/$tb/.nni/state" ] && break; sleep 0.1; done
-for _ in $(seq 100); do [ -n "$(sql "SELECT kill_request FROM trial WHERE id='$tb'")" ] && break; sleep 0.1; done
+wait_until 10 test -s "$NNI_HOME/$b/trials/$tb/.nni/state" || true
+wait_until 10 sql_is "SELECT kill_request FROM trial WHERE id='$tb'" '!=' || true
 [ "$(sql "SELECT kill_request FROM trial WHERE id='$tb'")" = EARLY_STOPPED ] || { kill -CONT $wpid; fail "b: no kill request"; }
 kill -CONT $wpid
 wait_status "$b" DONE 30
@@ -55,10 +54,12 @@ pass "maxTrialDuration reached after the trial ended by itself: SUCCEEDED"
 
 # --- c: the crash between the start and the RUNNING commit ---------------------------
 metrics_experiment "$WORK/c" 1 1 33
+# (a trial of 4 s, so that it still runs when every other process is killed; exported
+# before the create, whose api and worker the trial inherits its environment from)
+export TRIAL_STEPS=40 TRIAL_SLEEP=0.1
 nnictl create --config "$WORK/c/config.yml" --port "$port" > "$WORK/c.out"
 c=$(exp_id_of "$WORK/c.out")
-export TRIAL_STEPS=40 TRIAL_SLEEP=0.1
-for _ in $(seq 100); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'")" = 1 ] && break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 || true
 tc=$(sql "SELECT id FROM trial WHERE experiment_id='$c'")
 read -r _ orphan _ < "$NNI_HOME/$c/trials/$tc/.nni/job.lock"
 kill -0 "$orphan" || fail "c: no trial process"
@@ -71,8 +72,8 @@ sql "UPDATE trial SET status = 'WAITING', job_id = NULL, start_time = NULL, mach
 nnictl resume "$c" --port "$port" > /dev/null
 wait_status "$c" DONE 60
 # (its leader may linger a moment as a zombie of init: dead, not running)
-for _ in $(seq 50); do ps -o stat= -p "$orphan" | grep -qv Z || break; sleep 0.1; done
-! ps -o stat= -p "$orphan" | grep -qv Z || fail "c: attempt 1's trial (pid $orphan) still runs"
+runs() { ps -o stat= -p "$1" | grep -qv Z; }
+wait_until 5 not runs "$orphan" || fail "c: attempt 1's trial (pid $orphan) still runs"
 [ "$(sql "SELECT status || ' ' || attempt FROM trial WHERE id='$tc'")" = "SUCCEEDED 1" ] ||
     fail "c: $(sql "SELECT status, attempt, message FROM trial WHERE id='$tc'")"
 # attempt 1 ran once, to its end, and its metrics are what it wrote
@@ -97,7 +98,7 @@ sql "UPDATE trial SET status = 'WAITING', attempt = 2, job_id = NULL, start_time
        lease_owner = 'gone:1:1', lease_expires = 0, kill_request = 'USER_CANCELED' WHERE id = '$td'"
 sql "UPDATE experiment SET status = 'RUNNING' WHERE id = '$d'"
 nnictl resume "$d" --port "$port" > /dev/null
-for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$td'")" = USER_CANCELED ] && break; sleep 0.1; done
+wait_until 10 sql_is "SELECT status FROM trial WHERE id='$td'" USER_CANCELED || true
 [ "$(sql "SELECT status || ' ' || attempt FROM trial WHERE id='$td'")" = "USER_CANCELED 2" ] ||
     fail "d: $(sql "SELECT status, attempt, message FROM trial WHERE id='$td'")"
 [ ! -s "$NNI_HOME/$d/trials/$td/trial.stdout" ] || fail "d: the trial ran"

@@ -34,11 +34,7 @@ export TRIAL_STEPS=3 TRIAL_SLEEP=1
 metrics_experiment "$WORK/q" 1 3 6
 nnictl create --config "$WORK/q/config.yml" --port "$port" > "$WORK/q.out"
 q=$(exp_id_of "$WORK/q.out")
-for _ in $(seq 100); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$q' AND status='RUNNING'")" = 1 ] &&
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$q' AND status='WAITING'")" = 2 ] && break
-    sleep 0.05
-done
+WAIT_STEP=0.05 wait_until 5 sql_is "SELECT sum(status='RUNNING') || ' ' || sum(status='WAITING') FROM trial WHERE experiment_id='$q'" "1 2" || true
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$q'")" = 3 ] || fail "q: not 1 running + 2 queued"
 API="http://127.0.0.1:$port/api/v1/nni"
 out=$(curl -s -X POST -d '{"x": 77}' "$API/trial-jobs")
@@ -54,7 +50,7 @@ pass "a customized trial takes the place of a queued one: 3 trials in a budget o
 metrics_experiment "$WORK/l" 1 10 7
 nnictl create --config "$WORK/l/config.yml" --port "$port" > "$WORK/l.out"
 l=$(exp_id_of "$WORK/l.out")
-for _ in $(seq 100); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l'")" = 3 ] && break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$l'" 3 || true
 nnictl update trialnum "$l" --value 1 > /dev/null
 wait_status "$l" DONE 60
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND start_time IS NOT NULL")" = 1 ] ||
@@ -62,11 +58,8 @@ wait_status "$l" DONE 60
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND status='SYS_CANCELED' AND start_time IS NULL")" = 2 ] ||
     fail "l: the queued trials were not cancelled"
 nnictl update trialnum "$l" --value 3 > /dev/null
-for _ in $(seq 200); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND status='SUCCEEDED'")" = 3 ] && break; sleep 0.1
-done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND status='SUCCEEDED'")" = 3 ] ||
-    fail "l: raised to 3, $(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND status='SUCCEEDED'") trials ran"
+wait_until 20 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$l' AND status='SUCCEEDED'" 3 ||
+    fail "l: raised to 3, $SQL_GOT trials ran"
 nnictl stop "$l" > /dev/null
 pass "maxTrialNumber lowered: queued trials cancelled; raised again: they do not count"
 assert_no_leftovers

@@ -21,16 +21,8 @@ with open(os.path.join(sysdir, ".nni", "metrics"), "ab") as f:
     f.write(frame(bad) + frame(good))
 os.write(1, b"NNISDK_MEb'{\"type\":\x1b[2J\"PERIODICAL\\u\r[2000-01-01 00:00:00] ERROR stdout forged'\n")
 PY
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: choice, _value: [1]}
-trialCommand: python3 forge.py
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 1
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: choice, _value: [1]}}' trialCommand='python3 forge.py' \
+    tuner='{name: GridSearch}'
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 wait_status "$id" DONE 60

@@ -270,9 +270,7 @@ export TRIAL_STEPS=6 TRIAL_SLEEP=0.4
 metrics_experiment "$WORK/run" 1 10 9
 nnictl create --config "$WORK/run/config.yml" --port "$port" > "$WORK/create2.out"
 id2=$(exp_id_of "$WORK/create2.out")
-running() { sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'"; }
-for _ in $(seq 100); do [ "$(running)" = 1 ] && break; sleep 0.05; done
-[ "$(running)" = 1 ] || fail "no trial runs"
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 1 5 "no trial runs"
 
 # incremental readers follow the whole run from here; compared with full reads at the end
 $PY - "$API" "$WORK/since.out" <<'PY' > "$WORK/since.log" 2>&1 &
@@ -319,15 +317,13 @@ follower=$!
 expect 200 "$API/experiment"
 $PY -c "import json; p=json.load(open('$WORK/body')); p['params']['trialConcurrency']=3; json.dump(p, open('$WORK/profile.json','w'))"
 expect 200 -X PUT -H 'Content-Type: application/json' --data-binary @"$WORK/profile.json" "$API/experiment?update_type=TRIAL_CONCURRENCY"
-for _ in $(seq 60); do [ "$(running)" = 3 ] && break; sleep 0.1; done
-[ "$(running)" = 3 ] || fail "concurrency 3: $(running) running"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 3 6 "concurrency 3: trials running"
 pass "PUT update_type=TRIAL_CONCURRENCY 1 -> 3: 3 trials run"
 
 # kill a running trial through the API
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' ORDER BY sequence LIMIT 1")
 expect 200 -X DELETE "$API/trial-jobs/$victim"
-for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] && break; sleep 0.1; done
-[ "$(sql "SELECT status FROM trial WHERE id='$victim'")" = USER_CANCELED ] || fail "DELETE /trial-jobs did not kill $victim"
+wait_sql "SELECT status FROM trial WHERE id='$victim'" USER_CANCELED 10 "DELETE /trial-jobs did not kill $victim"
 pass "DELETE /trial-jobs/:id killed a running trial"
 
 # a customized trial: WAITING, parameter_source customized, parameter_id null

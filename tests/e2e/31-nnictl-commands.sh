@@ -17,17 +17,8 @@ cat > "$WORK/exp/trial.sh" <<'SH'
 grep -q '"x":2[,}]' "$NNI_SYS_DIR/parameter.cfg" && { echo "x=2 fails" >&2; exit 3; }
 exec sh metrics.sh
 SH
-cat > "$WORK/exp/grid.yml" <<YML
-experimentName: e2e-nnictl
-searchSpace:
-  x: {_type: choice, _value: [1, 2, 3, 4, 5, 6]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 6
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/grid.yml" experimentName=e2e-nnictl searchSpace='{x: {_type: choice, _value: [1, 2, 3, 4, 5, 6]}}' \
+    maxTrialNumber=6 tuner='{name: GridSearch}'
 export TRIAL_STEPS=3 TRIAL_SLEEP=0.3
 nnictl create --config "$WORK/exp/grid.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
@@ -40,8 +31,8 @@ overlap() {
            AND u.start_time <= t.start_time AND (u.end_time IS NULL OR u.end_time > t.start_time)) AS n
          FROM trial t WHERE t.experiment_id='$1' AND t.start_time IS NOT NULL)"
 }
-for _ in $(seq 300); do [ "$(overlap "$id")" -ge 3 ] && break; sleep 0.1; done
-[ "$(overlap "$id")" -ge 3 ] || fail "after update concurrency 3: at most $(overlap "$id") trials ran at once"
+overlap_3() { [ "$(overlap "$id")" -ge 3 ]; }
+wait_until 30 overlap_3 || fail "after update concurrency 3: at most $(overlap "$id") trials ran at once"
 n update duration "$id" --value 2h; has "Update duration success!"
 [ "$(sql "SELECT max_exec_seconds FROM experiment WHERE id='$id'")" = 7200 ] || fail "duration not stored"
 n update trialnum --value 6; has "Update trialnum success!"   # the only running experiment
@@ -217,10 +208,7 @@ pass "clear messages for a stopped experiment and a port that does not answer; u
 base=$(sql "SELECT space_index_base FROM experiment WHERE id='$id2'")
 kill -9 "$(sql "SELECT api_pid FROM experiment WHERE id='$id2'")"
 n resume "$id2" --port "$port"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "resume after kill -9"; }
-for _ in $(seq 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameters->>'x' IN (7, 8)")" -ge 2 ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameters->>'x' IN (7, 8)" '>=2' || true
 [ "$(sql "SELECT group_concat(x, ',') FROM (SELECT parameters->>'x' AS x FROM trial WHERE experiment_id='$id2'
           AND parameters->>'x' IN (7, 8) ORDER BY sequence)")" = "7,8" ] ||
     fail "the new grid: $(sql "SELECT sequence, parameter_id, parameters FROM trial WHERE experiment_id='$id2'")"
@@ -238,5 +226,12 @@ id3=$(exp_id_of "$WORK/create3.out")
 n experiment import "$id3" --filename "$WORK/a.json"; [ "$rc" = 0 ]; has "no need to import data for Random"
 [ "$(sql "SELECT count(*) FROM event WHERE experiment_id='$id3' AND entity='import'")" = 0 ] || fail "imported into Random"
 nnictl stop "$id3" > /dev/null
+# Metis takes imported data, also when the config names it by NNI's alias MetisTuner
+sed -e 's/tuner: {name: GridSearch}/tuner: {name: MetisTuner}/' "$WORK/exp/grid2.yml" > "$WORK/exp/metis.yml"
+nnictl create --config "$WORK/exp/metis.yml" --port "$port" > "$WORK/create4.out"
+id4=$(exp_id_of "$WORK/create4.out")
+n experiment import "$id4" --filename "$WORK/a.json"; [ "$rc" = 0 ]; has "Imported 6 record(s)"
+nnictl stop "$id4" > /dev/null
+pass "import-data into a Metis experiment named MetisTuner"
 assert_no_leftovers
 echo "31-nnictl-commands: passed"

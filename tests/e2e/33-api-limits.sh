@@ -17,16 +17,7 @@
 
 port=$(free_port)
 mkdir -p "$WORK/exp"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-trialCommand: sleep 300
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 1
-tuner: {name: Random, classArgs: {seed: 5}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}}' trialCommand='sleep 300'
 # the api (a child of nnictl) inherits the limit and the deadline; under ASan, freed
 # memory is not held in quarantine, so that its RSS says what the api holds
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0:thread_local_quarantine_size_kb=0"

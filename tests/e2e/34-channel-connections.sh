@@ -11,24 +11,12 @@
 
 port=$(free_port)
 mkdir -p "$WORK/exp"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-trialCommand: sleep 300
-trialCodeDirectory: .
-trialConcurrency: 2
-maxTrialNumber: 2
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: 5}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}}' trialCommand='sleep 300' \
+    trialConcurrency=2 maxTrialNumber=2 trialCommandChannel=http
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || fail "no experiment id printed"
-for _ in $(seq 100); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 2 ] && break
-    sleep 0.1
-done
+wait_until 10 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 || true
 api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 token=$(sql "SELECT token FROM experiment WHERE id='$id'")
 A=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")

@@ -15,19 +15,9 @@ cat > "$WORK/exp/trial.sh" <<'SH'
 echo "$NNI_TRIAL_COMMAND_CHANNEL" > "$NNI_SYS_DIR/channel.url"
 exec /usr/bin/python3 quadratic.py
 SH
-cat > "$WORK/exp/config.yml" <<YML
-experimentName: e2e-channel
-searchSpace:
-  x: {_type: uniform, _value: [-1, 1]}
-  y: {_type: uniform, _value: [-2, 0]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 3
-maxTrialNumber: 6
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: 3}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" experimentName=e2e-channel \
+    searchSpace='{x: {_type: uniform, _value: [-1, 1]}, y: {_type: uniform, _value: [-2, 0]}}' \
+    trialConcurrency=3 maxTrialNumber=6 trialCommandChannel=http tuner='{name: Random, classArgs: {seed: 3}}'
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")

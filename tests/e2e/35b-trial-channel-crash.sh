@@ -54,30 +54,21 @@ run_case() { # label seed what-to-kill (api | all)
 # ---- the trial's channel by hand (served by its group leader) ----
 port=$(free_port)
 mkdir -p "$WORK/hand"
-cat > "$WORK/hand/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-trialCommand: sleep 60
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 1
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: 3}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/hand/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}}' trialCommand='sleep 60' \
+    trialCommandChannel=http tuner='{name: Random, classArgs: {seed: 3}}'
 nnictl create --config "$WORK/hand/config.yml" --port "$port" > "$WORK/hand.out"
 id=$(exp_id_of "$WORK/hand.out")
 [ -n "$id" ] || fail "no experiment id printed"
-for _ in $(seq 300); do
+channel_up() {
     tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
-    [ -n "$tid" ] && [ -s "$NNI_HOME/$id/trials/$tid/.nni/channel" ] && break
-    sleep 0.1
-done
+    [ -n "$tid" ] && [ -s "$NNI_HOME/$id/trials/$tid/.nni/channel" ]
+}
+wait_until 30 channel_up || true
 tdir=$NNI_HOME/$id/trials/$tid
 url=$(cat "$tdir/.nni/channel")
 [[ "$url" == "http://127.0.0.1:"*"/env/"*"/$tid" && "$url" != "http://127.0.0.1:$port/"* ]] || fail "channel URL $url"
 $PY "$TRIALQ_SRC/tests/e2e/lib/chan_probe.py" "$url" "$tid" "$tdir" || fail "the trial channel by hand"
-for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 2 ] && break; sleep 0.1; done  # sequences 7 and 9
+wait_until 5 sql_is "SELECT count(*) FROM metric WHERE trial_id='$tid'" 2 || true  # sequences 7 and 9
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid' AND sequence=7")" = 1 ] || fail "the metric sent twice is not stored once"
 nnictl stop "$id" > /dev/null
 [ ! -e "$tdir/.nni/channel" ] || fail "channel file left after the trial ended"

@@ -14,17 +14,8 @@ cat > "$WORK/exp/trial.sh" <<'SH'
 echo "$NNI_TRIAL_COMMAND_CHANNEL" > "$NNI_SYS_DIR/channel.url"
 exec sleep 120
 SH
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 2
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: 5}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}}' maxTrialNumber=2 \
+    trialCommandChannel=http
 n() { rc=0; timeout 30 nnictl "$@" > "$WORK/out" 2>&1 || rc=$?; [ "$rc" != 124 ] || fail "nnictl $* hung"; }
 has() { grep -q -- "$1" "$WORK/out" || { cat "$WORK/out" >&2; fail "expected '$1' from nnictl"; }; }
 
@@ -80,13 +71,10 @@ $PY -c 'import json,sys; e=[x for x in json.loads(sys.argv[1].split(" ",1)[1]) i
     fail "experiments-info prefixUrl: $out"
 pass "REST API under /tq/x only; reads need no token; prefixUrl shown"
 
-for _ in $(seq 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 1 ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 || true
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ -n "$tid" ] || fail "no trial runs"
-for _ in $(seq 100); do [ -s "$NNI_HOME/$id/trials/$tid/channel.url" ] && break; sleep 0.1; done
+wait_until 10 test -s "$NNI_HOME/$id/trials/$tid/channel.url" || true
 chan=$(cat "$NNI_HOME/$id/trials/$tid/channel.url")
 # the trial's channel is served by its group leader (a loopback port of its own) under
 # the path the api serves it
@@ -98,8 +86,7 @@ apichan="http://127.0.0.1:$port/tq/x/env/${chan#*/tq/x/env/}"
 out=$(req PUT "$apichan" "$metric"); [ "${out%% *}" = 200 ] || fail "metric over the api's prefixed channel: $out"
 nochan=${apichan/\/tq\/x\/env/\/env}
 out=$(req PUT "$nochan" "$metric"); [ "${out%% *}" = 404 ] || fail "channel outside the prefix: $out"
-for _ in $(seq 50); do [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] && break; sleep 0.1; done
-[ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid'")" = 1 ] || fail "channel metric not stored once"
+wait_sql "SELECT count(*) FROM metric WHERE trial_id='$tid'" 1 5 "channel metric not stored once"
 pass "trial channel under the prefix"
 
 # mutations: token required, also from a loopback peer
@@ -123,8 +110,7 @@ n update concurrency "$id" --value 1; has "Update concurrency success!"
 n trial ls "$id"; has "\"trialJobId\":\"$tid\""
 n experiment status "$id"; has '"status"'
 n trial kill "$id" --trial_id "$tid"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "nnictl trial kill"; }
-for _ in $(seq 100); do [ "$(sql "SELECT status FROM trial WHERE id='$tid'")" = USER_CANCELED ] && break; sleep 0.1; done
-[ "$(sql "SELECT status FROM trial WHERE id='$tid'")" = USER_CANCELED ] || fail "nnictl trial kill had no effect"
+wait_sql "SELECT status FROM trial WHERE id='$tid'" USER_CANCELED 10 "nnictl trial kill had no effect"
 n webui url "$id"; has ":$port/tq/x"
 pass "nnictl update / trial ls / trial kill / status / webui url through address, prefix and token"
 
@@ -207,10 +193,7 @@ n create --config "$WORK/exp/mip.yml" --port "$port2"; [ "$rc" = 0 ] || { cat "$
 id2=$(exp_id_of "$WORK/out")
 [ "$(sql "SELECT bind_address FROM experiment WHERE id='$id2'")" = 0.0.0.0 ] || fail "nniManagerIp: not bound to 0.0.0.0"
 out=$(req DELETE "http://127.0.0.2:$port2/api/v1/nni/experiment"); [ "${out%% *}" = 401 ] || fail "nniManagerIp: $out"
-for _ in $(seq 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 1 ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 1 || true
 n stop "$id2"
 assert_no_leftovers
 pass "nniManagerIp 192.0.2.7: listens on 0.0.0.0, changes need the token"

@@ -22,14 +22,8 @@ cat > "$WORK/exp/trial.sh" <<'SH'
 mkdir -p "$NNI_OUTPUT_DIR/tensorboard/train"
 echo events > "$NNI_OUTPUT_DIR/tensorboard/train/events.out.tfevents.1700000000.host"
 SH
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace: {x: {_type: choice, _value: [1, 2, 3]}}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 3
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: choice, _value: [1, 2, 3]}}' trialConcurrency=3 \
+    maxTrialNumber= tuner='{name: GridSearch}'
 PATH="$FAKE_DIR:$PATH" nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 wait_status "$id" DONE 60
@@ -45,13 +39,15 @@ runs_of() { curl -sf "http://127.0.0.1:$1/data/runs" 2>/dev/null | $PY -c "impor
 wait_runs() { # port expected (in any order)
     local want
     want=$(printf '%s\n' $2 | LC_ALL=C sort | paste -sd' ')
-    for _ in $(seq 100); do [ "$(runs_of "$1")" = "$want" ] && return 0; sleep 0.1; done
-    fail "tensorboard on port $1 shows runs '$(runs_of "$1")', wanted '$want'"
+    wait_until 10 runs_are "$1" "$want" ||
+        fail "tensorboard on port $1 shows runs '$(runs_of "$1")', wanted '$want'"
 }
+runs_are() { [ "$(runs_of "$1")" = "$2" ]; }
 task_status() { req GET "/tensorboard/$1"; field status; }
+task_is() { [ "$(task_status "$1")" = "$2" ]; }
 wait_task() { # task status
-    for _ in $(seq 100); do [ "$(task_status "$1")" = "$2" ] && return 0; sleep 0.1; done
-    fail "task $1 is $(task_status "$1"), wanted $2: $(cat "$WORK/body")"
+    wait_until 10 task_is "$1" "$2" ||
+        fail "task $1 is $(task_status "$1"), wanted $2: $(cat "$WORK/body")"
 }
 alive() { kill -0 "$1" 2>/dev/null; }
 
@@ -138,7 +134,7 @@ pid1c=$(field pid)
 alive "$pid1c" || fail "no tensorboard to outlive the api"
 api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 kill -9 "$api_pid"
-for _ in $(seq 50); do alive "$pid1c" || break; sleep 0.1; done
+wait_until 5 not alive "$pid1c" || true
 alive "$pid1c" && fail "tensorboard outlived the api killed with -9"
 nnictl stop "$id" > /dev/null 2>&1 || true
 assert_no_leftovers

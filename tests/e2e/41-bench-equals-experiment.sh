@@ -24,17 +24,9 @@ case_() {
         --seed "$($PY -c "import json,sys; print(json.loads(sys.argv[1])['seed'])" "$args")" \
         --budget "$budget" --args "$args" > "$WORK/$name.trace" || fail "$name: tuner_quality --trace failed"
     [ "$(wc -l < "$WORK/$name.trace")" = "$budget" ] || fail "$name: trace has not $budget trials"
-    cat > "$WORK/code/$name.yml" <<YML
-searchSpaceFile: $name.space.json
-trialCommand: /usr/bin/python3 bench_objective.py $objective
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: $budget
-tuner:
-  name: $tuner
-  classArgs: $args
-trainingService: {platform: local}
-YML
+    write_config "$WORK/code/$name.yml" searchSpaceFile="$name.space.json" \
+        trialCommand="/usr/bin/python3 bench_objective.py $objective" maxTrialNumber="$budget" \
+        tuner="{name: $tuner, classArgs: $args}"
     cp "$WORK/$name.space.json" "$WORK/code/"
     nnictl create --config "$WORK/code/$name.yml" --port "$port" > "$WORK/$name.out" || fail "$name: create failed"
     local id

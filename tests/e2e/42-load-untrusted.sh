@@ -156,6 +156,7 @@ grep -q '"parameter_id"' <<< "$cfg" || fail "trial-file of the loaded trial: $cf
 n stop "$id"
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$other'")" = 3 ] || fail "$other changed"
 # a worker stopped while it starts leaves its 'import nni' probe to finish alone
-for _ in $(seq 1 30); do [ -z "$(our_pids)" ] && break; sleep 0.1; done
+nothing_left() { [ -z "$(our_pids)" ]; }
+wait_until 3 nothing_left || true
 assert_no_leftovers
 pass "the good pack loads (trial dirs rebuilt under --logDir) and resumes"

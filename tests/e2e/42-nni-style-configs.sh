@@ -4,7 +4,7 @@
 # with and without codeDirectory) through `nnictl create --dry-run`: every one is
 # accepted, except the refused-*.yml ones, which NNI refuses too and which must be
 # refused with the message their first line names. NNI's Python-only built-ins (SMAC,
-# PPO, DNGO, NetworkMorphism, PBT) need the nni package and their library: the
+# PPO, DNGO, NetworkMorphism) need the nni package and their library: the
 # stand-ins in tests/dispatcher (NNI's module paths) and tests/dispatcher/libs are on
 # PYTHONPATH, as pip would put the real ones; without them each is refused naming what
 # to install.
@@ -44,9 +44,13 @@ show v2-tuner-DNGO.yml | grep -q '"className":.*"nni.algorithms.hpo.dngo_tuner.D
 show v1-tuner-SMAC.yml | grep -q '"className":.*"nni.algorithms.hpo.smac_tuner.SMACTuner"' || fail "SMAC"
 show v2-tuner-TPE_legacy.yml | grep -q '"name":.*"TPE_legacy"' || fail "TPE_legacy is not trialq's"
 show v2-tuner-GPTuner.yml | grep -q '"name":.*"GPTuner"' || fail "GPTuner is not trialq's"
+show v1-tuner-PBTTuner.yml | grep -q '"name":.*"PBTTuner"' || fail "PBTTuner is not trialq's"
+# PBT runs in C: no python, no nni needed
+PYTHONPATH= TRIALQ_PYTHON=/nonexistent/python nnictl create --config "$SET/v2-tuner-PBT.yml" --dry-run >/dev/null ||
+    fail "PBT needs python"
 # className alone: codeDirectory is the config's directory, as NNI's default "."
 show v2-custom-classname-only.yml | grep -q "\"codeDirectory\":.*\"$SET\"" || fail "default codeDirectory"
-pass "names resolve: NNI's Python classes for SMAC/PPO/DNGO, C tuners for the others (Metis included)"
+pass "names resolve: NNI's Python classes for SMAC/PPO/DNGO, C tuners for the others (Metis, PBT included)"
 
 # without the library, or without nni, the Python-only built-ins are refused naming the package
 for t in SMAC:"pip install 'nni\[SMAC\]'" PPOTuner:"pip install 'nni\[PPOTuner\]'" DNGO:"pip install 'nni\[DNGO\]'" \
@@ -59,11 +63,12 @@ for t in SMAC:"pip install 'nni\[SMAC\]'" PPOTuner:"pip install 'nni\[PPOTuner\]
         fail "$n without its library: $out"
 done
 rc=0
-out=$(PYTHONPATH= nnictl create --config "$SET/v1-tuner-PBTTuner.yml" --dry-run 2>&1) || rc=$?
-[ "$rc" != 0 ] && echo "$out" | grep -q "No module named 'nni'.*pip install nni" || fail "PBT without nni: $out"
+out=$(PYTHONPATH= nnictl create --config "$SET/v1-tuner-NetworkMorphism.yml" --dry-run 2>&1) || rc=$?
+[ "$rc" != 0 ] && echo "$out" | grep -q "No module named 'nni'.*pip install nni torch" ||
+    fail "NetworkMorphism without nni: $out"
 # TRIALQ_PYTHON is the python asked
 rc=0
-out=$(PYTHONPATH=$STANDIN TRIALQ_PYTHON=/nonexistent/python nnictl create --config "$SET/v2-tuner-PBT.yml" --dry-run 2>&1) || rc=$?
+out=$(PYTHONPATH=$STANDIN TRIALQ_PYTHON=/nonexistent/python nnictl create --config "$SET/v2-tuner-SMAC.yml" --dry-run 2>&1) || rc=$?
 [ "$rc" != 0 ] && echo "$out" | grep -q "/nonexistent/python cannot import" || fail "TRIALQ_PYTHON not used: $out"
 # an import that hangs ends after TRIALQ_IMPORT_TIMEOUT
 mkdir -p "$WORK/slow"

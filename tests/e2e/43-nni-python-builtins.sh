@@ -44,8 +44,8 @@ for pid in 0 1 2 3; do
         fail "SMAC: trial $pid ran other parameters"
 done
 # the process logs a result a moment after the rows say DONE
-for _ in $(seq 100); do [ "$(grep -c 'stand-in SMACTuner: result' "$log")" = 4 ] && break; sleep 0.1; done
-[ "$(grep -c 'stand-in SMACTuner: result' "$log")" = 4 ] || fail "SMAC: results did not reach the class"
+smac_results() { [ "$(grep -c 'stand-in SMACTuner: result' "$log")" = 4 ]; }
+wait_until 10 smac_results || fail "SMAC: results did not reach the class"
 nnictl experiment show "$id" | grep -q 'nni.algorithms.hpo.smac_tuner.SMACTuner' || fail "SMAC: experiment show"
 pass "SMAC (v1 builtinTunerName) ran NNI's class in the dispatcher: 4 trials, results back"
 
@@ -72,7 +72,6 @@ grep -q 'stand-in DNGOTuner: search space {"q": \[1, 100\]}' "$NNI_HOME/$id/log/
 echo '{"q": [5, 6]}' > "$WORK/naive/space2.json"
 nnictl update searchspace "$id" --filename "$WORK/naive/space2.json" > "$WORK/update.out" 2>&1 ||
     fail "naive: update searchspace refused: $(cat "$WORK/update.out")"
-for _ in $(seq 100); do grep -q 'stand-in DNGOTuner: search space {"q": \[5, 6\]}' "$NNI_HOME/$id/log/dispatcher.log" && break; sleep 0.1; done
-grep -q 'stand-in DNGOTuner: search space {"q": \[5, 6\]}' "$NNI_HOME/$id/log/dispatcher.log" ||
+wait_until 10 grep -q 'stand-in DNGOTuner: search space {"q": \[5, 6\]}' "$NNI_HOME/$id/log/dispatcher.log" ||
     fail "naive: the updated space did not reach the class"
 pass "className without codeDirectory from the python's path, search space {\"q\": [1, 100]} as written: 3 trials"

@@ -76,21 +76,9 @@ pass "bad metas refused (duplicate, built-in name, type, import, unknown key), n
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/curve.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  q: {_type: choice, _value: [9, 1, 8]}
-trialCommand: sh curve.sh
-trialCodeDirectory: .
-trialConcurrency: 2
-maxTrialNumber: 4
-tuner:
-  name: myrecorder
-  classArgs: {out: $WORK/exp/tuner.jsonl}
-assessor:
-  name: MyThreshold
-  classArgs: {out: $WORK/exp/assessor.jsonl, threshold: 5}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{q: {_type: choice, _value: [9, 1, 8]}}' trialCommand='sh curve.sh' \
+    trialConcurrency=2 maxTrialNumber=4 tuner="{name: myrecorder, classArgs: {out: $WORK/exp/tuner.jsonl}}" \
+    assessor="{name: MyThreshold, classArgs: {out: $WORK/exp/assessor.jsonl, threshold: 5}}"
 n create --config "$WORK/exp/config.yml" --dry-run; [ "$rc" = 0 ] || fail "dry-run: $(cat "$WORK/out")"
 has '"className":	"recorder.RecordingTuner"'; has '"start":	2'
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"

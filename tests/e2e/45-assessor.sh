@@ -6,18 +6,8 @@
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/curve.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  q: {_type: choice, _value: [8, 9, 1, 0.5]}
-trialCommand: sh curve.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-tuner: {name: GridSearch}
-assessor:
-  name: Medianstop
-  classArgs: {optimize_mode: maximize, start_step: 2}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{q: {_type: choice, _value: [8, 9, 1, 0.5]}}' trialCommand='sh curve.sh' \
+    maxTrialNumber= tuner='{name: GridSearch}' assessor='{name: Medianstop, classArgs: {optimize_mode: maximize, start_step: 2}}'
 export STEPS=8 STEP_SLEEP=0.3
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")

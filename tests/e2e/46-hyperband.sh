@@ -10,19 +10,9 @@
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/budget.py" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-  opt: {_type: choice, _value: [a, b, c]}
-trialCommand: /usr/bin/python3 budget.py
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 15
-advisor:
-  name: Hyperband
-  classArgs: {optimize_mode: maximize, R: 9, eta: 3, seed: 5}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}, opt: {_type: choice, _value: [a, b, c]}}' \
+    trialCommand='/usr/bin/python3 budget.py' maxTrialNumber=15 \
+    advisor='{name: Hyperband, classArgs: {optimize_mode: maximize, R: 9, eta: 3, seed: 5}}'
 
 trials() { sql "SELECT parameter_label || ' ' || parameters FROM trial WHERE experiment_id='$1' ORDER BY sequence"; }
 
@@ -114,13 +104,8 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
 for at in 6 11; do
     # stop while trial number $at runs and has reported its first result
-    for _ in $(seq 2400); do
-        n=$(sql "SELECT count(*) FROM trial t WHERE experiment_id='$b' AND sequence = $at AND status = 'RUNNING'
-                 AND EXISTS (SELECT 1 FROM metric m WHERE m.trial_id = t.id)")
-        [ "$n" = 1 ] && break
-        sleep 0.05
-    done
-    [ "$n" = 1 ] || fail "trial $at of run B never ran"
+    WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial t WHERE experiment_id='$b' AND sequence = $at AND status = 'RUNNING'
+                 AND EXISTS (SELECT 1 FROM metric m WHERE m.trial_id = t.id)" 1 120 "trial $at of run B never ran"
     nnictl stop "$b" > /dev/null
     wait_status "$b" STOPPED 60
     nnictl resume "$b" --port "$port" > /dev/null

@@ -9,19 +9,9 @@
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/budget.py" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-  opt: {_type: choice, _value: [a, b, c]}
-trialCommand: /usr/bin/python3 budget.py
-trialCodeDirectory: .
-trialConcurrency: 2
-maxTrialNumber: 19
-tuner:
-  name: bohb
-  classArgs: {optimize_mode: maximize, min_budget: 1, max_budget: 9, eta: 3, seed: 3}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}, opt: {_type: choice, _value: [a, b, c]}}' \
+    trialCommand='/usr/bin/python3 budget.py' trialConcurrency=2 maxTrialNumber=19 \
+    tuner='{name: bohb, classArgs: {optimize_mode: maximize, min_budget: 1, max_budget: 9, eta: 3, seed: 3}}'
 
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/a.out"
 a=$(exp_id_of "$WORK/a.out")

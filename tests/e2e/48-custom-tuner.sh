@@ -18,24 +18,11 @@ port=$(free_port)
 experiment() {
     mkdir -p "$1"
     cp "$TRIALQ_SRC/tests/e2e/trials/curve.sh" "$1/"
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  q: {_type: choice, _value: [9, 1, 8, 0.5]}
-trialCommand: sh curve.sh
-trialCodeDirectory: .
-trialConcurrency: 2
-maxTrialNumber: 6
-tunerCommandChannel: $2
-tuner:
-  codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos
-  className: recorder.RecordingTuner
-  classArgs: {out: $1/tuner.jsonl}
-assessor:
-  codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos
-  className: recorder.ThresholdAssessor
-  classArgs: {out: $1/assessor.jsonl, threshold: 5, start: 2}
-trainingService: {platform: local}
-YML
+    write_config "$1/config.yml" searchSpace='{q: {_type: choice, _value: [9, 1, 8, 0.5]}}' trialCommand='sh curve.sh' \
+        trialConcurrency=2 maxTrialNumber=6 tunerCommandChannel="$2" \
+        tuner="{codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos, className: recorder.RecordingTuner, classArgs: {out: $1/tuner.jsonl}}" \
+        assessor="{codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos, className: recorder.ThresholdAssessor,
+          classArgs: {out: $1/assessor.jsonl, threshold: 5, start: 2}}"
 }
 
 # events <file> <event>: the records of one kind, one JSON per line
@@ -46,12 +33,8 @@ for l in open(sys.argv[1]):
 
 # wait_events <file> <event> <count>: the process writes what it received a moment after
 # the experiment's rows say so
-wait_events() {
-    for _ in $(seq 300); do
-        [ -f "$1" ] && [ "$(events "$1" "$2" | wc -l)" -ge "$3" ] && return 0
-        sleep 0.1
-    done
-}
+has_events() { [ -f "$1" ] && [ "$(events "$1" "$2" | wc -l)" -ge "$3" ]; }
+wait_events() { wait_until 30 has_events "$@" || true; }
 
 check_run() { # <dir> <exp id> <channel>
     local dir=$1 id=$2 chan=$3
@@ -120,7 +103,7 @@ dpid=$(sql "SELECT pid FROM process WHERE experiment_id='$ws' AND role='dispatch
 sql "UPDATE experiment SET max_trial_number = 8 WHERE id='$ws'"
 nnictl resume "$ws" --port "$port" > /dev/null
 wait_status "$ws" DONE 180
-for _ in $(seq 300); do [ "$(events "$WORK/ws/tuner.jsonl" trial_end | wc -l)" -ge 8 ] && break; sleep 0.1; done
+wait_events "$WORK/ws/tuner.jsonl" trial_end 8
 $PY - "$WORK/ws/tuner.jsonl" "$(sql "SELECT id || ' ' || final_metric FROM trial WHERE experiment_id='$ws'
      AND status='SUCCEEDED' AND sequence < 6" | sort | tr '\n' ';')" <<'PY' || fail "resume: replay"
 import json, sys
@@ -190,26 +173,11 @@ mkdir -p "$NNI_SYS_DIR/.nni"
 printf 'ME%06d%s\n' "$((${#rec} + 1))" "$rec" >> "$NNI_SYS_DIR/.nni/metrics"
 [ "$v" = 2.5 ] || exec sleep 60
 SH
-cat > "$WORK/retry/config.yml" <<YML
-searchSpace:
-  q: {_type: choice, _value: [9]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 1
-maxTrialRetries: 1
-tuner:
-  codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos
-  className: recorder.RecordingTuner
-  classArgs: {out: $WORK/retry/tuner.jsonl}
-trainingService: {platform: local}
-YML
+write_config "$WORK/retry/config.yml" searchSpace='{q: {_type: choice, _value: [9]}}' maxTrialRetries=1 \
+    tuner="{codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos, className: recorder.RecordingTuner, classArgs: {out: $WORK/retry/tuner.jsonl}}"
 nnictl create --config "$WORK/retry/config.yml" --port "$port" > "$WORK/retry.out"
 rt=$(exp_id_of "$WORK/retry.out")
-for _ in $(seq 300); do
-    [ "$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$rt' AND m.type='FINAL'")" = 1 ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$rt' AND m.type='FINAL'" 1 || true
 tr_id=$(sql "SELECT id FROM trial WHERE experiment_id='$rt'")
 read -r _ tpid _ < "$NNI_HOME/$rt/trials/$tr_id/.nni/job.lock"
 pkill -9 -f "trialq-supervise $NNI_HOME/$rt/trials/$tr_id " || fail "retry: no supervisor to kill"

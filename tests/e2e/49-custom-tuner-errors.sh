@@ -27,19 +27,11 @@ while [ $i -lt 3 ]; do
 done
 printf "NNISDK_MEb'{\"parameter_id\":%s,\"trial_job_id\":\"%s\",\"type\":\"FINAL\",\"sequence\":0,\"value\":\"%s\"}'\n" "$pid" "$NNI_TRIAL_JOB_ID" "$q"
 SH
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  q: {_type: choice, _value: [9, 1, 8, 0.5]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: ${MAXT:-4}
-tunerCommandChannel: $2
-tuner: $3
-${4:+assessor: $4}
-trainingService: {platform: local}
-YML
+    write_config "$1/config.yml" searchSpace='{q: {_type: choice, _value: [9, 1, 8, 0.5]}}' maxTrialNumber="${MAXT:-4}" \
+        tunerCommandChannel="$2" tuner="$3" assessor="${4:-}"
 }
+# trial_ends FILE N: the tuner's record FILE holds at least N trial ends
+trial_ends() { [ "$(grep -c '"trial_end"' "$1")" -ge "$2" ]; }
 
 errors_of() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 
@@ -54,8 +46,7 @@ echo "$st" | grep -q "Traceback" && echo "$st" | grep -q "RaisingTuner exploded 
 errors_of | grep -q '"status":"ERROR"' || fail "raise: check-status is not ERROR"
 errors_of | grep -q 'ValueError: RaisingTuner exploded on purpose' || fail "raise: check-status errors lack the traceback"
 dpid=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='dispatcher'")
-for _ in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$dpid" 2>/dev/null || fail "raise: the failed dispatcher still runs"
+wait_gone "$dpid" 5 "raise: the failed dispatcher still runs"
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 1 ] || fail "raise: want the 1 trial before the error"
 nnictl stop "$id" > /dev/null
 [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" = ERROR ] || fail "raise: stop changed ERROR"
@@ -140,7 +131,7 @@ sed -i 's/^tuner:/advisor:/' "$WORK/adv/config.yml"
 nnictl create --config "$WORK/adv/config.yml" --port "$port" > "$WORK/adv.out"
 id=$(exp_id_of "$WORK/adv.out")
 wait_status "$id" DONE 120
-for _ in $(seq 300); do [ "$(grep -c '"trial_end"' "$WORK/adv/a.jsonl")" -ge 3 ] && break; sleep 0.1; done
+wait_until 30 trial_ends "$WORK/adv/a.jsonl" 3 || true
 [ "$(sql "SELECT group_concat(parameter_label, ',') FROM (SELECT parameter_label FROM trial WHERE experiment_id='$id' ORDER BY sequence)")" = "r0-0,r0-1,r0-2" ] ||
     fail "advisor: labels $(sql "SELECT parameter_label FROM trial WHERE experiment_id='$id'")"
 $PY - "$WORK/adv/a.jsonl" "$(sql "SELECT parameter_label || ' ' || id || ' ' || final_metric FROM trial WHERE experiment_id='$id'" | sort | tr '\n' ';')" <<'PY' || fail "advisor: results"
@@ -159,12 +150,13 @@ pass "an advisor's string parameter ids go to the trials and come back with thei
 MAXT=40 config "$WORK/live" websocket "{codeDirectory: $ALGOS, className: recorder.RecordingTuner, classArgs: {out: $WORK/live/t.jsonl}}"
 SLEEP=0.5 nnictl create --config "$WORK/live/config.yml" --port "$port" > "$WORK/live.out"
 id=$(exp_id_of "$WORK/live.out")
-for _ in $(seq 300); do [ -s "$WORK/live/t.jsonl" ] && grep -q generate "$WORK/live/t.jsonl" && break; sleep 0.1; done
+wait_until 30 grep -q generate "$WORK/live/t.jsonl" || true
 echo '{"q": {"_type": "choice", "_value": [3, 4]}}' > "$WORK/live/ss.json"
 nnictl update searchspace "$id" --filename "$WORK/live/ss.json" > /dev/null
 echo '[{"parameter": {"q": 7}, "value": 7.5}, {"parameter": {"q": 6}, "value": "{\"default\": 6.5}"}]' > "$WORK/live/imp.json"
 nnictl experiment import "$id" --filename "$WORK/live/imp.json" > /dev/null
-for _ in $(seq 300); do grep -q '"import"' "$WORK/live/t.jsonl" && [ "$(grep -c search_space "$WORK/live/t.jsonl")" = 2 ] && break; sleep 0.1; done
+ss_and_fd() { grep -q '"import"' "$WORK/live/t.jsonl" && [ "$(grep -c search_space "$WORK/live/t.jsonl")" = 2 ]; }
+wait_until 30 ss_and_fd || true
 $PY - "$WORK/live/t.jsonl" <<'PY' || fail "live: SS/FD"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -181,14 +173,14 @@ MAXT=4 config "$WORK/kill" websocket "{codeDirectory: $ALGOS, className: recorde
 sed -i 's/trialConcurrency: 1/trialConcurrency: 2/' "$WORK/kill/config.yml"
 SLEEP=2 nnictl create --config "$WORK/kill/config.yml" --port "$port" > "$WORK/kill.out"
 id=$(exp_id_of "$WORK/kill.out")
-for _ in $(seq 600); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 2 ] && break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 || true
 running=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' ORDER BY sequence" | tr '\n' ' ')
 api=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 kill -9 "$api"
-for _ in $(seq 100); do kill -0 "$api" 2>/dev/null || break; sleep 0.05; done
+WAIT_STEP=0.05 wait_until 5 gone "$api" || true
 nnictl resume "$id" --port "$port" > /dev/null
 wait_status "$id" DONE 120
-for _ in $(seq 300); do [ "$(grep -c '"trial_end"' "$WORK/kill/t.jsonl")" -ge 4 ] && break; sleep 0.1; done
+wait_until 30 trial_ends "$WORK/kill/t.jsonl" 4 || true
 $PY - "$WORK/kill/t.jsonl" "$running" <<'PY' || fail "kill: AD"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]

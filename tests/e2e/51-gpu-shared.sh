@@ -21,13 +21,9 @@ a=$(exp_id_of "$WORK/a.out"); b=$(exp_id_of "$WORK/b.out")
 [ -n "$a" ] && [ -n "$b" ] || fail "no experiment ids"
 
 # while both run, 6 trials want 2 GPUs: some wait, and say for what
-reason=""
-for _ in $(seq 1 300); do
-    reason=$(sql "SELECT waiting_reason FROM trial WHERE experiment_id IN ('$a','$b') AND status='WAITING'
-                  AND waiting_reason LIKE 'needs 1 GPU;%' LIMIT 1")
-    [ -n "$reason" ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT waiting_reason FROM trial WHERE experiment_id IN ('$a','$b') AND status='WAITING'
+                      AND waiting_reason LIKE 'needs 1 GPU;%' LIMIT 1" '!=' || true
+reason=$SQL_GOT
 [[ "$reason" =~ ^needs\ 1\ GPU\;\ host\ .+\ has\ 0\ free,\ 0\ idle$ ]] || fail "waiting reason: '$reason'"
 pass "a trial waits: $reason"
 
@@ -53,10 +49,7 @@ maxTrialNumber: 1"
 port_c=$(free_port)
 GPU_TRIAL_SECONDS=600 gpu_create "$WORK/c/config.yml" "$WORK/c.out" "$port_c"
 c=$(exp_id_of "$WORK/c.out")
-for _ in $(seq 1 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'")" = 1 ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 || true
 [ "$(sql "SELECT gpu_indices FROM trial WHERE experiment_id='$c'")" = 1 ] || fail "c's trial is not on GPU 1"
 
 gpu_experiment "$WORK/d" "  useActiveGpu: false" "trialGpuNumber: 1
@@ -66,13 +59,8 @@ port_d=$(free_port)
 GPU_TRIAL_SECONDS=1 gpu_create "$WORK/d/config.yml" "$WORK/d.out" "$port_d"
 d=$(exp_id_of "$WORK/d.out")
 want="needs 1 GPU; host $(hostname) has 0 free, 0 idle (others busy with processes not ours; useActiveGpu is false)"
-got=""
-for _ in $(seq 1 300); do
-    got=$(sql "SELECT waiting_reason FROM trial WHERE experiment_id='$d' AND status='WAITING'")
-    [ "$got" = "$want" ] && break
-    sleep 0.1
-done
-[ "$got" = "$want" ] || fail "waiting reason '$got', wanted '$want'"
+wait_until 30 sql_is "SELECT waiting_reason FROM trial WHERE experiment_id='$d' AND status='WAITING'" "$want" ||
+    fail "waiting reason '$SQL_GOT', wanted '$want'"
 nnictl trial ls "$d" > "$WORK/ls.json"
 curl -sf "http://127.0.0.1:$port_d/api/v1/nni/trial-jobs" > "$WORK/jobs.json"
 for f in "$WORK/ls.json" "$WORK/jobs.json"; do

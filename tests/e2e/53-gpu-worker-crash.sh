@@ -15,11 +15,7 @@ GPU_TRIAL_SECONDS=4 gpu_create "$WORK/a/config.yml" "$WORK/a.out"
 id=$(exp_id_of "$WORK/a.out")
 worker_pid() { pgrep -f "trialq worker --platform local --experiment $id" | head -n1 || true; }
 
-for _ in $(seq 1 300); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 2 ] && break
-    sleep 0.1
-done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 2 ] || fail "2 trials never ran"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 30 "2 trials never ran"
 held=$(sql "SELECT group_concat(id) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 w=$(worker_pid)
 [ -n "$w" ] || fail "no worker"
@@ -27,12 +23,8 @@ kill -9 "$w"
 pass "killed worker $w while trials $held ran on both GPUs"
 
 # the api starts a worker again; it adopts both trials with their GPUs
-for _ in $(seq 1 300); do
-    n=$(sql "SELECT count(*) FROM event WHERE experiment_id='$id' AND reason LIKE 'adopted from %'")
-    [ "$n" -ge 2 ] && break
-    sleep 0.1
-done
-[ "$n" -ge 2 ] || fail "the trials were not adopted ($n)"
+wait_until 30 sql_is "SELECT count(*) FROM event WHERE experiment_id='$id' AND reason LIKE 'adopted from %'" '>=2' ||
+    fail "the trials were not adopted ($SQL_GOT)"
 wait_status "$id" DONE 300
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" = 8 ] ||
     { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "not all SUCCEEDED"; }
@@ -50,10 +42,7 @@ maxTrialNumber: 1
 maxTrialRetries: 1"
 GPU_TRIAL_SECONDS=600 gpu_create "$WORK/b/config.yml" "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
-for _ in $(seq 1 300); do
-    [ "$(sql "SELECT status FROM trial WHERE experiment_id='$b'")" = RUNNING ] && break
-    sleep 0.1
-done
+wait_until 30 sql_is "SELECT status FROM trial WHERE experiment_id='$b'" RUNNING || true
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$b'")
 job=$(sql "SELECT job_id FROM trial WHERE id='$tid'")
 sup=$(echo "$job" | cut -d: -f2)
@@ -61,10 +50,7 @@ sup=$(echo "$job" | cut -d: -f2)
 read -r _ tpid _ < "$NNI_HOME/$b/trials/$tid/.nni/job.lock" || true
 kill -9 "$sup"
 [ -n "${tpid:-}" ] && kill -9 -- "-$tpid" 2>/dev/null || true
-for _ in $(seq 1 600); do
-    [ "$(sql "SELECT attempt || ' ' || status FROM trial WHERE id='$tid'")" = "2 RUNNING" ] && break
-    sleep 0.1
-done
+wait_until 60 sql_is "SELECT attempt || ' ' || status FROM trial WHERE id='$tid'" "2 RUNNING" || true
 [ "$(sql "SELECT attempt || ' ' || status || ' ' || gpu_indices FROM trial WHERE id='$tid'")" = "2 RUNNING 0,1" ] ||
     fail "retry: $(sql "SELECT attempt, status, gpu_indices, message FROM trial WHERE id='$tid'")"
 [ "$(sql "SELECT count(*) FROM gpu_claim WHERE trial_id='$tid'")" = 2 ] || fail "the retry does not hold both GPUs"

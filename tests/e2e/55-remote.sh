@@ -89,24 +89,16 @@ nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.o
     { cat "$WORK/create2.out"; fail "create 2"; }
 id2=$(exp_id_of "$WORK/create2.out")
 REMOTE_EXPS="$id $id2"
-for _ in $(seq 1 600); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 4 ] && break
-    sleep 0.1
-done
+wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 4 || true
 [ "$(sql "SELECT count(DISTINCT machine) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ] ||
     fail "4 trials not running on two machines"
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' ORDER BY sequence LIMIT 1")
 vdir=$(remote_dir_of "$victim")
-for _ in $(seq 1 100); do [ -s "$vdir/.nni/trialpid" ] && break; sleep 0.1; done
+wait_until 10 test -s "$vdir/.nni/trialpid" || true
 vpid=$(cat "$vdir/.nni/trialpid")
 nnictl trial kill "$id2" --trial_id "$victim" > /dev/null ||
     fail "nnictl trial kill"
-for _ in $(seq 1 300); do
-    st=$(sql "SELECT status FROM trial WHERE id='$victim'")
-    [ "$st" = USER_CANCELED ] && break
-    sleep 0.1
-done
-[ "$st" = USER_CANCELED ] || fail "killed trial is $st"
+wait_until 30 sql_is "SELECT status FROM trial WHERE id='$victim'" USER_CANCELED || fail "killed trial is $SQL_GOT"
 remote_group_gone "$vpid" 10 || fail "process group $vpid of the killed trial lives on"
 [ "$(cat "$vdir/interrupted" 2>/dev/null)" = INT ] || fail "the killed remote trial did not get SIGINT"
 pass "trial kill: SIGINT reached the trial, then its remote process group ended ($victim)"

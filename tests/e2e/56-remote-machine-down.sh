@@ -19,12 +19,12 @@ REMOTE_EXPS="$id"
 m2="127.0.0.1:${SSHD_PORT[2]}"
 
 # wait for trials running on machine 2 and a few finished
-for _ in $(seq 1 600); do
+m2_busy() {
     r2=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND machine='$m2'")
     done_n=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")
-    [ "$r2" -ge 1 ] && [ "$done_n" -ge 4 ] && break
-    sleep 0.1
-done
+    [ "$r2" -ge 1 ] && [ "$done_n" -ge 4 ]
+}
+wait_until 60 m2_busy || true
 [ "$r2" -ge 1 ] || fail "no trial running on machine 2"
 victims=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND machine='$m2'")
 # the machine dies: sshd, sessions and the trials it ran
@@ -34,12 +34,7 @@ for p in $(remote_procs "$id"); do
 done
 t_down=$(date +%s)
 
-for _ in $(seq 1 600); do
-    h=$(sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[2]}")
-    [ "$h" = 0 ] && break
-    sleep 0.1
-done
-[ "$h" = 0 ] || fail "machine 2 not marked unhealthy"
+wait_sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[2]}" 0 60 "machine 2 not marked unhealthy"
 err=$(sql "SELECT last_error FROM machine WHERE platform='remote' AND port=${SSHD_PORT[2]}")
 echo "$err" | grep -qi "unreachable\|connect\|lost" || fail "machine 2's last_error does not say why: $err"
 [ "$(sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[1]}")" = 1 ] || fail "machine 1 not healthy"
@@ -60,12 +55,7 @@ grep -q "@127.0.0.1:${SSHD_PORT[1]} *healthy" "$WORK/machines.out" || fail "nnic
 pass "machine health shown by GET /machines and nnictl experiment machines"
 
 for v in $victims; do
-    for _ in $(seq 1 600); do
-        a=$(sql "SELECT attempt FROM trial WHERE id='$v'")
-        [ "$a" -ge 2 ] && break
-        sleep 0.1
-    done
-    [ "$a" -ge 2 ] || fail "trial $v of the dead machine was not retried"
+    wait_until 60 sql_is "SELECT attempt FROM trial WHERE id='$v'" '>=2' || fail "trial $v of the dead machine was not retried"
     sql "SELECT reason FROM event WHERE trial_id='$v' AND to_state='WAITING'" | grep -q "$m2 is down" ||
         fail "the retry of $v does not say machine 2 is down"
 done
@@ -73,12 +63,7 @@ pass "trials of the dead machine retried: $(echo $victims)"
 
 # the machine comes back: reconnected, used again
 remote_sshd 2
-for _ in $(seq 1 900); do
-    h=$(sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[2]}")
-    [ "$h" = 1 ] && break
-    sleep 0.1
-done
-[ "$h" = 1 ] || fail "machine 2 not healthy again after its sshd came back"
+wait_sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[2]}" 1 90 "machine 2 not healthy again after its sshd came back"
 pass "machine 2 reconnected"
 
 wait_status "$id" DONE 300
@@ -102,10 +87,7 @@ nnictl create --config "$WORK/exp2/config.yml" --port "$(free_port)" > "$WORK/cr
     { cat "$WORK/create2.out"; fail "create 2"; }
 id2=$(exp_id_of "$WORK/create2.out")
 REMOTE_EXPS="$id $id2"
-for _ in $(seq 1 600); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ] && break
-    sleep 0.1
-done
+wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 2 || true
 remote_machine_down 1
 remote_machine_down 2
 for p in $(remote_procs "$id2"); do kill -9 "$p" 2>/dev/null || true; done

@@ -40,32 +40,12 @@ SH
 
 # exp_config DIR MACHINES...: 2 trials per machine listed, each retried at most twice
 exp_config() {
-    local dir=$1 n
+    local dir=$1
     shift
     mkdir -p "$dir"
     cp "$WORK/part.sh" "$dir/"
-    { remote_known_host 1; remote_known_host 2; } > "$WORK/known_hosts"
-    cat > "$dir/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: RELEASE=$WORK/release sh part.sh
-trialCodeDirectory: .
-trialConcurrency: $(($# * 2))
-maxTrialNumber: $(($# * 2))
-maxTrialRetries: 2
-tuner: {name: Random, classArgs: {seed: 5}}
-trainingService:
-  platform: remote
-  knownHostsFile: $WORK/known_hosts
-  machineList:
-YML
-    for n in "$@"; do
-        if [ "$n" = 1 ]; then
-            echo "    - {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: tqremote1, password: $REMOTE_PASS}"
-        else
-            echo "    - {host: 127.0.0.1, port: ${SSHD_PORT[2]}, user: tqremote2, sshKeyFile: $WORK/id_ed25519}"
-        fi >> "$dir/config.yml"
-    done
+    write_config "$dir/config.yml" trialCommand="RELEASE=$WORK/release sh part.sh" trialConcurrency=$(($# * 2)) \
+        maxTrialNumber=$(($# * 2)) maxTrialRetries=2 trainingService="$(remote_ts "$@")"
 }
 
 start_exp() { # DIR -> experiment id
@@ -88,6 +68,8 @@ A="127.0.0.1:${SSHD_PORT[1]}"
 AL="tqremote1@127.0.0.1:${SSHD_PORT[1]}"
 declare -A RPID RSTART TPID
 
+trial_files() { [ -s "$1/.nni/trialpid" ] && [ -s "$1/.nni/metrics" ]; }
+
 # partition_a ID: waits until A runs 2 trials, records their attempt-1 runners and trial
 # groups, cuts A off, checks they live on, waits until A is down and both are retried
 partition_a() {
@@ -97,7 +79,7 @@ partition_a() {
     victims=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND machine='$A'")
     for v in $victims; do
         dir=/home/tqremote1/nni-experiments/$id/trials/$v
-        for _ in $(seq 1 100); do [ -s "$dir/.nni/trialpid" ] && [ -s "$dir/.nni/metrics" ] && break; sleep 0.1; done
+        wait_until 10 trial_files "$dir" || true
         read -r RPID[$v] RSTART[$v] < "$dir/.nni/runner" || fail "no runner file in $dir"
         TPID[$v]=$(cat "$dir/.nni/trialpid")
     done
@@ -109,10 +91,7 @@ partition_a() {
     done
     wait_sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[1]}" 0 60 "machine A marked down"
     for v in $victims; do
-        for _ in $(seq 1 300); do
-            [ "$(sql "SELECT attempt FROM trial WHERE id='$v'")" -ge 2 ] && break
-            sleep 0.1
-        done
+        wait_until 30 sql_is "SELECT attempt FROM trial WHERE id='$v'" '>=2' || true
         sql "SELECT reason FROM event WHERE trial_id='$v' AND to_state='WAITING'" | grep -q "$A is down" ||
             fail "trial $v was not retried after machine A went down"
         alive "${RPID[$v]}" "${RSTART[$v]}" || fail "attempt 1 of $v ended by itself: the test shows nothing"
@@ -128,8 +107,7 @@ a_returns() {
     wait_sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[1]}" 1 90 "machine A healthy again"
     for v in $victims; do
         remote_group_gone "${TPID[$v]}" 15 || fail "attempt 1 of $v (process group ${TPID[$v]}) still runs on A"
-        for _ in $(seq 1 50); do alive "${RPID[$v]}" "${RSTART[$v]}" || break; sleep 0.1; done
-        ! alive "${RPID[$v]}" "${RSTART[$v]}" || fail "the runner ${RPID[$v]} of attempt 1 of $v still runs on A"
+        wait_until 5 not alive "${RPID[$v]}" "${RSTART[$v]}" || fail "the runner ${RPID[$v]} of attempt 1 of $v still runs on A"
         ev=$(sql "SELECT reason FROM event WHERE trial_id='$v' AND entity='process' AND from_state='RUNNING'
                   AND to_state='KILLED'")
         echo "$ev" | grep -q "attempt 1 on $AL" || fail "no event records the kill of attempt 1 of $v: '$ev'"

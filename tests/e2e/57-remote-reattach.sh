@@ -17,28 +17,23 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
 id=$(exp_id_of "$WORK/create.out")
 REMOTE_EXPS="$id"
 
-for _ in $(seq 1 600); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" = 4 ] && break
-    sleep 0.1
-done
+wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 4 || true
 running=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ "$(echo "$running" | wc -w)" = 4 ] || fail "4 trials not running"
 wpid=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='worker:remote' AND ended_at IS NULL ORDER BY id DESC LIMIT 1")
 [ -n "$wpid" ] || fail "no worker process row"
 kill -9 "$wpid"
-for _ in $(seq 1 300); do
+new_worker() {
     w2=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='worker:remote' AND ended_at IS NULL AND pid != $wpid ORDER BY id DESC LIMIT 1")
-    [ -n "$w2" ] && kill -0 "$w2" 2>/dev/null && break
-    sleep 0.1
-done
+    [ -n "$w2" ] && kill -0 "$w2" 2>/dev/null
+}
+wait_until 30 new_worker || true
 [ -n "$w2" ] || fail "the api did not start a new worker"
 pass "worker $wpid killed; new worker $w2"
 
 # while the new worker holds the jobs, machine 1's session drops (the listener lives)
-for _ in $(seq 1 300); do
-    grep -q "adopted" "$NNI_HOME/$id/log/"*.log 2>/dev/null && break
-    sleep 0.1
-done
+adopted() { grep -q "adopted" "$NNI_HOME/$id/log/"*.log 2>/dev/null; }
+wait_until 30 adopted || true
 sleep 1
 remote_drop_sessions 1
 

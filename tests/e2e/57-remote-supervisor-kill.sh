@@ -62,17 +62,15 @@ pass "a: 6 runner supervisors killed -9: every trial ran on and SUCCEEDED in att
 # --- b: the runner supervisors and the worker together --------------------------------
 start b
 b=$id
-for _ in $(seq 600); do [ "$(running "$b")" = 3 ] && [ "$(runs "$b" | wc -l)" = 3 ] && break; sleep 0.05; done
+b_runs() { [ "$(running "$b")" = 3 ] && [ "$(runs "$b" | wc -l)" = 3 ]; }
+WAIT_STEP=0.05 wait_until 30 b_runs || true
 [ "$(running "$b")" = 3 ] || fail "b: 3 trials not running"
 sleep 0.5
 w=$(worker_pid "$b")
 [ -n "$w" ] || fail "b: no worker"
 kill -9 "$w" $(runs "$b") 2>/dev/null || true
-for _ in $(seq 300); do
-    w2=$(worker_pid "$b")
-    [ -n "$w2" ] && [ "$w2" != "$w" ] && kill -0 "$w2" 2>/dev/null && break
-    sleep 0.1
-done
+new_worker() { w2=$(worker_pid "$b"); [ -n "$w2" ] && [ "$w2" != "$w" ] && kill -0 "$w2" 2>/dev/null; }
+wait_until 30 new_worker || true
 [ -n "$w2" ] && [ "$w2" != "$w" ] || fail "b: the api did not start a new worker"
 wait_status "$b" DONE 180
 check "$b"

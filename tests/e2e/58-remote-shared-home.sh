@@ -35,22 +35,9 @@ SH
 exp_config() {
     mkdir -p "$1"
     cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/shared.sh" "$1/"
-    { remote_known_host 1; remote_known_host 2; } > "$WORK/known_hosts"
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: TRIAL_STEPS=$4 TRIAL_SLEEP=$5 LONG='$6' RELEASE=$WORK/release sh shared.sh
-trialCodeDirectory: .
-trialConcurrency: $2
-maxTrialNumber: $3
-tuner: {name: Random, classArgs: {seed: 17}}
-trainingService:
-  platform: remote
-  knownHostsFile: $WORK/known_hosts
-  machineList:
-    - {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: $U, password: $REMOTE_PASS}
-    - {host: 127.0.0.1, port: ${SSHD_PORT[2]}, user: $U, sshKeyFile: $WORK/id_ed25519}
-YML
+    write_config "$1/config.yml" trialCommand="TRIAL_STEPS=$4 TRIAL_SLEEP=$5 LONG='$6' RELEASE=$WORK/release sh shared.sh" \
+        trialConcurrency="$2" maxTrialNumber="$3" tuner='{name: Random, classArgs: {seed: 17}}' \
+        trainingService="$(REMOTE_USER=$U remote_ts 1 2)"
 }
 
 # start_fg DIR: nnictl create --foreground (one more manager process to kill); sets ID, NPID
@@ -59,11 +46,8 @@ start_fg() {
     port=$(free_port)
     nnictl create --config "$1/config.yml" --port "$port" --foreground > "$1/create.out" 2>&1 &
     NPID=$!
-    for _ in $(seq 1 300); do
-        ID=$(exp_id_of "$1/create.out")
-        [ -n "$ID" ] && break
-        sleep 0.1
-    done
+    id_printed() { ID=$(exp_id_of "$1"); [ -n "$ID" ]; }
+    wait_until 30 id_printed "$1/create.out" || true
     [ -n "$ID" ] || { cat "$1/create.out" >&2; fail "create $1"; }
     PORT=$port
 }
@@ -88,13 +72,13 @@ crash() {
     local id=$1 pids p
     wait_sql "SELECT count(DISTINCT machine) || ' ' || count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" \
         "2 4" 120 "4 trials running on both machines"
-    for _ in $(seq 1 100); do [ "$(started "$id")" = 4 ] && break; sleep 0.05; done
-    [ "$(started "$id")" = 4 ] || fail "the 4 running trials did not start on the machines"
+    all_4_started() { [ "$(started "$id")" = 4 ]; }
+    WAIT_STEP=0.05 wait_until 5 all_4_started || fail "the 4 running trials did not start on the machines"
     pids="$NPID $(sql "SELECT pid FROM process WHERE experiment_id='$id' AND ended_at IS NULL") $(our_pids)"
     kill -9 $pids 2>/dev/null || true
     wait "$NPID" 2>/dev/null || true
     for p in $pids; do
-        for _ in $(seq 1 50); do live "$p" || break; sleep 0.1; done
+        wait_until 5 not live "$p" || true
     done
     [ -z "$(our_pids)" ] || fail "manager processes survived kill -9: $(our_pids)"
     CRASH_RUNNING=$(sql "SELECT id || ' ' || machine FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
@@ -157,10 +141,7 @@ start_fg "$WORK/exp2"
 id2=$ID
 REMOTE_EXPS="$id $id2"
 crash "$id2"
-for _ in $(seq 1 300); do
-    grep -rqs "adopted" "$NNI_HOME/$id2/log/" && break
-    sleep 0.1
-done
+wait_until 30 grep -rqs "adopted" "$NNI_HOME/$id2/log/" || true
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING' AND lease_owner IS NOT NULL" 4 60 \
     "4 trials held again after resume"
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' AND machine='$B' ORDER BY sequence LIMIT 1")

@@ -14,32 +14,18 @@ webui_setup   # sets UI; chromium, node and playwright-core
 port=$(free_port)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-experimentName: e2e-webui
-searchSpace:
-  x: {_type: randint, _value: [0, 1000]}
-  lr: {_type: loguniform, _value: [0.0001, 0.1]}
-  opt: {_type: choice, _value: [sgd, adam]}
 # a trial whose parameters hold "hold" goes on after its final metric (the kill test);
 # trial 1 fails after its final metric (it has one, but does not show it: NNI's rule)
-trialCommand: TRIAL_STEPS=4 TRIAL_SLEEP=1 sh metrics.sh && [ "\$NNI_TRIAL_SEQ_ID" != 1 ] && if grep -q hold "\$NNI_SYS_DIR/parameter.cfg"; then sleep 300; fi
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 60
-tuner: {name: Random, classArgs: {seed: 11, optimize_mode: maximize}}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" experimentName=e2e-webui \
+    searchSpace=$'\n  x: {_type: randint, _value: [0, 1000]}\n  lr: {_type: loguniform, _value: [0.0001, 0.1]}\n  opt: {_type: choice, _value: [sgd, adam]}' \
+    trialCommand='TRIAL_STEPS=4 TRIAL_SLEEP=1 sh metrics.sh && [ "$NNI_TRIAL_SEQ_ID" != 1 ] && if grep -q hold "$NNI_SYS_DIR/parameter.cfg"; then sleep 300; fi' \
+    maxTrialNumber=60 tuner='{name: Random, classArgs: {seed: 11, optimize_mode: maximize}}'
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || fail "no experiment id printed"
 
 # a few finished trials first, so that there is something to sort and open
-for _ in $(seq 1 600); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge 3 ] && break
-    sleep 0.1
-done
-[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge 3 ] ||
-    fail "no 3 trials succeeded in 60 s"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=3' 60 "no 3 trials succeeded in 60 s"
 
 # the static files: types, revalidation, no way out of webui/
 hdr=$(curl -sS -D - -o /dev/null "http://127.0.0.1:$port/")
@@ -61,7 +47,7 @@ pass "live experiment in chromium"
 nnictl stop "$id" > /dev/null
 vport=$(free_port)
 nnictl view "$id" --port "$vport" > "$WORK/view.out" || { cat "$WORK/view.out"; fail "nnictl view"; }
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$vport/api/v1/nni/check-status" > /dev/null && break; sleep 0.1; done
+wait_until 10 http_ok "http://127.0.0.1:$vport/api/v1/nni/check-status" || true
 # the web UI's reads against the database (stable now): every sort order walked page
 # by page equals the order computed here, filters, and bad parameters refused by name
 $PY - "http://127.0.0.1:$vport/api/v1/nni" "$DB" "$id" <<'PY' || fail "webui reads differ from the database"

@@ -26,19 +26,9 @@ if x == 3 and p.get("opt") == "sgd":
     sys.exit(4)
 nni.report_final_result({"default": x * 1.5 + (0.25 if p.get("opt") == "adam" else 0), "loss": 10 - x})
 PY
-cat > "$WORK/a/config.yml" <<YML
-experimentName: webui-more-a
-searchSpace:
-  x: {_type: randint, _value: [1, 4]}
-  opt: {_type: choice, _value: [sgd, adam]}
-trialCommand: /usr/bin/python3 trial.py
-trialCodeDirectory: .
-trialConcurrency: 3
-maxTrialNumber: 20
-maxTrialRetries: 0
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/a/config.yml" experimentName=webui-more-a \
+    searchSpace='{x: {_type: randint, _value: [1, 4]}, opt: {_type: choice, _value: [sgd, adam]}}' \
+    trialCommand='/usr/bin/python3 trial.py' trialConcurrency=3 maxTrialNumber=20 maxTrialRetries=0 tuner='{name: GridSearch}'
 portA=$(free_port)
 nnictl create --config "$WORK/a/config.yml" --port "$portA" > "$WORK/a.out" || { cat "$WORK/a.out"; fail "create A"; }
 idA=$(exp_id_of "$WORK/a.out")

@@ -12,16 +12,8 @@ webui_setup   # sets UI; chromium, node and playwright-core
 # a request adds one (the budget leaves room for that)
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: choice, _value: [1]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: 1
-maxTrialNumber: 50
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: choice, _value: [1]}}' trialCommand='sh metrics.sh' \
+    maxTrialNumber=50 tuner='{name: GridSearch}'
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" || { cat "$WORK/create.out"; fail "create"; }
 id=$(exp_id_of "$WORK/create.out")
@@ -33,7 +25,7 @@ echo '<!doctype html><title>another site</title><p>hello' > "$WORK/evil/index.ht
 evil_port=$(free_port)
 (cd "$WORK/evil" && exec $PY -m http.server "$evil_port" --bind 127.0.0.1) > "$WORK/evil.log" 2>&1 &
 evil_pid=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$evil_port/index.html" > /dev/null && break; sleep 0.1; done
+wait_until 10 http_ok "http://127.0.0.1:$evil_port/index.html" || true
 
 rc=0
 node "$UI/crosssite.js" "http://127.0.0.1:$port" "http://localhost:$evil_port" "http://evil.test:$port" "$DB" "$id" || rc=$?

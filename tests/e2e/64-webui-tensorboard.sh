@@ -24,15 +24,8 @@ mkdir -p "$NNI_OUTPUT_DIR/tensorboard/eval"
 echo events > "$NNI_OUTPUT_DIR/tensorboard/events.out.tfevents.1700000000.host"
 echo events > "$NNI_OUTPUT_DIR/tensorboard/eval/events.out.tfevents.1700000001.host"
 SH
-cat > "$WORK/a/config.yml" <<YML
-experimentName: webui-tensorboard
-searchSpace: {x: {_type: choice, _value: [1, 2, 3, 4]}}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: 4
-tuner: {name: GridSearch}
-trainingService: {platform: local}
-YML
+write_config "$WORK/a/config.yml" experimentName=webui-tensorboard searchSpace='{x: {_type: choice, _value: [1, 2, 3, 4]}}' \
+    trialConcurrency=4 maxTrialNumber= tuner='{name: GridSearch}'
 portA=$(free_port)
 PATH="$FAKE_DIR:$PATH" nnictl create --config "$WORK/a/config.yml" --port "$portA" --url_prefix tb/exp > "$WORK/a.out" ||
     { cat "$WORK/a.out"; fail "create A"; }
@@ -60,7 +53,7 @@ nnictl stop "$idA" > /dev/null
 stA=$(sql "SELECT status FROM experiment WHERE id='$idA'")
 vport=$(free_port)
 PATH="$FAKE_DIR:$PATH" nnictl view "$idA" --port "$vport" > "$WORK/view.out" || { cat "$WORK/view.out"; fail "nnictl view"; }
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$vport/tb/exp/api/v1/nni/check-status" > /dev/null && break; sleep 0.1; done
+wait_until 10 http_ok "http://127.0.0.1:$vport/tb/exp/api/v1/nni/check-status" || true
 node "$UI/tensorboard.js" view "http://127.0.0.1:$vport/tb/exp/" "$DB" "$idA" "$ART" ||
     fail "browser test (tensorboard, view) failed; screenshots in $ART"
 pass "TensorBoard under nnictl view"

@@ -26,7 +26,8 @@ printf '{"parameter_id": 0, "parameter_source": "algorithm", "parameters": {"x":
 (cd "$hand" && NNI_TRIAL_COMMAND_CHANNEL=http://127.0.0.1:9/env/0123abcd/TrIaL NNI_TRIAL_JOB_ID=TrIaL NNI_SYS_DIR=$hand \
     exec /usr/bin/python3 "$RELAY" -- sh -c 'echo "$NNI_TRIAL_COMMAND_CHANNEL" > seen; exec sleep 60') &
 relay=$!
-for _ in $(seq 100); do [ -s "$hand/seen" ] && [ -s "$hand/.nni/channel" ] && break; sleep 0.1; done
+relay_up() { [ -s "$hand/seen" ] && [ -s "$hand/.nni/channel" ]; }
+wait_until 10 relay_up || true
 url=$(cat "$hand/.nni/channel")
 [[ "$url" == "http://127.0.0.1:"*"/env/0123abcd/TrIaL" && "$url" != *":9/"* ]] || fail "relay channel URL $url"
 [ "$(cat "$hand/seen")" = "$url" ] || fail "the command's NNI_TRIAL_COMMAND_CHANNEL is $(cat "$hand/seen"), not $url"

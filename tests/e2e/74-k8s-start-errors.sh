@@ -82,10 +82,8 @@ KUBECONFIG="$WORK/run.yaml" nnictl create --config "$WORK/exp/config.yml" --port
 id=$(exp_id_of "$WORK/run.out")
 cp "$WORK/bad.yaml" "$WORK/run.yaml"
 pkill -9 -f "trialq worker --platform kubeflow --experiment $id" || true
-for _ in $(seq 150); do
-    sql "SELECT errors FROM experiment WHERE id='$id'" | grep -q "401 Unauthorized" && break
-    sleep 0.1
-done
+error_401() { sql "SELECT errors FROM experiment WHERE id='$id'" | grep -q "401 Unauthorized"; }
+wait_until 15 error_401 || true
 sql "SELECT errors FROM experiment WHERE id='$id'" | grep -q "kubeflow: the Kubernetes API server .* answered 401 Unauthorized" ||
     { sql "SELECT errors FROM experiment WHERE id='$id'"; fail "the worker's start failure is not kept with the experiment"; }
 cp "$WORK/kubeconfig" "$WORK/run.yaml"
@@ -98,19 +96,10 @@ pass "credentials broken mid-run: the reason is kept with the experiment; repair
 # nniManagerIp (NNI v3's), with the SDK unchanged (an `import nni` trial)
 mkdir -p "$WORK/sdk-exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/quadratic.py" "$WORK/sdk-exp/"
-cat > "$WORK/sdk-exp/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-  y: {_type: uniform, _value: [-2, 0]}
-trialCodeDirectory: .
-trialConcurrency: 2
-maxTrialNumber: 2
-trialCommandChannel: http
-nniManagerIp: 127.0.0.1
-tuner: {name: Random, classArgs: {seed: 3}}
-trainingService:
-$(ts_kubeflow v1 | sed 's/command: sh trial.sh/command: python3 quadratic.py/')
-YML
+write_config "$WORK/sdk-exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0, 1]}, y: {_type: uniform, _value: [-2, 0]}}' \
+    trialCommand= trialConcurrency=2 maxTrialNumber=2 trialCommandChannel=http nniManagerIp=127.0.0.1 \
+    tuner='{name: Random, classArgs: {seed: 3}}' \
+    trainingService=$'\n'"$(ts_kubeflow v1 | sed 's/command: sh trial.sh/command: python3 quadratic.py/')"
 port=$(free_port)
 nnictl create --config "$WORK/sdk-exp/config.yml" --port "$port" > "$WORK/sdk.out" 2>&1 || { cat "$WORK/sdk.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/sdk.out")
@@ -131,12 +120,12 @@ touch "$K8S_NFS/hold"
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/vanish.out" 2>&1 || { cat "$WORK/vanish.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/vanish.out")
-k8s_wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
-for _ in $(seq 100); do [ -f "$K8S_NFS/nni/$id/$tid/output/worker_output/written.log" ] && break; sleep 0.1; done
+wait_until 10 test -f "$K8S_NFS/nni/$id/$tid/output/worker_output/written.log" || true
 curl -sk --max-time 10 -X DELETE -H "Authorization: Bearer $K8S_TOKEN" \
     "https://127.0.0.1:$K8S_PORT/apis/kubeflow.org/v1/namespaces/default/tfjobs/nni-exp-$id-trial-${tid,,}" > /dev/null
-k8s_wait_sql "SELECT attempt FROM trial WHERE id='$tid'" 2 30
+wait_sql "SELECT attempt FROM trial WHERE id='$tid'" 2 30
 rm -f "$K8S_NFS/hold"
 wait_status "$id" DONE 60
 [ "$(sql "SELECT status || ' ' || attempt FROM trial WHERE id='$tid'")" = "SUCCEEDED 2" ] || fail "the vanished trial did not succeed as attempt 2"
@@ -178,12 +167,8 @@ kc create -f "$WORK/job.json" --validate=false > "$WORK/create.out" 2>&1 || { ca
 grep -q "tfjob.kubeflow.org/kubectl-job created" "$WORK/create.out" || { cat "$WORK/create.out"; fail "kubectl create: unexpected output"; }
 if kc create -f "$WORK/job.json" --validate=false > "$WORK/create2.out" 2>&1; then fail "a second create succeeded"; fi
 grep -q 'AlreadyExists\|already exists' "$WORK/create2.out" || { cat "$WORK/create2.out"; fail "kubectl: no AlreadyExists"; }
-st=""
-for _ in $(seq 100); do
-    st=$(kc get tfjob kubectl-job -o 'jsonpath={.status.conditions[-1:].type}' 2>&1 || true)
-    [ "$st" = Succeeded ] && break
-    sleep 0.1
-done
+job_succeeded() { st=$(kc get tfjob kubectl-job -o 'jsonpath={.status.conditions[-1:].type}' 2>&1 || true); [ "$st" = Succeeded ]; }
+wait_until 10 job_succeeded || true
 [ "$st" = Succeeded ] || fail "kubectl get: the job is '$st', not Succeeded"
 [ "$(cat "$K8S_NFS/kubectl-ran" 2>/dev/null)" = ran ] || fail "the job's pod did not write to the NFS volume"
 kc get tfjobs -l app=nni-kubernetes-trial,expId=kubectl -o name > "$WORK/get.out" 2>&1 || { cat "$WORK/get.out"; fail "kubectl get -l failed"; }

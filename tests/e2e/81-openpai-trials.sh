@@ -36,11 +36,10 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
 tid_of() { sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"$1\"%'"; }
-for _ in $(seq 300); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" = 6 ] && break; sleep 0.1; done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 6 || true
 slow=$(tid_of slow) admin=$(tid_of admin) lost=$(tid_of lost)
 for t in "$slow" "$admin" "$lost"; do
-    for _ in $(seq 600); do [ -f "$PAI_LOCAL/$id/$t/started" ] && break; sleep 0.1; done
-    [ -f "$PAI_LOCAL/$id/$t/started" ] || fail "trial $t did not start on the server"
+    wait_file "$PAI_LOCAL/$id/$t/started" 60 "trial $t did not start on the server"
 done
 [ "$(sql "SELECT status FROM trial WHERE id='$slow'")" = RUNNING ] || fail "slow trial not RUNNING"
 
@@ -81,10 +80,9 @@ ghost=nni_exp_${id}_trial_ghost1
 printf 'protocolVersion: 2\nname: %s\ntype: job\ntaskRoles:\n  taskrole:\n    instances: 1\n    commands: ["sleep 60"]\n' "$ghost" |
     curl -sf -X POST -H "Content-Type: text/yaml" -H "Authorization: Bearer $PAI_TOKEN" --data-binary @- \
         "$PAI_URL/rest-server/api/v2/jobs" > /dev/null || fail "cannot submit the ghost job"
-for _ in $(seq 100); do curl -sf "$PAI_URL/_test/job/$ghost" | grep -q '"state": "RUNNING"' && break; sleep 0.1; done
+wait_until 10 http_ok "$PAI_URL/_test/job/$ghost" '"state": "RUNNING"' || true
 nnictl stop "$id" > /dev/null
-for _ in $(seq 100); do curl -sf "$PAI_URL/_test/job/$ghost" | grep -q '"state": "STOPPED"' && break; sleep 0.1; done
-curl -sf "$PAI_URL/_test/job/$ghost" | grep -q '"state": "STOPPED"' || fail "nnictl stop left job $ghost running"
+wait_http "$PAI_URL/_test/job/$ghost" 10 '"state": "STOPPED"' "nnictl stop left job $ghost running"
 pass "nnictl stop stopped a job the database did not know"
 assert_no_leftovers
 echo "81-openpai-trials: passed"

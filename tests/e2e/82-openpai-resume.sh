@@ -17,10 +17,9 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
 id=$(exp_id_of "$WORK/create.out")
 api_pid() { sql "SELECT api_pid FROM experiment WHERE id='$id'"; }
 worker_pid() { pgrep -f "trialq worker --platform openpai --experiment $id" | head -n1 || true; }
-running() { sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'"; }
 wait_running() {
-    for _ in $(seq 600); do [ "$(running)" -ge "$1" ] && return 0; sleep 0.1; done
-    fail "fewer than $1 trials RUNNING"
+    wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" ">=$1" ||
+        fail "fewer than $1 trials RUNNING"
 }
 
 # 1. the worker alone, while 4 jobs run
@@ -31,15 +30,12 @@ kill -9 "$w"
 pass "worker $w killed with 4 jobs running"
 
 # 2. the whole manager, a little later
-for _ in $(seq 600); do
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" -ge 6 ] && break
-    sleep 0.1
-done
+wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
 wait_running 2
 w=$(worker_pid) a=$(api_pid)
 [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
 kill -9 "$w" "$a"
-for _ in $(seq 50); do kill -0 "$a" 2>/dev/null || break; sleep 0.1; done
+wait_until 5 gone "$a" || true
 before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
 pass "api $a and worker $w killed with $before jobs in flight"
 sleep 1.5   # some jobs end while no manager watches

@@ -33,7 +33,7 @@ pai_experiment "$WORK/exp" 4 12 9
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-for _ in $(seq 300); do [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")" -ge 2 ] && break; sleep 0.1; done
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' || true
 pai_fail '{"status": 503, "seconds": 3}'
 sleep 3.5
 pai_fail '{"delay": 3, "seconds": 4}'      # answers after 3 s: the worker gives up after 2 s

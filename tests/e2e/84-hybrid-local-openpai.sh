@@ -23,21 +23,17 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
 [ "$(sql "SELECT platform FROM experiment WHERE id='$id'")" = hybrid ] || fail "experiment platform is not hybrid"
-for _ in $(seq 300); do
-    roles=$(sql "SELECT group_concat(role, ' ') FROM (SELECT DISTINCT role FROM process WHERE experiment_id='$id'
-                 AND role LIKE 'worker:%' AND ended_at IS NULL ORDER BY role)")
-    [ "$roles" = "worker:local worker:openpai" ] && break
-    sleep 0.1
-done
-[ "$roles" = "worker:local worker:openpai" ] || fail "workers: '$roles'"
+wait_until 30 sql_is "SELECT group_concat(role, ' ') FROM (SELECT DISTINCT role FROM process WHERE experiment_id='$id'
+                 AND role LIKE 'worker:%' AND ended_at IS NULL ORDER BY role)" "worker:local worker:openpai" ||
+    fail "workers: '$SQL_GOT'"
 
 # lose the first OpenPAI job while it runs: the trial goes back to the queue for any platform
 lost=
-for _ in $(seq 600); do
+openpai_runs() {
     lost=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND platform='openpai' AND status='RUNNING' ORDER BY sequence LIMIT 1")
-    [ -n "$lost" ] && [ -f "$PAI_LOCAL/$id/$lost/.nni/submitted" ] && break
-    sleep 0.1
-done
+    [ -n "$lost" ] && [ -f "$PAI_LOCAL/$id/$lost/.nni/submitted" ]
+}
+wait_until 60 openpai_runs || true
 [ -n "$lost" ] || fail "no trial ran on openpai"
 curl -sf -X POST "$PAI_URL/_test/forget/nni_exp_${id}_trial_${lost}" > /dev/null
 wait_status "$id" DONE 180
@@ -87,12 +83,8 @@ sed -e 's/^trialCommand: .*/trialCommand: sleep 60/' -e 's/^maxTrialNumber: .*/m
 nnictl create --config "$WORK/exp/long.yml" --port "$port2" > "$WORK/create2.out" 2>&1 ||
     { cat "$WORK/create2.out"; fail "create failed"; }
 id2=$(exp_id_of "$WORK/create2.out")
-for _ in $(seq 600); do
-    [ "$(sql "SELECT count(DISTINCT platform) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ] && break
-    sleep 0.1
-done
-[ "$(sql "SELECT count(DISTINCT platform) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ] ||
-    fail "trials do not run on both platforms"
+wait_sql "SELECT count(DISTINCT platform) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 2 60 \
+    "trials do not run on both platforms"
 stops=$(pai_stat stops)
 for p in $(pgrep -f "trialq worker --platform [a-z]* --experiment $id2" || true) $(sql "SELECT api_pid FROM experiment WHERE id='$id2'"); do
     kill -9 "$p" 2>/dev/null || true
@@ -103,8 +95,8 @@ left=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status IN 
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='USER_CANCELED' AND platform='openpai'")" -ge 1 ] ||
     fail "no openpai trial was cancelled"
 [ "$(pai_stat stops)" -gt "$stops" ] || fail "no STOP reached the server"
-for _ in $(seq 100); do pai_stats | grep -q '"RUNNING"' || break; sleep 0.1; done
-pai_stats | grep -q '"RUNNING"' && fail "jobs still RUNNING on the server"
+pai_running() { pai_stats | grep -q '"RUNNING"'; }
+wait_until 10 not pai_running || fail "jobs still RUNNING on the server"
 pass "manager killed: nnictl stop ended the trials of both platforms"
 assert_no_leftovers
 echo "84-hybrid-local-openpai: passed"

@@ -21,15 +21,8 @@ remote_known_host 1 > "$WORK/known_hosts"
 
 mkdir -p "$WORK/exp"
 cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$WORK/exp/"
-cat > "$WORK/exp/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: TRIAL_SLEEP=0.3 sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: 6
-maxTrialNumber: 18
-tuner: {name: Random, classArgs: {seed: 5}}
-trainingService:
+write_config "$WORK/exp/config.yml" trialCommand='TRIAL_SLEEP=0.3 sh metrics.sh' trialConcurrency=6 maxTrialNumber=18 \
+    trainingService="
   - platform: local
   - platform: remote
     knownHostsFile: $WORK/known_hosts
@@ -39,8 +32,7 @@ trainingService:
     operator: tf-operator
     apiVersion: v1
     storage: {storageType: nfs, server: nfs.test, path: /exports/nni, localMountPoint: $K8S_NFS}
-    worker: {replicas: 1, command: TRIAL_SLEEP=0.3 sh metrics.sh, cpuNumber: 1, memorySize: 512mb, dockerImage: test/tf:1}
-YML
+    worker: {replicas: 1, command: TRIAL_SLEEP=0.3 sh metrics.sh, cpuNumber: 1, memorySize: 512mb, dockerImage: test/tf:1}"
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }

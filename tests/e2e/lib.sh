@@ -46,18 +46,87 @@ free_port() {
 # the test reads the live database beside the api and workers: wait for locks as they do
 sql() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$DB" "$@"; }
 
+# ---- waiting. Every wait polls every WAIT_STEP seconds (0.1; `WAIT_STEP=0.05 wait_...`
+# polls faster) at most SECONDS / WAIT_STEP times (decimal SECONDS allowed), then looks
+# once more. The wait_* helpers fail the test naming what they waited for; wait_until
+# only returns 1, for a wait whose end the test checks itself (`|| fail "..."`) or whose
+# end it does not need (`|| true`).
+
+# wait_until SECONDS CMD [ARG...]: until CMD succeeds; 1 when it did not within SECONDS
+wait_until() {
+    local secs=$1 n i
+    shift
+    n=$(awk -v s="$secs" -v d="${WAIT_STEP:-0.1}" 'BEGIN { n = s / d; if (n > int(n)) n = int(n) + 1; print int(n) }')
+    for ((i = 0; i < n; i++)); do
+        if "$@"; then return 0; fi
+        sleep "${WAIT_STEP:-0.1}"
+    done
+    "$@"
+}
+
+# sql_is SQL EXPECTED: the query (on the test's database, see sql) prints EXPECTED:
+# a value exactly, or a comparison '>=N', '>N', '<=N', '<N' (numbers), '!=V' (anything
+# but V; '!=' = not empty); the output is left in SQL_GOT
+sql_is() {
+    SQL_GOT=$(sql "$1") || return 1
+    case $2 in
+    '>='*) [[ $SQL_GOT =~ ^-?[0-9]+$ ]] && [ "$SQL_GOT" -ge "${2#>=}" ] ;;
+    '<='*) [[ $SQL_GOT =~ ^-?[0-9]+$ ]] && [ "$SQL_GOT" -le "${2#<=}" ] ;;
+    '>'*) [[ $SQL_GOT =~ ^-?[0-9]+$ ]] && [ "$SQL_GOT" -gt "${2#>}" ] ;;
+    '<'*) [[ $SQL_GOT =~ ^-?[0-9]+$ ]] && [ "$SQL_GOT" -lt "${2#<}" ] ;;
+    '!='*) [ "$SQL_GOT" != "${2#!=}" ] ;;
+    *) [ "$SQL_GOT" = "$2" ] ;;
+    esac
+}
+
+# wait_sql SQL EXPECTED [SECONDS [WHAT]]: until sql_is SQL EXPECTED (30 s by default);
+# else fails with WHAT (default: the query), the last answer and the time waited
+wait_sql() {
+    SQL_GOT=
+    wait_until "${3:-30}" sql_is "$1" "$2" ||
+        fail "${4:-[$1]}: still '$SQL_GOT' after ${3:-30} s, wanted '$2'${4:+ [$1]}"
+}
+
+# wait_file [-s] FILE [SECONDS [WHAT]]: until FILE exists (-s: and is not empty), 10 s by
+# default; else fails saying WHAT and the file
+wait_file() {
+    local t=-e
+    [ "$1" != -s ] || { t=-s; shift; }
+    wait_until "${2:-10}" test "$t" "$1" ||
+        fail "${3:+$3: }$1 did not appear$([ "$t" = -e ] || echo ' (not empty)') within ${2:-10} s"
+}
+
+# not CMD [ARG...]: CMD fails (for wait_until: `wait_until 5 not port_is_free "$port"`)
+not() { ! "$@"; }
+
+# gone PID: no process PID (kill -0 fails; a zombie still counts as there)
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# wait_gone PID [SECONDS [WHAT]]: until gone PID, 10 s by default; else fails saying WHAT
+wait_gone() {
+    wait_until "${2:-10}" gone "$1" || fail "${3:+$3: }process $1 still runs after ${2:-10} s"
+}
+
+# http_ok URL [REGEX]: curl -sf URL succeeds (and its body matches the grep -E REGEX)
+http_ok() {
+    local body
+    body=$(curl -sf "$1") || return 1
+    [ -z "${2:-}" ] || grep -qE -- "$2" <<< "$body"
+}
+# wait_http URL [SECONDS [REGEX [WHAT]]]: until http_ok URL [REGEX], 10 s by default; else
+# fails saying WHAT
+wait_http() {
+    wait_until "${2:-10}" http_ok "$1" "${3:-}" ||
+        fail "${4:+$4: }$1 did not answer${3:+ a body matching '$3'} within ${2:-10} s"
+}
+
 # exp_id_of <nnictl create output file>
 exp_id_of() { sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p' "$1" | head -n1; }
 
 # wait_status <id> <regex> <seconds>
+status_is() { st=$(sql "SELECT status FROM experiment WHERE id='$1'"); [[ "$st" =~ ^($2)$ ]]; }
 wait_status() {
-    local id=$1 want=$2 secs=$3 st=""
-    for _ in $(seq 1 $((secs * 10))); do
-        st=$(sql "SELECT status FROM experiment WHERE id='$id'")
-        if [[ "$st" =~ ^($want)$ ]]; then return 0; fi
-        sleep 0.1
-    done
-    fail "experiment $id is $st after ${secs}s, wanted $want"
+    local st=""
+    wait_until "$3" status_is "$1" "$2" || fail "experiment $1 is $st after ${3}s, wanted $2"
 }
 
 # no process of ours may survive: api, worker, supervisor or trial of this home
@@ -82,23 +151,51 @@ assert_no_leftovers() {
 port_is_free() {
     $PY -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$1))" 2>/dev/null
 }
+port_busy() { ! port_is_free "$1"; }
+
+# write_config FILE [KEY=VALUE ...]: an experiment's YAML config, by default
+#   searchSpace:
+#     x: {_type: randint, _value: [0, 100000]}
+#   trialCommand: sh trial.sh
+#   trialCodeDirectory: .
+#   trialConcurrency: 1
+#   maxTrialNumber: 1
+#   tuner: {name: Random, classArgs: {seed: 5}}
+#   trainingService: {platform: local}
+# each KEY=VALUE sets a top-level key (VALUE as written: a scalar or flow YAML on one
+# line, or lines starting with a newline for a block), a new key goes before
+# trainingService, an empty VALUE drops the key; searchSpaceFile drops searchSpace and
+# advisor drops tuner
+write_config() {
+    local file=$1 kv key
+    shift
+    local -a keys=(searchSpace trialCommand trialCodeDirectory trialConcurrency maxTrialNumber tuner trainingService)
+    local -A val=([searchSpace]=$'\n  x: {_type: randint, _value: [0, 100000]}' [trialCommand]='sh trial.sh'
+        [trialCodeDirectory]=. [trialConcurrency]=1 [maxTrialNumber]=1
+        [tuner]='{name: Random, classArgs: {seed: 5}}' [trainingService]='{platform: local}')
+    for kv in "$@"; do
+        key=${kv%%=*}
+        [[ $kv == *=* && $key =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] || fail "write_config: '$kv' is not KEY=VALUE"
+        [[ -v "val[$key]" ]] || keys=("${keys[@]:0:${#keys[@]}-1}" "$key" trainingService)
+        val[$key]=${kv#*=}
+        case $key in searchSpaceFile) val[searchSpace]= ;; advisor) val[tuner]= ;; esac
+    done
+    for key in "${keys[@]}"; do
+        case ${val[$key]} in
+        '') ;;
+        $'\n'*) printf '%s:%s\n' "$key" "${val[$key]}" ;;
+        *) printf '%s: %s\n' "$key" "${val[$key]}" ;;
+        esac
+    done > "$file"
+}
 
 # metrics_experiment <dir> <concurrency> <max trials> <seed> [<trainingService block>]:
 # a config for trials/metrics.sh (the block: indented YAML lines; default local)
 metrics_experiment() {
     mkdir -p "$1"
     cp "$TRIALQ_SRC/tests/e2e/trials/metrics.sh" "$1/"
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: $2
-maxTrialNumber: $3
-tuner: {name: Random, classArgs: {seed: $4}}
-trainingService:
-${5:-  platform: local}
-YML
+    write_config "$1/config.yml" trialCommand='sh metrics.sh' trialConcurrency="$2" maxTrialNumber="$3" \
+        tuner="{name: Random, classArgs: {seed: $4}}" trainingService=$'\n'"${5:-  platform: local}"
 }
 
 # http_experiment DIR SEED [CONCURRENCY MAX [TS]]: an experiment on NNI's HTTP trial channel
@@ -114,30 +211,17 @@ http_experiment() {
 if [ $((NNI_TRIAL_SEQ_ID % 2)) = 0 ]; then exec /usr/bin/python3 nni_http_client.py; fi
 exec /usr/bin/python3 sdk_steps.py
 SH
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh run.sh
-trialCodeDirectory: .
-trialConcurrency: ${3:-4}
-maxTrialNumber: ${4:-12}
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: $2}}
-trainingService:
-${5:-  platform: local}
-YML
+    write_config "$1/config.yml" trialCommand='sh run.sh' trialConcurrency="${3:-4}" maxTrialNumber="${4:-12}" \
+        trialCommandChannel=http tuner="{name: Random, classArgs: {seed: $2}}" trainingService=$'\n'"${5:-  platform: local}"
 }
 
 # http_wait_reporting ID LABEL SECONDS: waits until 4 trials of an http_experiment run and
 # 4 metrics were acknowledged (acked_lines ID, defined by the test, counts them)
-http_wait_reporting() {
-    for _ in $(seq $(($3 * 10))); do
-        [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'")" = 4 ] &&
-            [ "$(acked_lines "$1")" -ge 4 ] && return 0
-        sleep 0.1
-    done
-    fail "$2: 4 trials do not run and report"
+http_reporting() {
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='RUNNING'")" = 4 ] &&
+        [ "$(acked_lines "$1")" -ge 4 ]
 }
+http_wait_reporting() { wait_until "$3" http_reporting "$1" || fail "$2: 4 trials do not run and report"; }
 
 # assert_acked_match ID LABEL STEPS: every trial of an http_experiment stored exactly the
 # metrics it was acknowledged (acked.log), STEPS intermediate results and a final one, and
@@ -223,4 +307,18 @@ kill_until_done() {
         sleep 0.2
     done
     KILLED_TRIALS=$(echo $killed | tr ' ' '\n' | sort -u | grep -c . || true)
+}
+
+# kill_api_at ID PORT N...: for each N, once N trials of experiment ID have SUCCEEDED,
+# kill -9 its api, wait until it is gone and `nnictl resume` it on PORT
+kill_api_at() {
+    local id=$1 port=$2 at p
+    shift 2
+    for at in "$@"; do
+        WAIT_STEP=0.05 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" ">=$at" || true
+        p=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
+        kill -9 "$p"
+        WAIT_STEP=0.05 wait_until 5 gone "$p" || true
+        nnictl resume "$id" --port "$port" > /dev/null
+    done
 }

@@ -58,7 +58,7 @@ k8s_start() {
 k8s_stop() {
     [ -n "$K8S_PID" ] || return 0
     kill "$K8S_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$K8S_PID" 2>/dev/null || break; sleep 0.05; done
+    WAIT_STEP=0.05 wait_until 5 gone "$K8S_PID" || true
     K8S_PID=""
 }
 
@@ -160,31 +160,12 @@ k8s_assert_metrics() {
 # k8s_experiment_config DIR TRIALS CONCURRENCY "<trainingService YAML, indented 2>"
 k8s_experiment_config() {
     k8s_trial "$1"
-    cat > "$1/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCodeDirectory: .
-trialConcurrency: $3
-maxTrialNumber: $2
-tuner: {name: Random, classArgs: {seed: 7}}
-trainingService:
-$4
-YML
+    write_config "$1/config.yml" trialCommand= trialConcurrency="$3" maxTrialNumber="$2" \
+        tuner='{name: Random, classArgs: {seed: 7}}' trainingService=$'\n'"$4"
 }
 
 k8s_api_pid() { sql "SELECT api_pid FROM experiment WHERE id='$1'"; }
 k8s_worker_pid() { pgrep -f "trialq worker --platform $2 --experiment $1" | head -n1 || true; }
-
-# k8s_wait_sql SQL WANT SECONDS
-k8s_wait_sql() {
-    local got=""
-    for _ in $(seq 1 $(($3 * 10))); do
-        got=$(sql "$1")
-        [ "$got" = "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "waited $3 s for [$1] = $2, got $got"
-}
 
 # k8s_scenario PLATFORM CHIEF_ROLE "<trainingService YAML>": the cases every
 # Kubernetes-family platform must pass, on one experiment of 12 trials:
@@ -207,7 +188,7 @@ k8s_scenario() {
 
     # the API server fails for a while: 5xx, dropped connections, slow answers (the
     # trial of sequence HOLD_SEQ runs until killed, so the experiment is alive meanwhile)
-    k8s_wait_sql "SELECT count(*) > 0 FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
+    wait_sql "SELECT count(*) > 0 FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
     k8s_fail 5xx 2
     sleep 2.2
     k8s_fail drop 1.5
@@ -220,7 +201,7 @@ k8s_scenario() {
     pass "$platform: API server failures injected: 5xx, dropped connections, slow and timed-out answers ($(k8s_stat "['failed']") requests failed)"
 
     # SIGKILL the api and the worker while trials run, then resume
-    k8s_wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND sequence=$HOLD_SEQ AND status='RUNNING'" 1 60
+    wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND sequence=$HOLD_SEQ AND status='RUNNING'" 1 60
     hold=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND sequence=$HOLD_SEQ")
     n=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
     kill -9 "$(k8s_worker_pid "$id" "$platform")" "$(k8s_api_pid "$id")" 2>/dev/null || true
@@ -229,18 +210,12 @@ k8s_scenario() {
     pass "$platform: api and worker SIGKILLed with $n trial(s) running; resumed"
 
     # kill of a running trial (one the new worker adopted): its job is deleted
-    for _ in $(seq 100); do
-        ls "$K8S_NFS/nni/$id/$hold/output/"*written.log "$K8S_NFS/nni/$id/$hold/output/written.log" > /dev/null 2>&1 && break
-        sleep 0.1
-    done
+    hold_wrote() { ls "$K8S_NFS/nni/$id/$hold/output/"*written.log "$K8S_NFS/nni/$id/$hold/output/written.log" > /dev/null 2>&1; }
+    wait_until 10 hold_wrote || true
     nnictl trial kill "$id" --trial_id "$hold" > /dev/null
-    k8s_wait_sql "SELECT status FROM trial WHERE id='$hold'" USER_CANCELED 30
-    local gone=0
-    for _ in $(seq 100); do
-        k8s_hook GET objects | grep -qi -e "trial-$hold" -e "trial$hold\"" || { gone=1; break; }
-        sleep 0.1
-    done
-    [ "$gone" = 1 ] || fail "the killed trial's job is still there"
+    wait_sql "SELECT status FROM trial WHERE id='$hold'" USER_CANCELED 30
+    job_listed() { k8s_hook GET objects | grep -qi -e "trial-$hold" -e "trial$hold\""; }
+    wait_until 10 not job_listed || fail "the killed trial's job is still there"
     pass "$platform: a running trial was killed (USER_CANCELED, its job deleted)"
 
     wait_status "$id" DONE 180

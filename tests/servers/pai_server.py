@@ -31,13 +31,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import yaml
+
+from jobserver import JsonHandler, common_args, kill_groups, serve, set_fault, take_fault
 
 FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 
@@ -131,22 +131,7 @@ def stop_job(st, job):
         procs = list(job.procs)
     if not procs:
         return  # not started yet: run_job sees stop_requested and ends it STOPPED
-
-    def kill_all():
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.time() + 5
-        while time.time() < deadline and any(p.poll() is None for p in procs):
-            time.sleep(0.05)
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    threading.Thread(target=kill_all, daemon=True).start()
+    kill_groups(procs, 5)
 
 
 def job_json(job):
@@ -195,28 +180,14 @@ def check_protocol(p):
     return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    st = None
+class Handler(JsonHandler):
+    name = "pai_server"
 
-    def log_message(self, fmt, *args):
-        if self.st.args.verbose:
-            sys.stderr.write("pai_server: " + (fmt % args) + "\n")
-
-    def reply(self, code, obj=None, ctype="application/json"):
-        body = b"" if obj is None else (json.dumps(obj) + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def reply(self, code, obj=None):
+        self.send_json(code, obj)
 
     def error(self, code, name, msg):
         self.reply(code, {"code": name, "message": msg})
-
-    def body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
 
     def user(self):
         auth = self.headers.get("Authorization", "")
@@ -228,18 +199,9 @@ class Handler(BaseHTTPRequestHandler):
         """Failure injection: True when this request was answered (or dropped) here."""
         st = self.st
         with st.lock:
-            f = st.fail
+            f = take_fault(st)
             if not f:
                 return False
-            if "until" in f and time.time() > f["until"]:
-                st.fail = None
-                return False
-            if "count" in f:
-                if f["count"] <= 0:
-                    st.fail = None
-                    return False
-                f["count"] -= 1
-            st.stats["injected"] += 1
             status, delay = f.get("status", 0), f.get("delay", 0)
         if delay:
             time.sleep(delay)
@@ -345,14 +307,7 @@ class Handler(BaseHTTPRequestHandler):
                 s["jobs"] = {n: j.state for n, j in st.jobs.items()}
             return self.reply(200, s)
         if path == "/_test/fail" and method == "POST":
-            f = json.loads(data or b"{}")
-            with st.lock:
-                if not f.get("status") and not f.get("delay"):
-                    st.fail = None
-                else:
-                    if "seconds" in f:
-                        f["until"] = time.time() + float(f.pop("seconds"))
-                    st.fail = f
+            set_fault(st, data)
             return self.reply(200, {"ok": True})
         if path.startswith("/_test/job/"):
             with st.lock:
@@ -381,56 +336,20 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply(200, {"ok": True})
         return self.error(404, "NotFound", path)
 
-    def do_GET(self):
-        self.route("GET")
-
-    def do_POST(self):
-        self.route("POST")
-
-    def do_PUT(self):
-        self.route("PUT")
-
-    def do_DELETE(self):
-        self.route("DELETE")
+    def dispatch(self, method):
+        self.route(method)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file", help="write the port here once listening")
+    common_args(ap, "cwd of the job processes")
     ap.add_argument("--token", action="append", required=True, help="TOKEN[:USER] accepted (repeatable)")
     ap.add_argument("--local-mount", required=True, help="the PAI storage as mounted on this host")
     ap.add_argument("--container-mount", required=True, help="the same storage as the containers see it")
-    ap.add_argument("--workdir", default="/tmp", help="cwd of the job processes")
     ap.add_argument("--start-delay", type=float, default=0.05, help="seconds a job stays WAITING")
-    ap.add_argument("--no-bind", action="store_true", help="rewrite container paths instead of bind-mounting")
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args()
-    st = State(args)
-    Handler.st = st
-    srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    srv.daemon_threads = True
-    port = srv.server_address[1]
-
-    def shutdown(signum, frame):
-        with st.lock:
-            procs = [p for j in st.jobs.values() for p in j.procs]
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os._exit(0)
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % port)
-        os.rename(tmp, args.port_file)
-    sys.stderr.write("pai_server: listening on 127.0.0.1:%d (%s)\n" % (
-        port, "storage bind-mounted" if st.bind else "container paths rewritten"))
-    srv.serve_forever()
+    st = State(ap.parse_args())
+    serve(Handler, st, lambda: [p for j in st.jobs.values() for p in j.procs],
+          "storage bind-mounted" if st.bind else "container paths rewritten")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-/* test_config_traits.c: what config/ says a trainingService entry means (ts_traits.c),
- * which schema/ asks instead of naming platforms: the machines of an entry (local: this
- * host; remote: each machineList entry, port 22 by default; each entry of a hybrid
- * list), and the platforms whose trials live on a storage of their own. */
+/* test_config_traits.c: the platform traits the api and schema/ read from the
+ * trainingService schema (config/schema_ts.c) instead of naming platforms: trials on this
+ * host for the local platform only (any other name, an unknown one, a differently cased
+ * one, "hybrid" (a trial no worker took yet) and NULL say no); the machines of an entry
+ * (local: this host; remote: each machineList entry, port 22 by default; each entry of a
+ * hybrid list; none for a cluster); the platforms whose trials live on a storage of
+ * their own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,16 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+
+static void test_trials_on_host(void **st)
+{
+    (void)st;
+    assert_int_equal(config_platform_trials_on_host("local"), 1);
+    const char *no[] = {"remote", "openpai", "kubeflow", "frameworkcontroller", "aml", "dlc", "adl",
+                        "hybrid", "Local", "loca", "localx", "", NULL};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        assert_int_equal(config_platform_trials_on_host(no[i]), 0);
+}
 
 static void collect(void *ctx, const char *platform, const char *host, int port, const char *user)
 {
@@ -63,6 +76,10 @@ static void test_shared_storage(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_machines), cmocka_unit_test(test_shared_storage)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trials_on_host),
+        cmocka_unit_test(test_machines),
+        cmocka_unit_test(test_shared_storage),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,65 +13,21 @@
 #include <unistd.h>
 
 #include "queue/queue.h"
+#include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
-
-static char *fresh_db_path(void)
-{
-    static int n;
-    return xasprintf("%s/q%d.db", tmpdir, n++);
-}
-
-static void add_experiment(struct db *db, const char *id)
-{
-    struct experiment x = {0};
-    x.id = (char *)id;
-    x.config = "{}";
-    x.search_space = "{}";
-    x.platform = "local";
-    x.exp_dir = tmpdir;
-    x.start_time = now_ms();
-    x.concurrency = 4;
-    x.seed = 1;
-    x.token = "t";
-    struct errbuf e;
-    assert_int_equal(exp_insert(db, &x, &e), 0);
-}
-
-static void add_trials(struct db *db, const char *exp, int n, int max_attempts)
-{
-    struct errbuf e;
-    for (int i = 0; i < n; i++) {
-        char id[16];
-        snprintf(id, sizeof id, "%s%04d", exp, i);
-        assert_int_equal(db_run(db, &e,
-            "INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, platform,"
-            " max_attempts, submit_time, updated_at) VALUES (?,?,?,?,'{}','local',?,?,?)",
-            "ssiidii", id, exp, (int64_t)i, (int64_t)i, max_attempts, now_ms(), now_ms()), 1);
-    }
-}
-
-static struct db *open_fresh(void)
-{
-    char *p = fresh_db_path();
-    struct db *db;
-    struct errbuf e;
-    assert_int_equal(db_open(p, &db, &e), 0);
-    free(p);
-    return db;
-}
 
 static void test_migrate_from_older(void **s)
 {
     (void)s;
-    char *p = fresh_db_path();
+    char *p = fx_db_path(tmpdir);
     struct db *db;
     struct errbuf e;
     /* a database made by the first migration set only */
     assert_int_equal(db_open_version(p, 1, &db, &e), 0);
     assert_int_equal(db_schema_version(db), 1);
-    add_experiment(db, "old");
-    add_trials(db, "old", 3, 1);
+    fx_add_experiment(db, "old", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "old", 3, 1);
     int64_t v;
     assert_int_equal(db_int(db, &e, &v, "SELECT count(*) FROM sqlite_master WHERE name = 'trials_v'", ""), 1);
     assert_int_equal(v, 0);
@@ -89,10 +45,10 @@ static void test_migrate_from_older(void **s)
 static void test_claim_lease_finish(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "ex1");
-    add_trials(db, "ex1", 2, 1);
+    fx_add_experiment(db, "ex1", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "ex1", 2, 1);
     struct trial t;
     assert_int_equal(queue_claim(db, "ex1", "local", "h:1:1", 10000, &t, &e), 1);
     assert_string_equal(t.id, "ex10000");
@@ -128,10 +84,10 @@ static void test_claim_lease_finish(void **s)
 static void test_no_claim_while_stopping(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "ex6");
-    add_trials(db, "ex6", 2, 1);
+    fx_add_experiment(db, "ex6", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "ex6", 2, 1);
     struct trial t;
     assert_int_equal(db_run(db, &e, "UPDATE experiment SET desired_status = 'STOPPED' WHERE id = 'ex6'", ""), 1);
     assert_int_equal(queue_claim(db, "ex6", "local", "w:1:1", 10000, &t, &e), 0);
@@ -147,10 +103,10 @@ static void test_no_claim_while_stopping(void **s)
 static void test_adopt_expired_and_dead(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "ex2");
-    add_trials(db, "ex2", 3, 2);
+    fx_add_experiment(db, "ex2", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "ex2", 3, 2);
     struct trial a, b, c;
     /* a: lease already expired; b: owner is a dead process on this host; c: alive */
     assert_int_equal(queue_claim(db, "ex2", "local", "far:1:1", -1, &a, &e), 1);
@@ -226,10 +182,10 @@ static void test_adopt_expired_and_dead(void **s)
 static void test_kill_request(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "ex3");
-    add_trials(db, "ex3", 2, 1);
+    fx_add_experiment(db, "ex3", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "ex3", 2, 1);
     /* unclaimed: ends at once */
     assert_int_equal(trial_request_kill(db, "ex30001", "USER_CANCELED", "test", &e), 1);
     struct trial r;
@@ -251,10 +207,10 @@ static void test_kill_request(void **s)
 static void test_metrics_idempotent(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "ex4");
-    add_trials(db, "ex4", 1, 1);
+    fx_add_experiment(db, "ex4", tmpdir, NULL, 4, 0);
+    fx_add_trials(db, "ex4", 1, 1);
     const char *recs[] = {
         "{\"parameter_id\":0,\"trial_job_id\":\"x\",\"type\":\"PERIODICAL\",\"sequence\":0,\"value\":\"0.5\"}",
         "{\"parameter_id\":0,\"trial_job_id\":\"x\",\"type\":\"PERIODICAL\",\"sequence\":1,\"value\":\"{\\\"default\\\": 0.6, \\\"loss\\\": 1}\"}",
@@ -309,13 +265,13 @@ static void test_metrics_idempotent(void **s)
 static void test_concurrent_claims(void **s)
 {
     (void)s;
-    char *p = fresh_db_path();
+    char *p = fx_db_path(tmpdir);
     struct db *db;
     struct errbuf e;
     assert_int_equal(db_open(p, &db, &e), 0);
-    add_experiment(db, "ex5");
+    fx_add_experiment(db, "ex5", tmpdir, NULL, 4, 0);
     const int N = 400, P = 4;
-    add_trials(db, "ex5", N, 1);
+    fx_add_trials(db, "ex5", N, 1);
     db_close(db);
     pid_t pids[4];
     for (int k = 0; k < P; k++) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "queue/queue.h"
+#include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
 static const char *data_dir;
@@ -27,46 +28,6 @@ static char *data_file(const char *name)
     assert_non_null(s);
     free(p);
     return s;
-}
-
-static struct db *open_fresh(void)
-{
-    static int n;
-    char *p = xasprintf("%s/g%d.db", tmpdir, n++);
-    struct db *db;
-    struct errbuf e;
-    assert_int_equal(db_open(p, &db, &e), 0);
-    free(p);
-    return db;
-}
-
-static void add_experiment(struct db *db, const char *id, const char *config, int concurrency)
-{
-    struct experiment x = {0};
-    x.id = (char *)id;
-    x.config = (char *)(config ? config : "{}");
-    x.search_space = "{}";
-    x.platform = "local";
-    x.exp_dir = tmpdir;
-    x.start_time = now_ms();
-    x.concurrency = concurrency;
-    x.seed = 1;
-    x.token = "t";
-    struct errbuf e;
-    assert_int_equal(exp_insert(db, &x, &e), 0);
-}
-
-static void add_trials(struct db *db, const char *exp, int n)
-{
-    struct errbuf e;
-    for (int i = 0; i < n; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "%s%04d", exp, i);
-        assert_int_equal(db_run(db, &e,
-            "INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, platform,"
-            " max_attempts, submit_time, updated_at) VALUES (?,?,?,?,'{}','local',2,?,?)",
-            "ssiiii", id, exp, (int64_t)i, (int64_t)i, now_ms(), now_ms()), 1);
-    }
 }
 
 /* A machine with GPUs: procs[i] processes on GPU i. */
@@ -317,7 +278,7 @@ static void test_refresh_local(void **s)
     assert_int_equal(write_file_atomic(gpus, lines, strlen(lines), 0644), 0);
     setenv("PATH", path, 1);
     setenv("TRIALQ_FAKE_GPUS", gpus, 1);
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
     char why[256];
     int64_t m, m2, v;
@@ -388,9 +349,9 @@ static void test_need_from_config(void **s)
 static void test_per_gpu_limit(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "lim", NULL, 50);
-    add_trials(db, "lim", 10);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "lim", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "lim", 10, 2);
     int64_t m = add_machine(db, "gpu1", 2, NULL);
     struct gpu_need n = need_of(1, 2, 0);
     char r[512];
@@ -407,9 +368,9 @@ static void test_per_gpu_limit(void **s)
     assert_int_equal(claims_on(db, m, 0), 2);
     assert_int_equal(claims_on(db, m, 1), 2);
     /* two GPUs per trial at 2 trials per GPU: 2 trials on 2 GPUs */
-    struct db *db2 = open_fresh();
-    add_experiment(db2, "two", NULL, 50);
-    add_trials(db2, "two", 5);
+    struct db *db2 = fx_open_fresh(tmpdir);
+    fx_add_experiment(db2, "two", tmpdir, NULL, 50, 0);
+    fx_add_trials(db2, "two", 5, 2);
     int64_t m2 = add_machine(db2, "gpu2", 2, NULL);
     struct gpu_need n2 = need_of(2, 2, 0);
     for (int i = 0; i < 2; i++) {
@@ -427,9 +388,9 @@ static void test_per_gpu_limit(void **s)
 static void test_use_active_gpu(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "act", NULL, 50);
-    add_trials(db, "act", 5);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "act", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "act", 5, 2);
     int procs[3] = {1, 0, 2};
     int64_t m = add_machine(db, "busy", 3, procs);
     struct gpu_need n = need_of(1, 1, 0);
@@ -447,9 +408,9 @@ static void test_use_active_gpu(void **s)
     assert_true(strcmp(g, "0") == 0 || strcmp(g, "2") == 0);
     free(g);
     /* a GPU our trials hold is not "busy with others" when its processes are theirs */
-    struct db *db2 = open_fresh();
-    add_experiment(db2, "own", NULL, 50);
-    add_trials(db2, "own", 5);
+    struct db *db2 = fx_open_fresh(tmpdir);
+    fx_add_experiment(db2, "own", tmpdir, NULL, 50, 0);
+    fx_add_trials(db2, "own", 5, 2);
     int64_t m2 = add_machine(db2, "own", 1, NULL);
     struct gpu_need n2 = need_of(1, 2, 0);
     g = claim(db2, "own", "h:1:1", m2, &n2, r, sizeof r, NULL);
@@ -469,9 +430,9 @@ static void test_use_active_gpu(void **s)
 static void test_gpu_indices(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "idx", NULL, 50);
-    add_trials(db, "idx", 6);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "idx", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "idx", 6, 2);
     int64_t m = add_machine(db, "four", 4, NULL);
     struct gpu_need n = need_of(1, 1, 0);
     n.has_filter = 1;
@@ -498,9 +459,9 @@ static void test_gpu_indices(void **s)
 static void test_all_gpus_of_a_machine(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "all", NULL, 50);
-    add_trials(db, "all", 3);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "all", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "all", 3, 2);
     int64_t one = add_machine(db, "one", 1, NULL);
     int64_t two = add_machine(db, "two", 2, NULL);
     struct gpu_need n1 = need_of(1, 1, 0), n2 = need_of(2, 1, 0), n3 = need_of(3, 1, 0);
@@ -528,11 +489,11 @@ static void test_all_gpus_of_a_machine(void **s)
 static void test_two_experiments_share_a_machine(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "expa", NULL, 50);
-    add_experiment(db, "expb", NULL, 50);
-    add_trials(db, "expa", 5);
-    add_trials(db, "expb", 5);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "expa", tmpdir, NULL, 50, 0);
+    fx_add_experiment(db, "expb", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "expa", 5, 2);
+    fx_add_trials(db, "expb", 5, 2);
     /* both register the same host: one row, one set of slots */
     struct errbuf e;
     int64_t m = add_machine(db, "shared", 2, NULL), again;
@@ -563,9 +524,9 @@ static void test_two_experiments_share_a_machine(void **s)
 static void test_release(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "rel", NULL, 50);
-    add_trials(db, "rel", 8);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "rel", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "rel", 8, 2);
     int64_t m = add_machine(db, "rel", 1, NULL);
     struct gpu_need n = need_of(1, 1, 0);
     struct errbuf e;
@@ -615,9 +576,9 @@ static void test_release(void **s)
 static void test_release_after_crash(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "cra", NULL, 50);
-    add_trials(db, "cra", 6);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "cra", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "cra", 6, 2);
     int64_t m = add_machine(db, "cra", 1, NULL);
     struct gpu_need n = need_of(1, 1, 0);
     struct errbuf e;
@@ -663,12 +624,12 @@ static void test_release_after_crash(void **s)
 static void test_queue_claim_local(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "loc", "{\"trialGpuNumber\":1,\"trainingService\":{\"platform\":\"local\","
-                              "\"trialGpuNumber\":1,\"useActiveGpu\":false}}", 10);
-    add_experiment(db, "nog", "{\"trainingService\":{\"platform\":\"local\"}}", 10);
-    add_trials(db, "loc", 3);
-    add_trials(db, "nog", 3);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "loc", tmpdir, "{\"trialGpuNumber\":1,\"trainingService\":{\"platform\":\"local\","
+                                         "\"trialGpuNumber\":1,\"useActiveGpu\":false}}", 10, 0);
+    fx_add_experiment(db, "nog", tmpdir, "{\"trainingService\":{\"platform\":\"local\"}}", 10, 0);
+    fx_add_trials(db, "loc", 3, 2);
+    fx_add_trials(db, "nog", 3, 2);
     struct errbuf e;
     int64_t m;
     assert_int_equal(machine_ensure(db, "local", host_name(), 0, NULL, &m, &e), 0);
@@ -700,9 +661,9 @@ static void test_queue_claim_local(void **s)
 static void test_store_inventory(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "inv", NULL, 50);
-    add_trials(db, "inv", 3);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "inv", tmpdir, NULL, 50, 0);
+    fx_add_trials(db, "inv", 3, 2);
     int64_t m = add_machine(db, "inv", 2, NULL);
     struct gpu_need n = need_of(1, 1, 0);
     struct errbuf e;
@@ -740,10 +701,10 @@ static void test_concurrent_claims_never_overcommit(void **s)
     struct db *db;
     struct errbuf e;
     assert_int_equal(db_open(path, &db, &e), 0);
-    add_experiment(db, "con", NULL, 1000);
-    add_experiment(db, "cox", NULL, 1000);
-    add_trials(db, "con", 150);
-    add_trials(db, "cox", 150);
+    fx_add_experiment(db, "con", tmpdir, NULL, 1000, 0);
+    fx_add_experiment(db, "cox", tmpdir, NULL, 1000, 0);
+    fx_add_trials(db, "con", 150, 2);
+    fx_add_trials(db, "cox", 150, 2);
     int64_t m = add_machine(db, "conc", 3, NULL);
     db_close(db);
     enum { KIDS = 4 };

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "schema/listing.h"
+#include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
 
@@ -31,14 +32,9 @@ static void add_trial(struct db *db, const char *id, int64_t seq, const char *la
 static void test_label(void **state)
 {
     (void)state;
-    char *path = xasprintf("%s/l.db", tmpdir);
-    struct db *db;
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    assert_int_equal(db_open(path, &db, &e), 0);
-    free(path);
-    struct experiment x = {.id = "exp1", .config = "{}", .search_space = "{}", .platform = "local",
-                           .exp_dir = tmpdir, .start_time = 1, .concurrency = 1, .seed = 1, .token = "t"};
-    assert_int_equal(exp_insert(db, &x, &e), 0);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 1, 0);
     add_trial(db, "AAAAA", 0, "0-3_0_12");
     add_trial(db, "BBBBB", 1, "17");
     add_trial(db, "CCCCC", 2, NULL);

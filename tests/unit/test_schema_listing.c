@@ -16,36 +16,9 @@
 
 #include "schema/listing.h"
 #include "schema/trial_new.h"
+#include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
-
-static struct db *open_fresh(void)
-{
-    static int n;
-    char *p = xasprintf("%s/h%d.db", tmpdir, n++);
-    struct db *db;
-    struct errbuf e;
-    assert_int_equal(db_open(p, &db, &e), 0);
-    free(p);
-    return db;
-}
-
-static void add_experiment(struct db *db, const char *id, int64_t max_trials)
-{
-    struct experiment x = {0};
-    x.id = (char *)id;
-    x.config = "{}";
-    x.search_space = "{}";
-    x.platform = "local";
-    x.exp_dir = tmpdir;
-    x.start_time = now_ms();
-    x.concurrency = 2;
-    x.seed = 1;
-    x.token = "t";
-    x.max_trial_number = max_trials;
-    struct errbuf e;
-    assert_int_equal(exp_insert(db, &x, &e), 0);
-}
 
 /* n SUCCEEDED trials, each with PERIODICAL metrics 0..2 and a FINAL */
 static void add_trials(struct db *db, const char *exp, int from, int n)
@@ -117,9 +90,9 @@ static void test_json_text(void **s)
 static void test_pages_concatenate(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
-    add_experiment(db, "exp1", 0);
-    add_experiment(db, "exp2", 0);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    fx_add_experiment(db, "exp2", tmpdir, NULL, 2, 0);
     add_trials(db, "exp1", 0, 40);
     add_trials(db, "exp2", 0, 5); /* another experiment's rows never show */
     struct page p;
@@ -165,9 +138,9 @@ static void test_pages_concatenate(void **s)
 static void test_since(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "exp1", 0);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
     add_trials(db, "exp1", 0, 10);
     struct page p;
     page_init(&p, "exp1");
@@ -240,10 +213,10 @@ static void test_since(void **s)
 static void test_metric_ids_never_reused(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "exp1", 0);
-    add_experiment(db, "exp2", 0);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    fx_add_experiment(db, "exp2", tmpdir, NULL, 2, 0);
     add_trials(db, "exp1", 0, 2);
     add_trials(db, "exp2", 0, 2); /* the newest metric ids */
     struct page p;
@@ -268,9 +241,9 @@ static void test_metric_ids_never_reused(void **s)
 static void test_enqueue_budget(void **s)
 {
     (void)s;
-    struct db *db = open_fresh();
+    struct db *db = fx_open_fresh(tmpdir);
     struct errbuf e;
-    add_experiment(db, "exp1", 3);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 3);
     add_trials(db, "exp1", 0, 2);
     assert_int_equal(db_run(db, &e, "UPDATE experiment SET next_sequence = 2", ""), 1);
     struct trial_new n = {.exp_id = "exp1", .platform = "local", .parameters = "{\"x\":9}", .source = "customized",

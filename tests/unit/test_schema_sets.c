@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/db_fixture.h"
 #include "tests/unit/unit_tmpdir.h"
 
 #include "schema/trial_new.h"
@@ -19,17 +20,11 @@
 
 static char tmpdir[] = "/tmp/trialq-test-sets-XXXXXX";
 
-static struct db *fresh(const char *platform)
+/* A fresh database with experiment exp1 (local, concurrency 2, no budget). */
+static struct db *fresh(void)
 {
-    static int n;
-    char *p = xasprintf("%s/s%d.db", tmpdir, n++);
-    struct db *db;
-    struct errbuf e;
-    assert_int_equal(db_open(p, &db, &e), 0);
-    free(p);
-    struct experiment x = {.id = "exp1", .config = "{}", .search_space = "{}", .platform = (char *)platform,
-                           .exp_dir = tmpdir, .start_time = 1, .concurrency = 2, .seed = 1, .token = "t"};
-    assert_int_equal(exp_insert(db, &x, &e), 0);
+    struct db *db = fx_open_fresh(tmpdir);
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
     return db;
 }
 
@@ -68,7 +63,7 @@ static void test_statuses(void **state)
  * experiment's counter, each with its event; the label is kept. */
 static void test_trial_add(void **state)
 {
-    struct db *db = fresh("local");
+    struct db *db = fresh();
     struct errbuf e;
     struct trial_new n = {.exp_id = "exp1", .platform = "local", .parameters = "{\"x\":1}", .source = "algorithm",
                           .parameter_id = 0, .label = "0-3_0_12", .max_attempts = 2, .reason = "submitted"};
@@ -118,7 +113,7 @@ static void test_trial_add(void **state)
 /* Counts bind the platform: a name with a quote is counted, not refused. */
 static void test_counts(void **state)
 {
-    struct db *db = fresh("local");
+    struct db *db = fresh();
     struct errbuf e;
     put(db, "a0001", 0, "RUNNING", "lo'cal", "h:1:1", 1, NULL);
     put(db, "a0002", 1, "WAITING", "lo'cal", "h:1:1", 2, NULL); /* claimed */
@@ -147,7 +142,7 @@ static void test_counts(void **state)
 /* Sets in their order, as many as there are (no cap). */
 static void test_sets(void **state)
 {
-    struct db *db = fresh("local");
+    struct db *db = fresh();
     struct errbuf e;
     for (int i = 0; i < 300; i++) {
         char id[8];
@@ -185,7 +180,7 @@ static void test_sets(void **state)
  * filtered by statuses and by a text matched literally (LIKE's wildcards escaped). */
 static void test_webui_page(void **state)
 {
-    struct db *db = fresh("local");
+    struct db *db = fresh();
     struct errbuf e;
     put(db, "a0001", 0, "SUCCEEDED", "local", NULL, 3, "{\"lr\":0.1,\"n\":500}");
     put(db, "a0002", 1, "SUCCEEDED", "local", NULL, 9, "{\"lr\":0.5}");
@@ -238,7 +233,7 @@ static void test_webui_page(void **state)
 /* Experiment rows: ids in start order, settings, a delete that takes its trials. */
 static void test_experiments(void **state)
 {
-    struct db *db = fresh("local");
+    struct db *db = fresh();
     struct errbuf e;
     put(db, "a0001", 0, "SUCCEEDED", "local", NULL, 1, NULL);
     assert_int_equal(exp_set(db, "exp1", EXP_MAX_TRIAL_NUMBER, 7, &e), 1);

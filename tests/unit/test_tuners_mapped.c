@@ -1,6 +1,6 @@
 /* test_tuners_mapped.c: the NNI names trialq runs with its own tuners (tuners/mapped.c):
- * TPE_legacy suggests exactly what TPE does with the translated classArgs, and
- * RegularizedEvolutionTuner what Evolution does; their classArgs errors name the key;
+ * TPE_legacy suggests exactly what TPE does with the translated classArgs; its
+ * classArgs errors name the key;
  * the registry finds them; ss_raw keeps any JSON. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,16 +66,6 @@ static void test_tpe_legacy_is_tpe(void **unused)
                 "{\"seed\": 3, \"tpe_args\": {\"constant_liar_type\": \"best\"}}");
 }
 
-static void test_regularized_evolution_is_evolution(void **unused)
-{
-    (void)unused;
-    assert_ptr_equal(tuner_find("RegularizedEvolutionTuner"), &tuner_regularized_evolution);
-    same_search(&tuner_regularized_evolution, "{\"population_size\": 8, \"sample_size\": 3}", &tuner_evolution,
-                "{\"optimize_mode\": \"maximize\", \"population_size\": 8}");
-    same_search(&tuner_regularized_evolution, NULL, &tuner_evolution,
-                "{\"optimize_mode\": \"maximize\", \"population_size\": 100}");
-}
-
 static void create_fails(const struct tuner_ops *ops, const char *args_text, const char *want)
 {
     struct ss_space *s = parse_space(space_text);
@@ -98,9 +88,6 @@ static void test_class_args_errors(void **unused)
     create_fails(&tuner_tpe_legacy, "{\"constant_liar_type\": \"best\"}", "tuner.classArgs.constant_liar_type");
     create_fails(&tuner_tpe_legacy, "{\"algorithm_name\": \"anneal\"}", "tuner.classArgs.algorithm_name");
     create_fails(&tuner_tpe_legacy, "{\"tpe_args\": {}}", "tuner.classArgs.tpe_args: unknown argument for TPE_legacy");
-    create_fails(&tuner_regularized_evolution, "{\"population_size\": 4, \"sample_size\": 5}",
-                 "tuner.classArgs.sample_size: must not exceed population_size (4)");
-    create_fails(&tuner_regularized_evolution, "{\"optimize_mode\": \"max\"}", "tuner.classArgs.optimize_mode");
 }
 
 static void test_ss_raw(void **unused)
@@ -123,7 +110,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tpe_legacy_is_tpe),
-        cmocka_unit_test(test_regularized_evolution_is_evolution),
         cmocka_unit_test(test_class_args_errors),
         cmocka_unit_test(test_ss_raw),
     };

@@ -39,6 +39,24 @@ static inline void *create(const struct tuner_ops *ops, const char *class_args, 
     return st;
 }
 
+/* ops->create with class_args (JSON text) over the space (JSON text) must fail with an
+ * error containing want, and leave no state. */
+static inline void create_must_fail(const struct tuner_ops *ops, const char *space_json, const char *class_args,
+                                    const char *want)
+{
+    struct ss_space *s = parse_space(space_json);
+    cJSON *a = cJSON_Parse(class_args);
+    assert_non_null(a);
+    void *st = NULL;
+    struct errbuf e = {{0}};
+    assert_int_equal(ops->create(a, s, 1, &st, &e), -1);
+    assert_null(st);
+    if (!strstr(e.msg, want))
+        fail_msg("%s '%s': got '%s', want '%s'", ops->name, class_args, e.msg, want);
+    cJSON_Delete(a);
+    ss_free(s);
+}
+
 static inline void hist_add(struct hist *h, int64_t parameter_id, cJSON *params, int has_value, double value,
                      const char *status)
 {

@@ -17,8 +17,7 @@ pai_start_server() {
         --local-mount "$PAI_LOCAL" --container-mount "$PAI_CONT" --workdir "$WORK" \
         --port-file "$WORK/pai.port" "$@" >> "$WORK/pai_server.out" 2>&1 ) &
     PAI_PID=$!
-    for _ in $(seq 100); do [ -s "$WORK/pai.port" ] && break; sleep 0.1; done
-    [ -s "$WORK/pai.port" ] || { cat "$WORK/pai_server.out" >&2; fail "the OpenPAI test server did not start"; }
+    wait_until 10 test -s "$WORK/pai.port" || { cat "$WORK/pai_server.out" >&2; fail "the OpenPAI test server did not start"; }
     PAI_URL=http://127.0.0.1:$(cat "$WORK/pai.port")
 }
 

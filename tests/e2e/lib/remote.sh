@@ -53,12 +53,11 @@ CFG
     /usr/sbin/sshd -D -e -f "$cfg" >> "$WORK/sshd-$n.log" 2>&1 &
     SSHD_PID[$n]=$!
     SSHD_PORT[$n]=$port
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    fail "sshd $n did not listen on $port"
+    WAIT_STEP=0.05 wait_until 5 listens "$port" || fail "sshd $n did not listen on $port"
 }
+
+# listens PORT: something accepts connections on 127.0.0.1:PORT
+listens() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # remote_machines: the common setup of the remote tests: root check, the two test
 # users, the client keys, and machines 1 and 2 (sshd each)
@@ -133,13 +132,10 @@ remote_procs() {
 }
 
 # remote_wait_no_procs ID SECONDS
+remote_no_procs() { left=$(remote_procs "$1" | tr '\n' ' '); [ -z "${left// /}" ]; }
 remote_wait_no_procs() {
     local left
-    for _ in $(seq 1 $(($2 * 10))); do
-        left=$(remote_procs "$1" | tr '\n' ' ')
-        [ -z "${left// /}" ] && return 0
-        sleep 0.1
-    done
+    wait_until "$2" remote_no_procs "$1" && return 0
     ps -o pid,ppid,pgid,user,args -p "$(echo $left | tr ' ' ,)" >&2 || true
     fail "remote processes of $1 left behind: $left"
 }
@@ -170,27 +166,27 @@ remote_on_exit() {
 }
 trap remote_on_exit EXIT
 
-# remote_config FILE CONCURRENCY MAX_TRIALS [extra trainingService lines]: two machines,
-# 1 = tqremote1 by password, 2 = tqremote2 by ed25519 key; known_hosts prepared
-remote_config() {
-    local f=$1
+# remote_ts [MACHINE...]: a remote trainingService block for write_config (its lines, a
+# newline first) on these machines: 1 = tqremote1 by password, 2 = tqremote2 by ed25519
+# key (REMOTE_USER, when set, is the user of both); known_hosts prepared for both
+remote_ts() {
+    local n
     { remote_known_host 1; remote_known_host 2; } > "$WORK/known_hosts"
-    cat > "$f" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 100000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: $2
-maxTrialNumber: $3
-tuner: {name: Random, classArgs: {seed: 11}}
-trainingService:
-  platform: remote
-  knownHostsFile: $WORK/known_hosts
-  machineList:
-    - {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: tqremote1, password: $REMOTE_PASS}
-    - {host: 127.0.0.1, port: ${SSHD_PORT[2]}, user: tqremote2, sshKeyFile: $WORK/id_ed25519}
-${4:-}
-YML
+    printf '\n  platform: remote\n  knownHostsFile: %s\n  machineList:' "$WORK/known_hosts"
+    for n in "$@"; do
+        if [ "$n" = 1 ]; then
+            printf '\n    - {host: 127.0.0.1, port: %s, user: %s, password: %s}' "${SSHD_PORT[1]}" "${REMOTE_USER:-tqremote1}" "$REMOTE_PASS"
+        else
+            printf '\n    - {host: 127.0.0.1, port: %s, user: %s, sshKeyFile: %s}' "${SSHD_PORT[2]}" "${REMOTE_USER:-tqremote2}" "$WORK/id_ed25519"
+        fi
+    done
+}
+
+# remote_config FILE CONCURRENCY MAX_TRIALS [extra lines]: trials/metrics.sh on both
+# machines (remote_ts 1 2); the extra lines follow the trainingService block as written
+remote_config() {
+    write_config "$1" trialCommand='sh metrics.sh' trialConcurrency="$2" maxTrialNumber="$3" \
+        tuner='{name: Random, classArgs: {seed: 11}}' trainingService="$(remote_ts 1 2)${4:+$'\n'$4}"
 }
 
 # remote_dir_of TRIAL: the trial's dir on its machine
@@ -201,23 +197,10 @@ remote_dir_of() {
     echo "/home/$u/nni-experiments/$(sql "SELECT experiment_id FROM trial WHERE id='$1'")/trials/$1"
 }
 
-# wait_sql SQL WANT SECONDS WHAT: until the query answers WANT, else fails saying WHAT
-wait_sql() { # SQL WANT SECONDS WHAT
-    local got=
-    for _ in $(seq 1 $(($3 * 10))); do
-        got=$(sql "$1")
-        [ "$got" = "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "$4 (after $3 s: '$got', wanted '$2')"
-}
-
 # remote_group_gone PGID SECONDS: no live (non-zombie) process left in the group
+remote_group_empty() { [ -z "$(ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/')" ]; }
 remote_group_gone() {
-    for _ in $(seq 1 $(($2 * 10))); do
-        [ -z "$(ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/')" ] && return 0
-        sleep 0.1
-    done
+    wait_until "$2" remote_group_empty "$1" && return 0
     ps -eo pid,pgid,stat,user,args | awk -v g="$1" '$2 == g' >&2
     return 1
 }

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""The Azure ML test server (aml_server.py): the client-credentials token flow and its
+refusals, the bearer token checks (audience, expiry, tenant, a token not of the
+server), ARM's api-version and resource checks, a command job walking the documented
+states to Completed with its output on a datastore mapped to a local directory, a
+failing job, cancel (CancelRequested, Canceled, the process gone, the operation), a job
+PUT again (same: 200; different: 400 UserError), and injected faults.
+
+usage: test_aml_server.py
+"""
+import http.client
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import urllib.parse
+
+from servertest import ServerProcess, check, failures, wait_pid
+
+TENANT, CLIENT, SECRET = "72f988bf-0000-4000-8000-000000000001", "11111111-2222-3333-4444-555555555555", "cl13nt-s3cr3t"
+SUB, RG, WS = "00000000-aaaa-bbbb-cccc-000000000001", "rg-nni", "ws-nni"
+API = "2023-04-01"
+
+
+class Server(ServerProcess):
+    def __init__(self, tmp):
+        self.blob = os.path.join(tmp, "blob")
+        os.makedirs(self.blob)
+        super().__init__("aml_server.py", tmp, [
+            "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET,
+            "--subscription", SUB + ":" + TENANT, "--workspace", "%s/%s/%s" % (SUB, RG, WS), "--compute", "cpu-cluster",
+            "--datastore", "workspaceblobstore:" + self.blob, "--state-seconds", "0.05", "--stop-grace", "1"])
+
+    def request(self, method, path, body=None, headers=None, form=False):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            h = dict(headers or {})
+            if body is not None and not isinstance(body, bytes):
+                body = (urllib.parse.urlencode(body) if form else json.dumps(body)).encode()
+                h["Content-Type"] = "application/x-www-form-urlencoded" if form else "application/json"
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None), dict(r.getheaders())
+        finally:
+            c.close()
+
+    def token(self, secret=SECRET, tenant=TENANT, client=CLIENT, scope="https://management.azure.com/.default",
+              grant="client_credentials"):
+        return self.request("POST", "/%s/oauth2/v2.0/token" % tenant, {"grant_type": grant, "client_id": client,
+                                                                        "client_secret": secret, "scope": scope},
+                            form=True)
+
+    def arm(self, method, path, token, body=None, api=API):
+        q = "?api-version=" + api if api else ""
+        return self.request(method, path + q, body, {"Authorization": "Bearer " + token} if token else {})
+
+
+def ws_path(sub=SUB, rg=RG, ws=WS):
+    return "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.MachineLearningServices/workspaces/%s" % (
+        sub, rg, ws)
+
+
+def command_job(command, **more):
+    p = {"jobType": "Command", "command": command, "displayName": "trial",
+         "environmentId": "azureml:AzureML-sklearn-1.0-ubuntu20.04-py38-cpu@latest",
+         "computeId": ws_path() + "/computes/cpu-cluster", "experimentName": "nni_exp_abc",
+         "outputs": {"trial": {"jobOutputType": "uri_folder", "mode": "ReadWriteMount",
+                               "uri": "azureml://datastores/workspaceblobstore/paths/nni/abc/trials/t1"}},
+         "inputs": {"lr": {"jobInputType": "literal", "value": "0.01"}},
+         "environmentVariables": {"NNI_EXP_ID": "abc"}}
+    p.update(more)
+    return {"properties": p}
+
+
+def wait(srv, tok, name, final, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        code, j, _ = srv.arm("GET", ws_path() + "/jobs/" + name, tok)
+        if code == 200 and j["properties"]["status"] in final:
+            return j
+        time.sleep(0.05)
+    return None
+
+
+def test_tokens(srv):
+    code, out, _ = srv.token()
+    check(code == 200 and out["token_type"] == "Bearer" and out["expires_in"] > 3000 and out["access_token"].count(".") == 2,
+          "client credentials: a bearer token, JWT-shaped, with its lifetime")
+    claims = json.loads(__import__("base64").urlsafe_b64decode(out["access_token"].split(".")[1] + "=="))
+    check(claims["aud"] == "https://management.azure.com" and claims["tid"] == TENANT and claims["appid"] == CLIENT
+          and claims["exp"] > time.time(), "the token's claims: aud, tid, appid, exp")
+    code, out, _ = srv.token(secret="wrong")
+    check(code == 401 and out["error"] == "invalid_client" and "AADSTS7000215" in out["error_description"]
+          and SECRET not in json.dumps(out), "a wrong secret: 401 invalid_client (AADSTS7000215)")
+    code, out, _ = srv.token(tenant="no-such-tenant")
+    check(code == 400 and "AADSTS90002" in out.get("error_description", ""), "an unknown tenant: AADSTS90002")
+    code, out, _ = srv.token(client="nobody")
+    check(code == 400 and out["error"] == "unauthorized_client", "an unknown client: unauthorized_client")
+    code, out, _ = srv.token(scope="https://management.azure.com")
+    check(code == 400 and out["error"] == "invalid_scope", "a scope without /.default: invalid_scope")
+    code, out, _ = srv.token(grant="password")
+    check(code == 400 and out["error"] == "unsupported_grant_type", "another grant type: unsupported_grant_type")
+
+
+def test_bearer(srv):
+    tok = srv.token()[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok)
+    check(code == 200 and out == {"value": []}, "a good token lists the jobs")
+    code, out, h = srv.arm("GET", ws_path() + "/jobs", None)
+    check(code == 401 and out["error"]["code"] == "AuthenticationFailed" and "WWW-Authenticate" in h,
+          "no token: 401 AuthenticationFailed, WWW-Authenticate")
+    expired = srv.request("POST", "/_test/token", {"exp_in": -5})[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", expired)
+    check(code == 401 and out["error"]["code"] == "ExpiredAuthenticationToken", "an expired token: ExpiredAuthenticationToken")
+    storage = srv.token(scope="https://storage.azure.com/.default")[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", storage)
+    check(code == 401 and out["error"]["code"] == "InvalidAuthenticationTokenAudience",
+          "a token for storage: InvalidAuthenticationTokenAudience")
+    other = srv.request("POST", "/_test/token", {"tid": "other-tenant"})[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", other)
+    check(code == 401 and out["error"]["code"] == "InvalidAuthenticationTokenTenant", "another tenant's token: refused")
+    forged = tok[:-4] + ("AAAA" if not tok.endswith("AAAA") else "BBBB")
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", forged)
+    check(code == 401 and out["error"]["code"] == "InvalidAuthenticationToken", "a forged token: InvalidAuthenticationToken")
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok, api=None)
+    check(code == 400 and out["error"]["code"] == "MissingApiVersionParameter", "no api-version: MissingApiVersionParameter")
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok, api="2019-01-01")
+    check(code == 400 and out["error"]["code"] == "NoRegisteredProviderFound", "an old api-version: NoRegisteredProviderFound")
+    code, out, _ = srv.arm("GET", ws_path(ws="ws-other") + "/jobs", tok)
+    check(code == 404 and out["error"]["code"] == "ResourceNotFound", "an unknown workspace: 404 ResourceNotFound")
+    code, out, _ = srv.arm("GET", ws_path(rg="rg-other") + "/jobs", tok)
+    check(code == 404 and out["error"]["code"] == "ResourceGroupNotFound", "an unknown resource group: ResourceGroupNotFound")
+    return tok
+
+
+def test_jobs(srv, tok):
+    path = ws_path() + "/jobs/nni-abc-t1"
+    cmd = "echo hello aml; echo lr=${{inputs.lr}} > ${{outputs.trial}}/metrics; echo $NNI_EXP_ID $AZUREML_RUN_ID; sleep 0.3"
+    code, out, _ = srv.arm("PUT", path, tok, command_job(cmd))
+    check(code == 201 and out["name"] == "nni-abc-t1" and out["properties"]["status"] == "NotStarted"
+          and "Studio" in out["properties"]["services"], "PUT a command job: 201, NotStarted, a Studio URL")
+    j = wait(srv, tok, "nni-abc-t1", ("Completed", "Failed", "Canceled"))
+    hist = srv.request("GET", "/_test/job/nni-abc-t1")[1]
+    check(j is not None and j["properties"]["status"] == "Completed" and hist["history"] == [
+        "NotStarted", "Starting", "Provisioning", "Preparing", "Queued", "Running", "Finalizing", "Completed"],
+        "the job walks NotStarted, Starting, Provisioning, Preparing, Queued, Running, Finalizing, Completed (%s)"
+        % hist.get("history"))
+    metrics = os.path.join(srv.blob, "nni", "abc", "trials", "t1", "metrics")
+    check(os.path.exists(metrics) and open(metrics).read() == "lr=0.01\n", "the output went to the datastore's directory")
+    check("hello aml" in hist.get("output", "") and "abc nni-abc-t1" in hist.get("output", ""),
+          "the command ran with its environmentVariables and AZUREML_RUN_ID")
+    code, out, _ = srv.arm("PUT", path, tok, command_job(cmd))
+    check(code == 200 and out["properties"]["status"] == "Completed", "the same job PUT again: 200, the job as it is")
+    code, out, _ = srv.arm("PUT", path, tok, command_job("echo other"))
+    check(code == 400 and out["error"]["code"] == "UserError" and "already exists" in out["error"]["message"],
+          "another job under that name: 400 UserError")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/nni-abc-t2", tok, command_job("exit 4"))
+    j = wait(srv, tok, "nni-abc-t2", ("Completed", "Failed", "Canceled"))
+    check(j is not None and j["properties"]["status"] == "Failed", "a command exiting 4: Failed")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/nni-abc-t3", tok,
+                           command_job("echo $$ > ${{outputs.trial}}/pid; trap 'sleep 0.8; exit 1' TERM; "
+                                       "while true; do sleep 0.1; done"))
+    wait(srv, tok, "nni-abc-t3", ("Running",))
+    pid = wait_pid(os.path.join(srv.blob, "nni", "abc", "trials", "t1", "pid"))
+    code, out, h = srv.arm("POST", ws_path() + "/jobs/nni-abc-t3/cancel", tok)
+    check(code == 202 and "Location" in h, "cancel: 202 Accepted with a Location")
+    code, j, _ = srv.arm("GET", ws_path() + "/jobs/nni-abc-t3", tok)
+    check(j["properties"]["status"] == "CancelRequested", "then CancelRequested")
+    j = wait(srv, tok, "nni-abc-t3", ("Canceled", "Completed", "Failed"))
+    loc = urllib.parse.urlsplit(h.get("Location", "http://x/none"))
+    op = srv.request("GET", loc.path + "?" + loc.query, headers={"Authorization": "Bearer " + tok})
+    check(j is not None and j["properties"]["status"] == "Canceled" and not os.path.exists("/proc/%d" % pid)
+          and op[0] == 200, "Canceled, its process gone, the operation done")
+    check(srv.request("GET", loc.path + "?" + loc.query)[0] == 401, "the operation needs the token too")
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs/nni-nope", tok)
+    check(code == 404 and out["error"]["code"] == "UserError", "an unknown job: 404 UserError")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad1", tok,
+                           command_job("true", computeId=ws_path() + "/computes/gpu-nope"))
+    check(code == 400 and "gpu-nope" in out["error"]["message"], "an unknown compute: 400 UserError naming it")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad2", tok, command_job(
+        "true", outputs={"o": {"jobOutputType": "uri_folder", "uri": "azureml://datastores/nostore/paths/x"}}))
+    check(code == 400 and "nostore" in out["error"]["message"], "an unknown datastore: 400 UserError naming it")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad3", tok, command_job("echo ${{inputs.missing}}"))
+    check(code == 400 and "inputs.missing" in out["error"]["message"], "an undefined ${{inputs.X}}: 400")
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok)
+    check(code == 200 and sorted(x["name"] for x in out["value"]) == ["nni-abc-t1", "nni-abc-t2", "nni-abc-t3"],
+          "the list holds the three jobs")
+
+
+def test_faults(srv, tok):
+    srv.request("POST", "/_test/fail", {"mode": "status", "status": 503, "count": 1})
+    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok)
+    check(code == 503, "an injected 503")
+    srv.request("POST", "/_test/fail", {"mode": "throttle", "count": 1, "action": "token"})
+    code, out, h = srv.token()
+    check(code == 429 and h.get("Retry-After") == "1", "a throttled token request: 429 with Retry-After")
+    srv.request("POST", "/_test/fail", {"mode": "drop_after", "count": 1, "action": "put"})
+    try:
+        srv.arm("PUT", ws_path() + "/jobs/nni-abc-lost", tok, command_job("true"))
+        dropped = False
+    except (http.client.HTTPException, ConnectionError):
+        dropped = True
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/nni-abc-lost", tok, command_job("true"))
+    check(dropped and code == 200, "a PUT answered by a dropped connection: the retry finds the job (200)")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="aml-server-test-")
+    try:
+        srv = Server(tmp)
+        try:
+            test_tokens(srv)
+            tok = test_bearer(srv)
+            test_jobs(srv, tok)
+            test_faults(srv, tok)
+        finally:
+            srv.stop()
+        log = open(os.path.join(tmp, "server.log")).read()
+        check(SECRET not in log, "the client secret is not in the server's log")
+        if failures:
+            sys.stderr.write("server log:\n" + log[-4000:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
