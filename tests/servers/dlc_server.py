@@ -67,10 +67,8 @@ import hashlib
 import hmac
 import json
 import os
-import random
 import re
 import secrets
-import socket
 import string
 import subprocess
 import sys
@@ -80,7 +78,7 @@ import time
 import urllib.parse
 import uuid
 
-from jobserver import JsonHandler, common_args, kill_groups, serve, set_fault, take_fault
+from jobserver import JsonHandler, ServerState, can_bind, common_args, kill_groups, mounted_argv, next_fault, serve, set_fault
 
 API_VERSION = "2020-12-03"
 ALGORITHM = "ACS3-HMAC-SHA256"
@@ -191,12 +189,9 @@ class Job:
         return j
 
 
-class State:
+class State(ServerState):
     def __init__(self, args):
-        self.args = args
-        self.lock = threading.Lock()
-        self.cond = threading.Condition(self.lock)
-        self.rng = random.Random(args.seed)
+        super().__init__(args, {"calls": 0, "injected": 0, "created": 0, "actions": {}, "refused": {}})
         self.keys = {}
         for k in args.access_key:
             kid, sep, secret = k.partition(":")
@@ -212,11 +207,8 @@ class State:
         self.workspaces = set(args.workspace)
         self.jobs = {}  # id -> Job, in creation order
         self.nonces = {}  # nonce -> time it may be forgotten
-        self.fail = None
-        self.stats = {"calls": 0, "injected": 0, "created": 0, "actions": {}, "refused": {}}
         self.log_dir = args.log_dir or tempfile.mkdtemp(prefix="dlc-server-logs-")
-        self.bind = not args.no_bind and subprocess.call(
-            ["unshare", "--mount", "/bin/true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+        self.bind = can_bind(args.no_bind)
 
     def running_count(self):
         return sum(1 for j in self.jobs.values() if j.status in ("Running", "Stopping") and j.running_at)
@@ -224,21 +216,11 @@ class State:
 
 def pod_argv(st, job):
     """bash running UserCommand with the job's data sources where the pod expects them"""
-    cmd = job.body["UserCommand"]
     mounts = []
     for d in job.body.get("DataSources") or []:
         mount, local = st.sources[d["DataSourceId"]]
-        mounts.append(((d.get("MountPath") or mount).rstrip("/") or "/", local))
-    if st.bind and mounts:
-        script = ('cmd=$1; shift; while [ $# -gt 0 ]; do mkdir -p "$1" && mount --bind "$2" "$1" || exit 126; '
-                  'shift 2; done; exec /bin/bash -c "$cmd"')
-        argv = ["unshare", "--mount", "--propagation", "private", "/bin/bash", "-c", script, "dlc-pod", cmd]
-        for m, l in mounts:
-            argv += [m, l]
-        return argv
-    for m, l in sorted(mounts, key=lambda x: -len(x[0])):  # the longest mount path first
-        cmd = cmd.replace(m, l)
-    return ["/bin/bash", "-c", cmd]
+        mounts.append((d.get("MountPath") or mount, local))
+    return mounted_argv(job.body["UserCommand"], mounts, st.bind, "dlc-pod")
 
 
 def run_job(st, job):
@@ -361,13 +343,6 @@ class Handler(JsonHandler):
             return self.drop()
         self.send_json(code, obj, "application/json;charset=utf-8", [("x-acs-request-id", obj.get("RequestId", ""))])
 
-    def drop(self):
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
     def error(self, err):
         with self.st.lock:
             r = self.st.stats["refused"]
@@ -380,11 +355,9 @@ class Handler(JsonHandler):
         """True when this request was answered (or dropped) here; may set drop_answer."""
         st, a = self.st, self.st.args
         with st.lock:
-            mode, status, delay = None, 0, 0
-            f = take_fault(st, action)
-            if f:
-                mode, status, delay = f.get("mode", "status"), f.get("status"), f.get("delay", 0)
-            elif action:
+            f = next_fault(st, action)
+            mode, status, delay = f or (None, 0, 0)
+            if not f and action:
                 r = st.rng.random()
                 for m, rate in (("drop", a.drop_rate), ("drop_after", a.drop_after_rate),
                                 ("throttle", a.throttle_rate), ("status", a.fail_rate)):
@@ -393,14 +366,9 @@ class Handler(JsonHandler):
                         st.stats["injected"] += 1
                         break
                     r -= rate
-        if delay:
-            time.sleep(delay)
-        if mode == "drop":
-            self.drop()
+        if self.fault_dropped(mode, delay):
             return True
-        if mode == "drop_after":
-            self.drop_answer = True
-        elif mode == "throttle":
+        if mode == "throttle":
             self.error(ApiError(status or a.throttle_status, "Throttling.User",
                                 "Request was denied due to user flow control."))
             return True

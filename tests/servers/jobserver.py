@@ -1,13 +1,31 @@
-"""Pieces the test servers of cluster APIs share (pai_server.py, dlc_server.py): a JSON
-HTTP handler, the fault schedule that POST /_test/fail sets, stopping a job's process
-groups, and serving on loopback until SIGTERM (which kills the jobs' processes)."""
+"""Pieces the test servers of cluster APIs share (pai_server.py, dlc_server.py,
+aml_server.py, dlts_server.py): a JSON HTTP handler, the fault schedule that POST
+/_test/fail sets, stopping a job's process groups, running a command with storage that a
+job sees at another path, and serving on loopback until SIGTERM (which kills the jobs'
+processes)."""
 import json
 import os
+import random
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ServerState:
+    """what every server's state holds: its args, a lock with its condition, a random
+    generator (seeded by args.seed), the fault POST /_test/fail scheduled, counters"""
+
+    def __init__(self, args, stats):
+        self.args = args
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.rng = random.Random(getattr(args, "seed", None))
+        self.fail = None
+        self.stats = stats
 
 
 def kill_groups(procs, grace):
@@ -28,6 +46,29 @@ def kill_groups(procs, grace):
             except ProcessLookupError:
                 pass
     threading.Thread(target=run, daemon=True).start()
+
+
+def can_bind(no_bind):
+    """whether this process may bind-mount in a private mount namespace (unshare, root)"""
+    return not no_bind and subprocess.call(["unshare", "--mount", "/bin/true"], stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL) == 0
+
+
+def mounted_argv(cmd, mounts, bind, tag):
+    """argv running cmd with bash where each (path the job expects, local directory) of
+    mounts is seen at that path: bind-mounted in a private mount namespace when bind
+    (can_bind), else each path rewritten to its directory in cmd (the longest first)."""
+    mounts = [((m.rstrip("/") or "/"), l) for m, l in mounts]
+    if bind and mounts:
+        script = ('cmd=$1; shift; while [ $# -gt 0 ]; do mkdir -p "$1" && mount --bind "$2" "$1" || exit 126; '
+                  'shift 2; done; exec /bin/bash -c "$cmd"')
+        argv = ["unshare", "--mount", "--propagation", "private", "/bin/bash", "-c", script, tag, cmd]
+        for m, l in mounts:
+            argv += [m, l]
+        return argv
+    for m, l in sorted(mounts, key=lambda x: -len(x[0])):
+        cmd = cmd.replace(m, l)
+    return ["/bin/bash", "-c", cmd]
 
 
 def set_fault(st, data):
@@ -63,6 +104,13 @@ def take_fault(st, action=None):
     return f
 
 
+def next_fault(st, action):
+    """(mode, status, delay) of the fault this request gets from st.fail (take_fault), or
+    None; with st.lock held"""
+    f = take_fault(st, action)
+    return (f.get("mode", "status"), f.get("status"), f.get("delay", 0)) if f else None
+
+
 class JsonHandler(BaseHTTPRequestHandler):
     """HTTP/1.1 with keep-alive; each method goes to self.dispatch(method)."""
     protocol_version = "HTTP/1.1"
@@ -86,6 +134,27 @@ class JsonHandler(BaseHTTPRequestHandler):
     def body(self):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
+
+    def drop(self):
+        """closes the connection without an answer"""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def fault_dropped(self, mode, delay):
+        """a fault's first steps: sleeps delay seconds, then mode "drop" drops the
+        connection (True: nothing more to do), "drop_after" has the answer dropped
+        (self.drop_answer) once the request is handled; other modes are the caller's"""
+        if delay:
+            time.sleep(delay)
+        if mode == "drop":
+            self.drop()
+            return True
+        if mode == "drop_after":
+            self.drop_answer = True
+        return False
 
     def do_GET(self):
         self.dispatch("GET")

@@ -1,8 +1,11 @@
 """What the test servers' self-tests (test_*_server.py) share: checks that print and
-count, a server process started on a free port, and waiting for a pid a job writes."""
+count, a server process started on a free port, waiting for a pid a job writes, and
+running the checks in a temporary directory."""
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +42,35 @@ class ServerProcess:
             self.proc.terminate()
         self.proc.wait()
         self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def server_log(tmp):
+    """what the server started in tmp wrote"""
+    path = os.path.join(tmp, "server.log")
+    if not os.path.exists(path):
+        return ""
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def run_checks(prefix, body):
+    """body(tmp) in a new temporary directory, removed after; on a failed check the end of
+    the log of the server started in tmp is shown; exits 1 when a check failed"""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        body(tmp)
+    finally:
+        if failures:
+            sys.stderr.write("server log:\n" + server_log(tmp)[-4000:])
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    sys.exit(1 if failures else 0)
 
 
 def wait_pid(path, timeout=5):

@@ -11,13 +11,10 @@ usage: test_aml_server.py
 import http.client
 import json
 import os
-import shutil
-import sys
-import tempfile
 import time
 import urllib.parse
 
-from servertest import ServerProcess, check, failures, wait_pid
+from servertest import ServerProcess, check, run_checks, server_log, wait_pid
 
 TENANT, CLIENT, SECRET = "72f988bf-0000-4000-8000-000000000001", "11111111-2222-3333-4444-555555555555", "cl13nt-s3cr3t"
 SUB, RG, WS = "00000000-aaaa-bbbb-cccc-000000000001", "rg-nni", "ws-nni"
@@ -207,26 +204,17 @@ def test_faults(srv, tok):
     check(dropped and code == 200, "a PUT answered by a dropped connection: the retry finds the job (200)")
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="aml-server-test-")
-    try:
-        srv = Server(tmp)
-        try:
-            test_tokens(srv)
-            tok = test_bearer(srv)
-            test_jobs(srv, tok)
-            test_faults(srv, tok)
-        finally:
-            srv.stop()
-        log = open(os.path.join(tmp, "server.log")).read()
-        check(SECRET not in log, "the client secret is not in the server's log")
-        if failures:
-            sys.stderr.write("server log:\n" + log[-4000:])
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failure(s)" % len(failures))
-    sys.exit(1 if failures else 0)
+def checks(tmp):
+    with Server(tmp) as srv:
+        test_tokens(srv)
+        tok = test_bearer(srv)
+        test_jobs(srv, tok)
+        test_faults(srv, tok)
+    check(SECRET not in server_log(tmp), "the client secret is not in the server's log")
 
+
+def main():
+    run_checks("aml-server-test-", checks)
 
 if __name__ == "__main__":
     main()

@@ -17,13 +17,11 @@ import datetime
 import http.client
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from servertest import ServerProcess, check, failures, wait_pid
+from servertest import ServerProcess, check, run_checks, server_log, wait_pid
 
 SIGNER = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(__doc__)
 KEY_ID, SECRET = "LTAItestkey", "test-secret-never-logged"
@@ -254,71 +252,63 @@ def test_faults(srv):
           "a CreateJob handled and then dropped: the job exists, ListJobs finds it")
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="dlc-server-test-")
+def checks(tmp):
+    with Server(tmp) as srv:
+        test_signature(srv)
+        test_jobs(srv)
+        test_faults(srv)
+    check(SECRET not in server_log(tmp), "the secret is not in the server's log")
+    # the same run of a command where the mounts are rewritten instead of bind-mounted
+    tmp2 = os.path.join(tmp, "nobind")
+    os.makedirs(tmp2)
+    srv = Server(tmp2, "--no-bind")
     try:
-        srv = Server(tmp)
-        try:
-            test_signature(srv)
-            test_jobs(srv)
-            test_faults(srv)
-        finally:
-            srv.stop()
-        log = open(os.path.join(tmp, "server.log"), "rb").read().decode("utf-8", "replace")
-        check(SECRET not in log, "the secret is not in the server's log")
-        # the same run of a command where the mounts are rewritten instead of bind-mounted
-        tmp2 = os.path.join(tmp, "nobind")
-        os.makedirs(tmp2)
-        srv = Server(tmp2, "--no-bind")
-        try:
-            code, out = srv.call("POST", "/api/v1/jobs", "CreateJob",
-                                 body=job_body("nni_exp_nobind", "echo ok > /mnt/nas/done"))
-            seen, j = wait_status(srv, out.get("JobId", ""), ("Succeeded", "Failed", "Stopped"))
-            check(j is not None and j["Status"] == "Succeeded" and open(os.path.join(srv.nas, "done")).read() == "ok\n",
-                  "--no-bind: the mount path rewritten to the local directory")
-        finally:
-            srv.stop()
-        # --max-running 1: a second job waits in Queuing while the first runs
-        tmp4 = os.path.join(tmp, "quota")
-        os.makedirs(tmp4)
-        srv = Server(tmp4, "--max-running", "1")
-        try:
-            first = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q1", "sleep 1.5"))[1]["JobId"]
-            second = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q2", "true"))[1]["JobId"]
-            wait_status(srv, first, ("Running",))
-            time.sleep(0.8)
-            code, j = srv.call("GET", "/api/v1/jobs/" + second, "GetJob")
-            queued = j.get("Status")
-            seen, j = wait_status(srv, second, ("Succeeded", "Failed", "Stopped"))
-            code, j1 = srv.call("GET", "/api/v1/jobs/" + first, "GetJob")
-            check(queued == "Queuing" and j is not None and j["Status"] == "Succeeded"
-                  and j["GmtRunningTime"] >= j1["GmtFinishTime"],
-                  "--max-running 1: the second job stays Queuing until the first ended")
-        finally:
-            srv.stop()
-        # random faults: some answers fail, some connections drop, the rest are answered
-        tmp3 = os.path.join(tmp, "random")
-        os.makedirs(tmp3)
-        srv = Server(tmp3, "--fail-rate", "0.3", "--drop-rate", "0.2", "--throttle-rate", "0.1", "--seed", "7")
-        try:
-            outcomes = []
-            for _ in range(40):
-                try:
-                    outcomes.append(srv.call("GET", "/api/v1/jobs", "ListJobs")[1].get("Code", "ok"))
-                except (http.client.HTTPException, ConnectionError):
-                    outcomes.append("dropped")
-            kinds = set(outcomes)
-            check({"ok", "dropped", "Throttling.User"} <= kinds and kinds & {"ServiceUnavailable", "InternalError"}
-                  and srv.control("GET", "/_test/stats")["injected"] == 40 - outcomes.count("ok"),
-                  "--fail-rate, --drop-rate, --throttle-rate: %s" % sorted((k, outcomes.count(k)) for k in kinds))
-        finally:
-            srv.stop()
+        code, out = srv.call("POST", "/api/v1/jobs", "CreateJob",
+                             body=job_body("nni_exp_nobind", "echo ok > /mnt/nas/done"))
+        seen, j = wait_status(srv, out.get("JobId", ""), ("Succeeded", "Failed", "Stopped"))
+        check(j is not None and j["Status"] == "Succeeded" and open(os.path.join(srv.nas, "done")).read() == "ok\n",
+              "--no-bind: the mount path rewritten to the local directory")
     finally:
-        if failures:
-            sys.stderr.write("server log:\n" + open(os.path.join(tmp, "server.log")).read()[-4000:])
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failure(s)" % len(failures))
-    sys.exit(1 if failures else 0)
+        srv.stop()
+    # --max-running 1: a second job waits in Queuing while the first runs
+    tmp4 = os.path.join(tmp, "quota")
+    os.makedirs(tmp4)
+    srv = Server(tmp4, "--max-running", "1")
+    try:
+        first = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q1", "sleep 1.5"))[1]["JobId"]
+        second = srv.call("POST", "/api/v1/jobs", "CreateJob", body=job_body("nni_q2", "true"))[1]["JobId"]
+        wait_status(srv, first, ("Running",))
+        time.sleep(0.8)
+        code, j = srv.call("GET", "/api/v1/jobs/" + second, "GetJob")
+        queued = j.get("Status")
+        seen, j = wait_status(srv, second, ("Succeeded", "Failed", "Stopped"))
+        code, j1 = srv.call("GET", "/api/v1/jobs/" + first, "GetJob")
+        check(queued == "Queuing" and j is not None and j["Status"] == "Succeeded"
+              and j["GmtRunningTime"] >= j1["GmtFinishTime"],
+              "--max-running 1: the second job stays Queuing until the first ended")
+    finally:
+        srv.stop()
+    # random faults: some answers fail, some connections drop, the rest are answered
+    tmp3 = os.path.join(tmp, "random")
+    os.makedirs(tmp3)
+    srv = Server(tmp3, "--fail-rate", "0.3", "--drop-rate", "0.2", "--throttle-rate", "0.1", "--seed", "7")
+    try:
+        outcomes = []
+        for _ in range(40):
+            try:
+                outcomes.append(srv.call("GET", "/api/v1/jobs", "ListJobs")[1].get("Code", "ok"))
+            except (http.client.HTTPException, ConnectionError):
+                outcomes.append("dropped")
+        kinds = set(outcomes)
+        check({"ok", "dropped", "Throttling.User"} <= kinds and kinds & {"ServiceUnavailable", "InternalError"}
+              and srv.control("GET", "/_test/stats")["injected"] == 40 - outcomes.count("ok"),
+              "--fail-rate, --drop-rate, --throttle-rate: %s" % sorted((k, outcomes.count(k)) for k in kinds))
+    finally:
+        srv.stop()
+
+
+def main():
+    run_checks("dlc-server-test-", checks)
 
 
 if __name__ == "__main__":
