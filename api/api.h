@@ -14,7 +14,8 @@
 
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
-struct history;
+#include "api/tuner_view.h"
+
 struct dispatcher;
 struct tensorboard;
 
@@ -38,7 +39,7 @@ struct api {
     struct ss_space *space;
     const struct tuner_ops *tuner;
     void *tuner_state;
-    struct history *history;   /* the tuner's view of the trials (scheduler.c) */
+    struct tuner_view *tuner_view; /* the tuner's view of the trials (tuner_view.c) */
     int64_t next_index;        /* the tuner index of the next suggestion (-1: not read yet) */
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
     struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
@@ -74,10 +75,9 @@ int sched_cancel_queued(struct api *a, const char *why, int64_t max_n);
 /* The algorithm trial with the latest tuner index was withdrawn (trial_enqueue put a
  * customized trial in its place): that index is suggested again. */
 void sched_index_withdrawn(struct api *a);
-/* A new search space is stored, beginning at tuner index index_base: the history is
+/* A new search space is stored, beginning at tuner index index_base: the tuner view is
  * rebuilt with the indexes the new tuner sees (tuner.h, index_spans_spaces). */
 void sched_space_changed(struct api *a, int64_t index_base);
-void history_free(struct history *h);
 
 /* assess.c */
 struct assess_state;

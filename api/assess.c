@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "api/dispatcher.h"
+#include "schema/tuner_rows.h"
 
 struct series {
     char *trial_id;
@@ -73,6 +74,38 @@ static int *done_slot(struct assess_state *s, const char *id)
     return &s->done[s->n++];
 }
 
+struct series_set {
+    struct series *all;
+    int n, cap;
+};
+
+/* One intermediate result into the set; rows come by trial id, then sequence. */
+static int add_row(void *ctx, const struct periodical_row *r)
+{
+    struct series_set *ss = ctx;
+    if (ss->n == 0 || strcmp(ss->all[ss->n - 1].trial_id, r->trial_id) != 0) {
+        if (ss->n == ss->cap) {
+            ss->cap = ss->cap ? ss->cap * 2 : 64;
+            ss->all = xrealloc(ss->all, sizeof *ss->all * (size_t)ss->cap);
+        }
+        struct series *x = &ss->all[ss->n++];
+        memset(x, 0, sizeof *x);
+        x->trial_id = xstrdup(r->trial_id);
+        x->succeeded = strcmp(r->status, "SUCCEEDED") == 0;
+        x->running = strcmp(r->status, "RUNNING") == 0 && r->no_kill_request;
+        x->contiguous = 1;
+    }
+    struct series *x = &ss->all[ss->n - 1];
+    if (r->sequence != x->n)
+        x->contiguous = 0; /* a result is missing so far: wait for it, as NNI */
+    if (x->n == x->cap) {
+        x->cap = x->cap ? x->cap * 2 : 16;
+        x->values = xrealloc(x->values, sizeof *x->values * (size_t)x->cap);
+    }
+    x->values[x->n++] = r->has_value ? r->value : NAN;
+    return 0;
+}
+
 void assess_tick(struct api *a)
 {
     dispatcher_tick(a);
@@ -81,47 +114,13 @@ void assess_tick(struct api *a)
         return;
     struct errbuf e;
     /* anything new to assess? (cheap: running trials' result counts) */
-    int64_t pending = 0;
-    db_int(a->db, &e, &pending,
-           "SELECT count(*) FROM trial t WHERE t.experiment_id = ? AND t.status = 'RUNNING'"
-           " AND t.kill_request IS NULL AND EXISTS (SELECT 1 FROM metric m WHERE m.trial_id = t.id"
-           " AND m.attempt = t.attempt AND m.type = 'PERIODICAL')", "s", a->exp_id);
-    if (pending == 0)
+    if (trials_assessable(a->db, a->exp_id, &e) <= 0)
         return;
-    sqlite3_stmt *st = db_query(a->db, &e,
-        "SELECT t.id, t.status, t.kill_request IS NULL, m.sequence, m.default_value FROM trial t"
-        " JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt AND m.type = 'PERIODICAL'"
-        " WHERE t.experiment_id = ? AND t.status IN ('RUNNING','SUCCEEDED','FAILED','USER_CANCELED',"
-        " 'EARLY_STOPPED','SYS_CANCELED') ORDER BY t.id, m.sequence", "s", a->exp_id);
-    if (!st)
-        return;
-    struct series *all = NULL;
-    int n = 0, cap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-        if (n == 0 || strcmp(all[n - 1].trial_id, id) != 0) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                all = xrealloc(all, sizeof *all * (size_t)cap);
-            }
-            struct series *x = &all[n++];
-            memset(x, 0, sizeof *x);
-            x->trial_id = xstrdup(id);
-            const char *status = (const char *)sqlite3_column_text(st, 1);
-            x->succeeded = strcmp(status, "SUCCEEDED") == 0;
-            x->running = strcmp(status, "RUNNING") == 0 && sqlite3_column_int(st, 2);
-            x->contiguous = 1;
-        }
-        struct series *x = &all[n - 1];
-        if (col_i64(st, 3) != x->n)
-            x->contiguous = 0; /* a result is missing so far: wait for it, as NNI */
-        if (x->n == x->cap) {
-            x->cap = x->cap ? x->cap * 2 : 16;
-            x->values = xrealloc(x->values, sizeof *x->values * (size_t)x->cap);
-        }
-        x->values[x->n++] = sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
-    }
-    sqlite3_reset(st);
+    struct series_set set = {0};
+    if (periodical_rows(a->db, a->exp_id, add_row, &set, &e) < 0)
+        log_error("assessor: %s", e.msg); /* judged on what was read */
+    struct series *all = set.all;
+    int n = set.n;
     struct assessor_series *others = xcalloc((size_t)n + 1, sizeof *others);
     for (int i = 0; i < n; i++) {
         others[i].values = all[i].values;

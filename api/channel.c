@@ -426,10 +426,9 @@ void channel_request(struct api *a, struct cconn *r, const struct chan_req *q)
         on_put(s, r, q->trial_id, q); /* a metric's trial is looked up in its commit */
         return;
     }
-    int64_t attempt = 0;
+    int attempt = 0;
     struct errbuf e;
-    int rc = db_int(a->db, &e, &attempt, "SELECT attempt FROM trial WHERE id = ? AND experiment_id = ?", "ss",
-                    q->trial_id, a->exp_id);
+    int rc = trial_attempt_of(a->db, a->exp_id, q->trial_id, &attempt, &e);
     if (rc <= 0) {
         cconn_error(r, rc < 0 ? 500 : 404, "trial %.40s: %s", q->trial_id, rc < 0 ? e.msg : "not in this experiment");
         return;

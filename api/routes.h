@@ -9,7 +9,8 @@
 #include <event2/http.h>
 
 #include "api/api.h"
-#include "schema/history.h"
+#include "schema/exp_ops.h"
+#include "schema/listing.h"
 
 #define API_PREFIX "/api/v1/nni"
 /* Request bodies, per route (routes.c's table; docs/security.md). NNI takes 50 MB on

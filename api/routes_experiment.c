@@ -11,6 +11,7 @@
 #include "api/dispatcher.h"
 #include "api/routes.h"
 #include "common/json.h"
+#include "schema/tuner_rows.h"
 
 /* The experiment as it is now: the scheduler changes the row between its ticks, and
  * clients poll check-status to see exactly that. A view answers VIEWED and leaves
@@ -158,8 +159,7 @@ static int update_search_space(struct req *q, const cJSON *params)
             char *s = cJSON_PrintUnformatted(ss);
             /* the space and the index it begins at, in one statement: a restart reads both */
             if (sched_next_index(a, &base, &e) < 0 ||
-                db_run(a->db, &e, "UPDATE experiment SET search_space = ?, space_index_base = ?, tuner_exhausted = 0,"
-                                  " updated_at = ? WHERE id = ?", "siis", s, base, now_ms(), a->exp_id) < 0) {
+                exp_set_search_space(a->db, a->exp_id, s, base, &e) < 0) {
                 reply_error(q->r, 500, "%s", e.msg);
                 a->tuner->destroy(state);
             } else {
@@ -201,18 +201,16 @@ void h_experiment_put(struct req *q)
         reply_error(q->r, 400, "body.params: must be an object (the ExperimentProfile as GET /experiment gives it)");
     } else if (strcmp(type, "TRIAL_CONCURRENCY") == 0) {
         if (update_value(q, params, "trialConcurrency", NULL, 0, 1, 1000000, &v) == 0)
-            rc = db_run(a->db, &e, "UPDATE experiment SET concurrency = ?, updated_at = ? WHERE id = ?", "iis", v,
-                        now_ms(), a->exp_id);
+            rc = exp_set(a->db, a->exp_id, EXP_CONCURRENCY, v, &e);
     } else if (strcmp(type, "MAX_TRIAL_NUM") == 0) {
         if (update_value(q, params, "maxTrialNumber", "maxTrialNum", 0, 1, 999999999, &v) == 0) {
             /* from the row, not the api's copy (a tick old: the trials queued since count) */
             int64_t next = a->exp.next_sequence, submitted;
-            db_int(a->db, &e, &next, "SELECT next_sequence FROM experiment WHERE id = ?", "s", a->exp_id);
+            exp_next_sequence(a->db, a->exp_id, &next, &e);
             submitted = next;
             trials_submitted(a->db, a->exp_id, next, &submitted, &e);
             revive = !a->exp.tuner_exhausted && v > submitted; /* room for another trial */
-            rc = db_run(a->db, &e, "UPDATE experiment SET max_trial_number = ?, updated_at = ? WHERE id = ?", "iis",
-                        v, now_ms(), a->exp_id);
+            rc = exp_set(a->db, a->exp_id, EXP_MAX_TRIAL_NUMBER, v, &e);
             /* lowered below the trials there are: those queued that never started go */
             if (rc >= 0 && submitted > v) {
                 char *why = xasprintf("maxTrialNumber lowered to %lld before it started", (long long)v);
@@ -223,8 +221,7 @@ void h_experiment_put(struct req *q)
     } else if (strcmp(type, "MAX_EXEC_DURATION") == 0) {
         if (update_value(q, params, "maxExperimentDuration", "maxExecDuration", 1, 1, (int64_t)1 << 40, &v) == 0) {
             revive = !a->exp.tuner_exhausted && v * 1000 > a->exp.exec_duration_ms; /* time left */
-            rc = db_run(a->db, &e, "UPDATE experiment SET max_exec_seconds = ?, updated_at = ? WHERE id = ?", "iis",
-                        v, now_ms(), a->exp_id);
+            rc = exp_set(a->db, a->exp_id, EXP_MAX_EXEC_SECONDS, v, &e);
         }
     } else if (strcmp(type, "SEARCH_SPACE") == 0) {
         rc = update_search_space(q, params) == 0 ? 0 : -2;
@@ -350,30 +347,28 @@ void h_import_data(struct req *q)
     cJSON_Delete(j);
 }
 
+/* each import event's records as one JSON string in the list */
+static int add_import(void *ctx, int64_t event_id, const char *records)
+{
+    struct strbuf *sb = ctx;
+    if (sb->len > 1)
+        sb_add(sb, ",", 1);
+    nj_str(sb, records);
+    return 0;
+}
+
 void h_imported_data(struct req *q)
 {
     struct errbuf e;
-    sqlite3_stmt *st = db_query(q->a->db, &e, "SELECT reason FROM event WHERE experiment_id = ? AND entity = 'import'"
-                                              " ORDER BY id", "s", q->a->exp_id);
-    if (!st) {
-        reply_error(q->r, 500, "%s", e.msg);
-        return;
-    }
     struct strbuf sb;
     sb_init(&sb);
     sb_add(&sb, "[", 1);
-    int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n++)
-            sb_add(&sb, ",", 1);
-        nj_str(&sb, (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_reset(st);
-    sb_add(&sb, "]", 1);
-    if (rc != SQLITE_DONE)
-        reply_error(q->r, 500, "imported data: %s", sqlite3_errmsg(q->a->db->h));
-    else
+    if (import_events(q->a->db, q->a->exp_id, add_import, &sb, &e) < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
+    } else {
+        sb_add(&sb, "]", 1);
         reply_json(q->r, 200, sb.buf);
+    }
     sb_free(&sb);
 }
 
@@ -392,25 +387,15 @@ void h_experiments_info(struct req *q)
 {
     struct api *a = q->a;
     struct errbuf e;
-    sqlite3_stmt *st = db_query(a->db, &e, "SELECT id FROM experiment ORDER BY start_time, id", "");
-    if (!st) {
+    struct id_list l;
+    if (exp_ids(a->db, 0, &l, &e) < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
     }
-    char **ids = NULL;
-    int n = 0, cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            ids = xrealloc(ids, sizeof *ids * (size_t)cap);
-        }
-        ids[n++] = col_str(st, 0);
-    }
-    sqlite3_reset(st);
     cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < l.n; i++) {
         struct experiment x;
-        if (rc == SQLITE_DONE && exp_load(a->db, ids[i], &x, &e) == 1) {
+        if (exp_load(a->db, l.ids[i], &x, &e) == 1) {
             int self = strcmp(x.id, a->exp_id) == 0;
             int alive = self || (x.api_pid > 0 && proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start));
             if (self && a->readonly) {
@@ -420,14 +405,8 @@ void h_experiments_info(struct req *q)
             cJSON_AddItemToArray(arr, nni_experiment_entry(&x, alive));
             exp_clear(&x);
         }
-        free(ids[i]);
     }
-    free(ids);
-    if (rc != SQLITE_DONE) {
-        cJSON_Delete(arr);
-        reply_error(q->r, 500, "experiments: %s", sqlite3_errmsg(a->db->h));
-        return;
-    }
+    id_list_free(&l);
     reply_cjson(q->r, arr);
 }
 

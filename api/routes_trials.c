@@ -6,9 +6,6 @@
 #include "api/routes.h"
 #include "schema/trial_new.h"
 
-static const char *const trial_statuses[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "USER_CANCELED",
-                                             "SYS_CANCELED", "EARLY_STOPPED", "UNKNOWN", NULL};
-
 static int fill_trials(struct stream *s, struct strbuf *sb, struct errbuf *e)
 {
     if (trial_page_next(s->a->db, &s->x, &s->page, STREAM_PIECE, sb, e) < 0)
@@ -22,12 +19,9 @@ void h_trial_jobs(struct req *q)
 {
     const char *status = query_str(q, "status");
     if (status) {
-        int known = 0;
-        for (int i = 0; trial_statuses[i]; i++)
-            known |= strcmp(status, trial_statuses[i]) == 0;
-        if (!known) {
-            reply_error(q->r, 400, "query parameter status: unknown trial status '%.64s' (WAITING, RUNNING,"
-                                   " SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED, EARLY_STOPPED)", status);
+        if (trial_status_find(status, strlen(status)) < 0) {
+            reply_error(q->r, 400, "query parameter status: unknown trial status '%.64s' (" TRIAL_STATUS_WORDS ")",
+                        status);
             return;
         }
     }
@@ -165,26 +159,20 @@ void h_trial_job_delete(struct req *q)
 void h_job_statistics(struct req *q)
 {
     struct errbuf e;
-    sqlite3_stmt *st = db_query(q->a->db, &e, "SELECT status, count(*) FROM trial WHERE experiment_id = ?"
-                                              " GROUP BY status", "s", q->a->exp_id);
-    if (!st) {
-        reply_error(q->r, 500, "%s", e.msg);
+    struct status_count *c;
+    int n;
+    if (trials_per_status(q->a->db, q->a->exp_id, &c, &n, &e) < 0) {
+        reply_error(q->r, 500, "job statistics: %s", e.msg);
         return;
     }
     cJSON *arr = cJSON_CreateArray();
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "trialJobStatus", (const char *)sqlite3_column_text(st, 0));
-        cJSON_AddNumberToObject(o, "trialJobNumber", (double)col_i64(st, 1));
+        cJSON_AddStringToObject(o, "trialJobStatus", c[i].status);
+        cJSON_AddNumberToObject(o, "trialJobNumber", (double)c[i].n);
         cJSON_AddItemToArray(arr, o);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        cJSON_Delete(arr);
-        reply_error(q->r, 500, "job statistics: %s", sqlite3_errmsg(q->a->db->h));
-        return;
-    }
+    status_counts_free(c, n);
     reply_cjson(q->r, arr);
 }
 
@@ -193,5 +181,5 @@ void h_job_statistics(struct req *q)
  * why) and GPUs (trialShare: the share of it trials hold now). */
 void h_machines(struct req *q)
 {
-    reply_cjson(q->r, machines_json(q->a->db, &q->a->exp));
+    reply_cjson(q->r, machines_json(q->a->db, &q->a->exp, config_ts_machines));
 }

@@ -18,6 +18,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api/routes_webui.h"
+#include "schema/webui_rows.h"
 
 /* ---------------- static files ---------------- */
 
@@ -213,7 +214,7 @@ static void nj_num(struct strbuf *sb, double v)
 static int64_t change_cursor(struct req *q, struct errbuf *e)
 {
     int64_t seq = 0;
-    return db_int(q->a->db, e, &seq, "SELECT value FROM change_counter WHERE id = 1", "") < 0 ? -1 : seq;
+    return change_counter_now(q->a->db, &seq, e) < 0 ? -1 : seq;
 }
 
 /* The last reply of a read whose answer depends only on the trials: the same request
@@ -243,9 +244,6 @@ static void send_sb(struct req *q, struct strbuf *sb)
     sb_free(sb);
 }
 
-static const char *const statuses[] = {"WAITING",       "RUNNING",      "SUCCEEDED",     "FAILED",
-                                       "USER_CANCELED", "SYS_CANCELED", "EARLY_STOPPED", "UNKNOWN"};
-#define NSTATUS (int)(sizeof statuses / sizeof statuses[0])
 
 /* ---------------- GET /webui/overview ---------------- */
 
@@ -265,190 +263,60 @@ void h_webui_overview(struct req *q)
     if (load_exp(q, &x) < 0)
         return;
     int maximize = maximize_of(&x);
-    int64_t counts[NSTATUS] = {0}, total = 0, ended = 0, nometric = 0;
-    /* both answered from indexes: trial_queue, trial_final_metric (migration 012) */
-    if (db_int(a->db, &e, &nometric, "SELECT count(*) FROM trial WHERE experiment_id = ? AND final_metric IS NULL"
-                                     " AND status = 'SUCCEEDED'", "s", a->exp_id) < 0) {
+    int64_t counts[TRIAL_NSTATUS] = {0}, total = 0, ended = 0, nometric = 0;
+    struct status_count *per;
+    int nper = 0;
+    if (trials_succeeded_without_metric(a->db, a->exp_id, &nometric, &e) < 0 ||
+        trials_per_status(a->db, a->exp_id, &per, &nper, &e) < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         exp_clear(&x);
         return;
     }
-    sqlite3_stmt *st = db_query(a->db, &e, "SELECT status, count(*) FROM trial WHERE experiment_id = ? GROUP BY status",
-                                "s", a->exp_id);
-    int rc = SQLITE_ERROR;
-    if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *s = (const char *)sqlite3_column_text(st, 0);
-            int64_t n = col_i64(st, 1);
-            total += n;
-            for (int i = 0; s && i < NSTATUS; i++)
-                if (strcmp(s, statuses[i]) == 0)
-                    counts[i] = n;
-            if (s && trial_status_final(s))
-                ended += n;
-        }
-        sqlite3_reset(st);
+    for (int k = 0; k < nper; k++) {
+        const char *s = per[k].status;
+        total += per[k].n;
+        for (int i = 0; s && i < TRIAL_NSTATUS; i++)
+            if (strcmp(s, trial_statuses[i]) == 0)
+                counts[i] = per[k].n;
+        if (trial_status_final(s))
+            ended += per[k].n;
     }
-    if (rc != SQLITE_DONE) {
-        reply_error(q->r, 500, "counting trials: %s", st ? sqlite3_errmsg(a->db->h) : e.msg);
-        exp_clear(&x);
-        return;
-    }
+    status_counts_free(per, nper);
     struct strbuf sb;
     sb_init(&sb);
     sb_printf(&sb, "{\"seq\":%lld,\"status\":", (long long)seq);
     nj_str(&sb, x.status);
     sb_printf(&sb, ",\"total\":%lld,\"counts\":{", (long long)total);
-    for (int i = 0; i < NSTATUS; i++)
-        sb_printf(&sb, "%s\"%s\":%lld", i ? "," : "", statuses[i], (long long)counts[i]);
+    for (int i = 0; i < TRIAL_NSTATUS; i++)
+        sb_printf(&sb, "%s\"%s\":%lld", i ? "," : "", trial_statuses[i], (long long)counts[i]);
     sb_printf(&sb, "},\"ended\":%lld,\"succeededWithoutMetric\":%lld,\"optimizeMode\":\"%s\",\"readonly\":%s",
               (long long)ended, (long long)nometric, maximize ? "maximize" : "minimize", a->readonly ? "true" : "false");
-    st = db_query(a->db, &e,
-                  maximize ? "SELECT id, sequence, final_metric, final_metric_json FROM trial WHERE experiment_id = ?"
-                             " AND status = 'SUCCEEDED' AND final_metric IS NOT NULL"
-                             " ORDER BY final_metric DESC, sequence LIMIT 1"
-                           : "SELECT id, sequence, final_metric, final_metric_json FROM trial WHERE experiment_id = ?"
-                             " AND status = 'SUCCEEDED' AND final_metric IS NOT NULL"
-                             " ORDER BY final_metric ASC, sequence LIMIT 1",
-                  "s", a->exp_id);
-    rc = st ? sqlite3_step(st) : SQLITE_ERROR;
-    if (rc == SQLITE_ROW) {
-        sb_puts(&sb, ",\"best\":{\"trialJobId\":");
-        nj_str(&sb, (const char *)sqlite3_column_text(st, 0));
-        sb_printf(&sb, ",\"sequenceId\":%lld,\"value\":", (long long)col_i64(st, 1));
-        nj_num(&sb, sqlite3_column_double(st, 2));
-        sb_puts(&sb, ",\"finalMetric\":");
-        nj_str(&sb, (const char *)sqlite3_column_text(st, 3));
-        sb_puts(&sb, "}}");
-    } else if (rc == SQLITE_DONE) {
-        sb_puts(&sb, ",\"best\":null}");
-    }
-    if (st)
-        sqlite3_reset(st);
+    struct best_trial best;
+    int rc = trial_best_final(a->db, a->exp_id, maximize, &best, &e);
     exp_clear(&x);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    if (rc < 0) {
         sb_free(&sb);
-        reply_error(q->r, 500, "best trial: %s", st ? sqlite3_errmsg(a->db->h) : e.msg);
+        reply_error(q->r, 500, "%s", e.msg);
         return;
     }
+    if (rc == 1) {
+        sb_puts(&sb, ",\"best\":{\"trialJobId\":");
+        nj_str(&sb, best.trial_id);
+        sb_printf(&sb, ",\"sequenceId\":%lld,\"value\":", (long long)best.sequence);
+        nj_num(&sb, best.final_metric);
+        sb_puts(&sb, ",\"finalMetric\":");
+        nj_str(&sb, best.final_metric_json);
+        sb_puts(&sb, "}}");
+    } else {
+        sb_puts(&sb, ",\"best\":null}");
+    }
+    best_trial_clear(&best);
     send_sb(q, &sb);
 }
 
 /* ---------------- GET /webui/trials ---------------- */
 
 #define PAGE_MAX 500
-
-/* A trial's final metric is shown (finalMetricData) only when it SUCCEEDED, as in NNI:
- * a failed trial's FINAL report has no place in a metric order. */
-#define METRIC_SHOWN " AND status = 'SUCCEEDED'"
-
-/* sort=<column> to an SQL expression (*nullable: some trials have no value for it; *shown:
- * more SQL that a trial with a value must also meet, else "") ; param:<name> sorts by that
- * parameter, metric:<key> by that key of a dict final metric. NULL for an unknown column. */
-static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *nullable, const char **shown)
-{
-    static const struct {
-        const char *name, *expr;
-        int nullable;
-    } cols[] = {
-        {"sequence", "sequence", 0},
-        {"id", "id", 0},
-        {"status", "status", 0},
-        {"metric", "final_metric", 1},
-        {"duration", "(coalesce(end_time, :now) - start_time)", 1},
-        {"start", "start_time", 1},
-        {"end", "end_time", 1},
-    };
-    *shown = "";
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-        if (strcmp(sort, cols[i].name) == 0) {
-            *nullable = cols[i].nullable;
-            if (strcmp(sort, "metric") == 0)
-                *shown = METRIC_SHOWN;
-            return cols[i].expr;
-        }
-    if (str_starts(sort, "param:")) {
-        const char *n = sort + 6;
-        if (!*n || strlen(n) > 100 || strpbrk(n, "\"\\"))
-            return NULL;
-        snprintf(path, pathsz, "$.\"%s\"", n);
-        *nullable = 1;
-        return "json_extract(parameters, :path)";
-    }
-    if (str_starts(sort, "metric:")) {
-        /* a key of a dict final metric ({"default": .., "loss": ..}); a number has none */
-        const char *n = sort + 7;
-        if (!*n || strlen(n) > 100 || strpbrk(n, "\"\\"))
-            return NULL;
-        snprintf(path, pathsz, "$.\"%s\"", n);
-        *nullable = 1;
-        *shown = METRIC_SHOWN;
-        return "(CASE WHEN json_valid(final_metric_json) THEN json_extract(final_metric_json, :path) END)";
-    }
-    return NULL;
-}
-
-/* the values a trial-page query may name */
-struct binds {
-    const char *exp, *status, *like, *text, *path;
-    int64_t now, limit, offset;
-};
-
-static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct binds *b, struct errbuf *e)
-{
-    sqlite3_stmt *st = db_prep(db, sql, e);
-    if (!st)
-        return NULL;
-    const struct {
-        const char *name, *v;
-    } texts[] = {{":exp", b->exp}, {":status", b->status}, {":like", b->like}, {":text", b->text}, {":path", b->path}};
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        int k = sqlite3_bind_parameter_index(st, texts[i].name);
-        if (k > 0)
-            sqlite3_bind_text(st, k, texts[i].v, -1, SQLITE_TRANSIENT);
-    }
-    const struct {
-        const char *name;
-        int64_t v;
-    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        int k = sqlite3_bind_parameter_index(st, ints[i].name);
-        if (k > 0)
-            sqlite3_bind_int64(st, k, ints[i].v);
-    }
-    return st;
-}
-
-static int run_count(struct db *db, const char *sql, const struct binds *b, int64_t *out, struct errbuf *e)
-{
-    sqlite3_stmt *st = prep_bound(db, sql, b, e);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st);
-    *out = rc == SQLITE_ROW ? col_i64(st, 0) : 0;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? 0 : errf(e, "counting trials: %s", sqlite3_errmsg(db->h));
-}
-
-/* Appends up to b->limit rows to rows[*n]. The rows are read before anything is
- * rendered: rendering runs queries of its own, which must not evict this statement
- * from the cache while it is stepped. */
-static int run_page(struct db *db, const char *sql, const struct binds *b, struct trial *rows, int *n, struct errbuf *e)
-{
-    sqlite3_stmt *st = prep_bound(db, sql, b, e);
-    if (!st)
-        return -1;
-    int rc = SQLITE_DONE, got = 0;
-    while (got < b->limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        trial_from_row(st, &rows[*n]);
-        (*n)++;
-        got++;
-    }
-    if (got == b->limit)
-        rc = SQLITE_DONE;
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : errf(e, "trial page: %s", sqlite3_errmsg(db->h));
-}
 
 /* ?sort=sequence|id|status|metric|duration|start|end|param:<name>|metric:<key> &order=asc|desc
  * &status=S[,S...] &q=<text> &limit=1..500 (50) &offset=N
@@ -466,11 +334,7 @@ void h_webui_trials(struct req *q)
     int64_t limit = 50, offset = 0;
     if (query_int(q, "limit", 1, PAGE_MAX, &limit) < 0 || query_int(q, "offset", 0, 1000000000, &offset) < 0)
         return;
-    char path[128] = "";
-    int nullable = 0;
-    const char *shown = "";
-    const char *expr = sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable, &shown);
-    if (!expr) {
+    if (!webui_sort_known(sort)) {
         reply_error(q->r, 400, "query parameter sort: unknown column '%.64s' (sequence, id, status, metric, duration,"
                                " start, end, param:<name>, metric:<key>)", sort);
         return;
@@ -482,8 +346,6 @@ void h_webui_trials(struct req *q)
         reply_error(q->r, 400, "query parameter order: must be asc or desc (got '%.64s')", order);
         return;
     }
-    const char *dir = desc ? "DESC" : "ASC";
-    int nstatus = 0;
     if (status && *status) {
         /* a comma list of known statuses */
         const char *p = status;
@@ -494,16 +356,11 @@ void h_webui_trials(struct req *q)
                                        " single commas)", status);
                 return;
             }
-            int known = 0;
-            for (int i = 0; i < NSTATUS; i++)
-                known |= strlen(statuses[i]) == len && strncmp(p, statuses[i], len) == 0;
-            if (!known) {
-                reply_error(q->r, 400, "query parameter status: unknown trial status '%.*s' (WAITING, RUNNING,"
-                                       " SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED, EARLY_STOPPED; comma-separated)",
-                            (int)(len > 64 ? 64 : len), p);
+            if (trial_status_find(p, len) < 0) {
+                reply_error(q->r, 400, "query parameter status: unknown trial status '%.*s' (" TRIAL_STATUS_WORDS
+                                       "; comma-separated)", (int)(len > 64 ? 64 : len), p);
                 return;
             }
-            nstatus++;
             p += len;
             if (!*p)
                 break;
@@ -514,68 +371,13 @@ void h_webui_trials(struct req *q)
         reply_error(q->r, 400, "query parameter q: at most 200 characters");
         return;
     }
-    char *like = NULL;
-    if (text && *text) {
-        /* LIKE with its wildcards escaped: the text is matched literally */
-        struct strbuf lb;
-        sb_init(&lb);
-        sb_puts(&lb, "%");
-        for (const char *p = text; *p; p++) {
-            if (*p == '%' || *p == '_' || *p == '\\')
-                sb_add(&lb, "\\", 1);
-            sb_add(&lb, p, 1);
-        }
-        sb_puts(&lb, "%");
-        like = sb_detach(&lb);
-    }
-    struct strbuf where;
-    sb_init(&where);
-    sb_puts(&where, " FROM trial WHERE experiment_id = :exp");
-    if (nstatus == 1)
-        sb_puts(&where, " AND status = :status");
-    else if (nstatus > 1)
-        sb_puts(&where, " AND instr(',' || :status || ',', ',' || status || ',') > 0");
-    if (like)
-        sb_puts(&where, " AND (id LIKE :like ESCAPE '\\' OR CAST(sequence AS TEXT) = :text"
-                        " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
-                        " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
-    char *count_sql = xasprintf("SELECT count(*)%s", where.buf);
-    char *valued_count_sql = xasprintf("SELECT count(*)%s AND %s IS NOT NULL%s", where.buf, expr, shown);
-    char *page_sql = !nullable && strcmp(expr, "sequence") == 0
-                         ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY sequence %s LIMIT :limit OFFSET :offset",
-                                     where.buf, dir)
-                     : !nullable ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY %s %s, sequence %s"
-                                             " LIMIT :limit OFFSET :offset", where.buf, expr, dir, dir)
-                                 : xasprintf("SELECT " TRIAL_COLUMNS "%s AND %s IS NOT NULL%s ORDER BY %s %s,"
-                                             " sequence %s LIMIT :limit OFFSET :offset", where.buf, expr, shown, expr,
-                                             dir, dir);
-    char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND NOT (%s IS NOT NULL%s) ORDER BY sequence %s"
-                                   " LIMIT :limit OFFSET :offset", where.buf, expr, shown, dir);
-    sb_free(&where);
     struct errbuf e;
-    struct binds b = {.exp = a->exp_id, .status = status, .like = like, .text = text, .path = path,
-                      .now = now_ms(), .limit = limit, .offset = offset};
-    int64_t seq = change_cursor(q, &e), total = 0, valued = 0;
+    struct trial_query tq = {.exp_id = a->exp_id, .sort = sort, .desc = desc, .status = status, .text = text,
+                             .limit = limit, .offset = offset};
+    int64_t seq = change_cursor(q, &e), total = 0;
     struct trial *rows = xcalloc((size_t)limit, sizeof *rows);
     int n = 0;
-    int rc = seq < 0 || run_count(a->db, count_sql, &b, &total, &e) < 0 ? -1 : 0;
-    if (rc == 0 && !nullable) {
-        rc = run_page(a->db, page_sql, &b, rows, &n, &e);
-    } else if (rc == 0) {
-        rc = run_count(a->db, valued_count_sql, &b, &valued, &e);
-        if (rc == 0 && offset < valued)
-            rc = run_page(a->db, page_sql, &b, rows, &n, &e);
-        if (rc == 0 && n < limit) {
-            b.limit = limit - n;
-            b.offset = offset > valued ? offset - valued : 0;
-            rc = run_page(a->db, unvalued_sql, &b, rows, &n, &e);
-        }
-    }
-    free(count_sql);
-    free(valued_count_sql);
-    free(page_sql);
-    free(unvalued_sql);
-    free(like);
+    int rc = seq < 0 ? -1 : webui_trial_page(a->db, &tq, rows, &n, &total, &e);
     struct strbuf sb;
     sb_init(&sb);
     sb_printf(&sb, "{\"seq\":%lld,\"total\":%lld,\"offset\":%lld,\"rows\":[", (long long)seq, (long long)total,
@@ -662,6 +464,41 @@ static void buckets_write(struct strbuf *sb, const struct bucket *b, int nb)
     sb_add(sb, "]", 1);
 }
 
+/* The charts' buckets, filled row by row (rows come in sequence order). */
+struct chart_acc {
+    int64_t lo, width, nb;
+    int maximize;
+    struct bucket *fb, *db; /* final metrics, durations */
+    struct pt *best;        /* the last improvement of the best so far in each bucket */
+    int *best_set;
+    int64_t nfinal, ndur;
+    int have_best;
+    double bestv;
+};
+
+static void chart_add(void *ctx, const struct chart_row *r)
+{
+    struct chart_acc *c = ctx;
+    int64_t k = (r->sequence - c->lo) / c->width;
+    if (k < 0 || k >= c->nb)
+        return;
+    if (r->has_metric && isfinite(r->metric)) {
+        double v = r->metric;
+        bucket_add(&c->fb[k], r->sequence, v, r->id);
+        c->nfinal++;
+        if (!c->have_best || (c->maximize ? v > c->bestv : v < c->bestv)) {
+            c->have_best = 1;
+            c->bestv = v;
+            pt_set(&c->best[k], r->sequence, v, r->id);
+            c->best_set[k] = 1;
+        }
+    }
+    if (r->has_times) {
+        bucket_add(&c->db[k], r->sequence, (double)(r->end_time - r->start_time) / 1000.0, r->id);
+        c->ndur++;
+    }
+}
+
 /* ?buckets=10..4000 (600) -> {"seq", "optimizeMode", "width", "final": {"count",
  * "points": [[sequence, value, id], ...]}, "best": [[sequence, best so far, id], ...],
  * "duration": {"count", "points": [[sequence, seconds, id], ...]}}.
@@ -684,18 +521,8 @@ void h_webui_charts(struct req *q)
         return;
     }
     int64_t lo = 0, hi = -1;
-    sqlite3_stmt *st = seq < 0 ? NULL
-                               : db_query(a->db, &e, "SELECT min(sequence), max(sequence) FROM trial"
-                                                     " WHERE experiment_id = ?", "s", a->exp_id);
-    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
-    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        lo = col_i64(st, 0);
-        hi = col_i64(st, 1);
-    }
-    if (st)
-        sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
-        reply_error(q->r, 500, "charts: %s", st ? sqlite3_errmsg(a->db->h) : e.msg);
+    if (seq < 0 || trials_sequence_range(a->db, a->exp_id, &lo, &hi, &e) < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
         return;
     }
     struct experiment x;
@@ -704,92 +531,59 @@ void h_webui_charts(struct req *q)
     int maximize = maximize_of(&x);
     exp_clear(&x);
     int64_t width = hi >= lo ? (hi - lo) / nb + 1 : 1;
-    struct bucket *fb = xcalloc((size_t)nb, sizeof *fb), *db = xcalloc((size_t)nb, sizeof *db);
-    struct pt *best = xcalloc((size_t)nb, sizeof *best);
-    int *best_set = xcalloc((size_t)nb, sizeof *best_set);
-    int64_t nfinal = 0, ndur = 0;
-    int have_best = 0;
-    double bestv = 0;
-    st = db_query(a->db, &e, "SELECT sequence, id, CASE WHEN status = 'SUCCEEDED' THEN final_metric END,"
-                             " start_time, end_time FROM trial WHERE experiment_id = ? ORDER BY sequence",
-                  "s", a->exp_id); /* the final metrics trials show (METRIC_SHOWN) */
-    rc = SQLITE_ERROR;
-    if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            int64_t s = col_i64(st, 0);
-            int64_t k = (s - lo) / width;
-            if (k < 0 || k >= nb)
-                continue;
-            const char *id = (const char *)sqlite3_column_text(st, 1);
-            if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
-                double v = sqlite3_column_double(st, 2);
-                if (isfinite(v)) {
-                    bucket_add(&fb[k], s, v, id);
-                    nfinal++;
-                    if (!have_best || (maximize ? v > bestv : v < bestv)) {
-                        have_best = 1;
-                        bestv = v;
-                        pt_set(&best[k], s, v, id);
-                        best_set[k] = 1;
-                    }
-                }
-            }
-            if (sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL) {
-                bucket_add(&db[k], s, (double)(col_i64(st, 4) - col_i64(st, 3)) / 1000.0, id);
-                ndur++;
-            }
-        }
-        sqlite3_reset(st);
-    }
-    if (rc != SQLITE_DONE) {
-        reply_error(q->r, 500, "charts: %s", st ? sqlite3_errmsg(a->db->h) : e.msg);
+    struct chart_acc c = {
+        .lo = lo, .width = width, .nb = nb, .maximize = maximize,
+        .fb = xcalloc((size_t)nb, sizeof *c.fb), .db = xcalloc((size_t)nb, sizeof *c.db),
+        .best = xcalloc((size_t)nb, sizeof *c.best), .best_set = xcalloc((size_t)nb, sizeof *c.best_set),
+    };
+    if (chart_rows(a->db, a->exp_id, chart_add, &c, &e) < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
     } else {
         struct strbuf sb;
         sb_init(&sb);
         sb_printf(&sb, "{\"seq\":%lld,\"optimizeMode\":\"%s\",\"width\":%lld,\"final\":{\"count\":%lld,\"points\":",
-                  (long long)seq, maximize ? "maximize" : "minimize", (long long)width, (long long)nfinal);
-        buckets_write(&sb, fb, (int)nb);
+                  (long long)seq, maximize ? "maximize" : "minimize", (long long)width, (long long)c.nfinal);
+        buckets_write(&sb, c.fb, (int)nb);
         sb_puts(&sb, "},\"best\":[");
         int first = 1;
         for (int i = 0; i < nb; i++)
-            if (best_set[i])
-                pt_write(&sb, &first, &best[i]);
-        sb_printf(&sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)ndur);
-        buckets_write(&sb, db, (int)nb);
+            if (c.best_set[i])
+                pt_write(&sb, &first, &c.best[i]);
+        sb_printf(&sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)c.ndur);
+        buckets_write(&sb, c.db, (int)nb);
         sb_puts(&sb, "}}");
         cache_put(&cache, seq, nb, sb.buf);
         send_sb(q, &sb);
     }
-    free(fb);
-    free(db);
-    free(best);
-    free(best_set);
+    free(c.fb);
+    free(c.db);
+    free(c.best);
+    free(c.best_set);
 }
 
 /* ---------------- GET /webui/params ---------------- */
 
-static int params_rows(struct req *q, sqlite3_stmt *st, struct strbuf *sb, int *first, int top, struct errbuf *e)
+struct params_out {
+    struct strbuf *sb;
+    int first, top;
+};
+
+static void params_row(void *ctx, const struct param_row *r)
 {
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        sb_puts(sb, *first ? "{\"id\":" : ",{\"id\":");
-        *first = 0;
-        nj_str(sb, (const char *)sqlite3_column_text(st, 0));
-        sb_printf(sb, ",\"seq\":%lld,\"metric\":", (long long)col_i64(st, 1));
-        nj_num(sb, sqlite3_column_double(st, 2));
-        /* parameters is the JSON object the api stored; checked anyway, so that one
-         * damaged row cannot break the whole reply */
-        const char *p = (const char *)sqlite3_column_text(st, 3);
-        cJSON *j = p ? cJSON_Parse(p) : NULL;
-        sb_puts(sb, ",\"params\":");
-        sb_puts(sb, cJSON_IsObject(j) ? p : "{}");
-        cJSON_Delete(j);
-        sb_printf(sb, ",\"top\":%s}", top ? "true" : "false");
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return errf(e, "parameter sample: %s", sqlite3_errmsg(q->a->db->h));
-    return 0;
+    struct params_out *o = ctx;
+    struct strbuf *sb = o->sb;
+    sb_puts(sb, o->first ? "{\"id\":" : ",{\"id\":");
+    o->first = 0;
+    nj_str(sb, r->id);
+    sb_printf(sb, ",\"seq\":%lld,\"metric\":", (long long)r->sequence);
+    nj_num(sb, r->metric);
+    /* parameters is the JSON object the api stored; checked anyway, so that one
+     * damaged row cannot break the whole reply */
+    cJSON *j = r->parameters ? cJSON_Parse(r->parameters) : NULL;
+    sb_puts(sb, ",\"params\":");
+    sb_puts(sb, cJSON_IsObject(j) ? r->parameters : "{}");
+    cJSON_Delete(j);
+    sb_printf(sb, ",\"top\":%s}", o->top ? "true" : "false");
 }
 
 /* ?n=10..5000 (1000) -> {"seq", "count", "optimizeMode", "trials": [{"id", "seq",
@@ -810,8 +604,7 @@ void h_webui_params(struct req *q)
         reply_json(q->r, 200, hit);
         return;
     }
-    if (seq < 0 || db_int(a->db, &e, &count, "SELECT count(*) FROM trial WHERE experiment_id = ?"
-                                             " AND final_metric IS NOT NULL" METRIC_SHOWN, "s", a->exp_id) < 0) {
+    if (seq < 0 || trials_with_shown_metric(a->db, a->exp_id, &count, &e) < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
     }
@@ -824,24 +617,13 @@ void h_webui_params(struct req *q)
     sb_init(&sb);
     sb_printf(&sb, "{\"seq\":%lld,\"count\":%lld,\"optimizeMode\":\"%s\",\"trials\":[", (long long)seq,
               (long long)count, maximize ? "maximize" : "minimize");
-    int first = 1;
     int64_t half = n / 2;
-    sqlite3_stmt *st = db_query(a->db, &e,
-                                maximize ? "SELECT id, sequence, final_metric, parameters FROM trial"
-                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                           " ORDER BY final_metric DESC, sequence LIMIT ?"
-                                         : "SELECT id, sequence, final_metric, parameters FROM trial"
-                                           " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                           " ORDER BY final_metric ASC, sequence LIMIT ?",
-                                "si", a->exp_id, half);
-    int bad = !st || params_rows(q, st, &sb, &first, 1, &e) < 0;
+    struct params_out o = {.sb = &sb, .first = 1, .top = 1};
+    int bad = param_rows(a->db, a->exp_id, maximize, 0, half, params_row, &o, &e) < 0;
     if (!bad) {
         int64_t stride = count > half && half > 0 ? (count + half - 1) / half : 1;
-        st = db_query(a->db, &e, "SELECT id, sequence, final_metric, parameters FROM trial"
-                                 " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                 " AND sequence % ? = 0"
-                                 " ORDER BY sequence LIMIT ?", "sii", a->exp_id, stride, n - half);
-        bad = !st || params_rows(q, st, &sb, &first, 0, &e) < 0;
+        o.top = 0;
+        bad = param_rows(a->db, a->exp_id, maximize, stride, n - half, params_row, &o, &e) < 0;
     }
     if (bad) {
         sb_free(&sb);

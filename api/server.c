@@ -290,7 +290,7 @@ static void api_free(struct api *a)
     if (a->tuner_state)
         a->tuner->destroy(a->tuner_state);
     ss_free(a->space);
-    history_free(a->history);
+    tuner_view_free(a->tuner_view);
     assess_free(a);
     config_free(a->cfg);
     exp_clear(&a->exp);

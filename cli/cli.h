@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "schema/exp_ops.h"
 #include "schema/schema.h"
 
 int nnictl_main(int argc, char **argv);

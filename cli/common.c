@@ -328,13 +328,23 @@ static int cli_platform_cleanup(const char *home, const char *exp_id, const char
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-static int64_t count_where(struct db *db, const char *id, const char *where)
+/* Ends every process recorded for the experiment on this host (api, workers). */
+static void end_processes(struct db *db, const char *id)
 {
-    int64_t n = 0;
-    char *sql = xasprintf("SELECT count(*) FROM trial WHERE experiment_id = ? %s", where);
-    db_int(db, NULL, &n, sql, "s", id);
-    free(sql);
-    return n;
+    struct errbuf e;
+    struct proc_row *procs;
+    int n;
+    if (procs_unended(db, id, &procs, &n, &e) < 0) {
+        fprintf(stderr, "WARNING: %s\n", e.msg);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!procs[i].host || strcmp(procs[i].host, host_name()) != 0)
+            continue;
+        proc_terminate((pid_t)procs[i].pid, procs[i].start, 3000);
+        proc_ended(db, procs[i].row, "stopped by nnictl", &e);
+    }
+    proc_rows_free(procs, n);
 }
 
 int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet)
@@ -346,7 +356,7 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
     if (!quiet)
         printf("Stopping experiment %s\n", id);
     /* recorded first, so that an api restarted meanwhile stops too */
-    db_run(db, &e, "UPDATE experiment SET desired_status = 'STOPPED' WHERE id = ?", "s", id);
+    exp_request_stop(db, id, &e);
     if (cli_api_alive(&x)) {
         kill(x.api_pid, SIGTERM);
         int64_t deadline = mono_ms() + 40000;
@@ -359,14 +369,16 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
             proc_terminate(x.api_pid, (uint64_t)x.api_start, 0);
         }
     }
-    /* the experiment's platforms: one, or each of a hybrid list */
-    char *plats[16];
-    int nplat = platform_list_of(x.platform, x.config, plats, 16);
+    /* the experiment's platforms: one, or each of a hybrid list (room for every entry) */
+    cJSON *cfg = cJSON_Parse(x.config);
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService");
+    int room = cJSON_IsArray(ts) ? cJSON_GetArraySize(ts) : 1;
+    cJSON_Delete(cfg);
+    char **plats = xcalloc((size_t)room + 1, sizeof *plats);
+    int nplat = platform_list_of(x.platform, x.config, plats, room);
     for (int i = 0; i < nplat; i++) {
         /* trials left behind by a dead api: end them through a worker of their platform */
-        char *where = xasprintf("AND " SQL_TRIAL_STARTED " AND platform = '%s'", plats[i]);
-        int left = strchr(plats[i], '\'') ? 0 : count_where(db, id, where) > 0;
-        free(where);
+        int left = trials_count(db, id, COUNT_STARTED, plats[i], &e) > 0;
         if (left && cli_drain(home, id, plats[i]) < 0)
             fprintf(stderr, "WARNING: could not end every %s trial of %s\n", plats[i], id);
         /* a platform with a cleanup op (the cluster platforms) stops/deletes every job of
@@ -378,28 +390,11 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
                         id);
         free(plats[i]);
     }
+    free(plats);
     /* every process recorded for the experiment is gone when we return */
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id, pid, pid_start, host FROM process"
-                                        " WHERE experiment_id = ? AND ended_at IS NULL", "s", id);
-    if (st) {
-        int64_t rows[256], pids[256], starts[256];
-        int n = 0;
-        while (n < 256 && sqlite3_step(st) == SQLITE_ROW) {
-            if (strcmp((const char *)sqlite3_column_text(st, 3), host_name()) != 0)
-                continue;
-            rows[n] = col_i64(st, 0);
-            pids[n] = col_i64(st, 1);
-            starts[n] = col_i64(st, 2);
-            n++;
-        }
-        sqlite3_reset(st);
-        for (int i = 0; i < n; i++) {
-            proc_terminate((pid_t)pids[i], (uint64_t)starts[i], 3000);
-            proc_ended(db, rows[i], "stopped by nnictl", &e);
-        }
-    }
-    int64_t left = count_where(db, id, "AND " SQL_TRIAL_STARTED);
-    db_run(db, &e, "UPDATE experiment SET api_pid = NULL, api_start = NULL WHERE id = ?", "s", id);
+    end_processes(db, id);
+    int64_t left = trials_count(db, id, COUNT_STARTED, NULL, &e);
+    exp_forget_api(db, id, &e);
     exp_transition(db, id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL,STOPPING,VIEWED", "STOPPED",
                    "nnictl stop", &e);
     exp_clear(&x);
@@ -418,20 +413,14 @@ void cli_print_progress(struct db *db, const char *id)
     struct errbuf e;
     if (exp_load(db, id, &x, &e) <= 0)
         return;
-    int64_t done = count_where(db, id, "AND status NOT IN ('WAITING','RUNNING')");
-    int64_t running = count_where(db, id, "AND status = 'RUNNING'");
-    int64_t ok = count_where(db, id, "AND status = 'SUCCEEDED'");
+    int64_t done = trials_count(db, id, COUNT_DONE, NULL, &e);
+    int64_t running = trials_count(db, id, COUNT_RUNNING, NULL, &e);
+    int64_t ok = trials_count(db, id, COUNT_SUCCEEDED, NULL, &e);
     char best[64] = "-";
-    double v;
-    int64_t bits;
-    (void)bits;
-    char *bs = NULL;
-    if (db_text(db, &e, &bs, "SELECT final_metric FROM best_trials_v WHERE experiment_id = ? AND rank = 1", "s",
-                id) == 1 && bs) {
-        v = atof(bs);
-        snprintf(best, sizeof best, "%g", v);
-    }
-    free(bs);
+    struct best_trial b;
+    if (exp_best_trial(db, id, &b, &e) == 1)
+        snprintf(best, sizeof best, "%g", b.final_metric);
+    best_trial_clear(&b);
     char total[32];
     if (x.max_trial_number > 0)
         snprintf(total, sizeof total, "%lld", (long long)x.max_trial_number);
@@ -446,14 +435,14 @@ void cli_print_progress(struct db *db, const char *id)
 void cli_print_best(struct db *db, const char *id)
 {
     struct errbuf e;
-    sqlite3_stmt *st = db_query(db, &e, "SELECT trial_id, sequence, final_metric, parameters FROM best_trials_v"
-                                        " WHERE experiment_id = ? AND rank = 1", "s", id);
-    if (!st)
+    struct best_trial b;
+    int found = exp_best_trial(db, id, &b, &e);
+    if (found < 0)
         return;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        printf("Best trial: %s (#%lld)  final metric %g  parameters %s\n", sqlite3_column_text(st, 0),
-               (long long)col_i64(st, 1), sqlite3_column_double(st, 2), sqlite3_column_text(st, 3));
+    if (found)
+        printf("Best trial: %s (#%lld)  final metric %g  parameters %s\n", b.trial_id, (long long)b.sequence,
+               b.final_metric, b.parameters ? b.parameters : "(null)");
     else
         printf("No trial reported a final metric.\n");
-    sqlite3_reset(st);
+    best_trial_clear(&b);
 }

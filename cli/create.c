@@ -192,6 +192,56 @@ static int class_check(const struct exp_config *cfg, const struct algo_config *a
     return algo_error(cfg, at, msg);
 }
 
+/* Each platform of the trainingService (one, or each of a hybrid list) is supported and
+ * passes its own check; a GPU request on this host's GPUs it cannot meet is refused. */
+static int check_platforms(struct exp_config *cfg)
+{
+    struct errbuf e;
+    /* hybrid (a list): each listed platform must be supported and is checked */
+    const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
+    int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
+    const cJSON *gpu_entry = NULL; /* the first platform on this host's GPUs, and its index */
+    int gpu_at = -1;
+    for (int k = 0; k < nplat; k++) {
+        const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
+        const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
+        const struct platform_ops *ops = platform_find(name);
+        if (!ops) {
+            char names[256];
+            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
+                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
+        }
+        /* the platform's own check (OpenPAI: its token; remote: every machine; a
+         * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is
+         * reported now and nothing is created */
+        if (ops->preflight && ops->preflight(ops, entry, cfg->canonical, &e) < 0)
+            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
+        if (ops->gpu_mode == PLATFORM_GPU_HOST && !gpu_entry) {
+            gpu_entry = entry;
+            gpu_at = cJSON_IsArray(tsl) ? k : -1;
+        }
+    }
+    /* GPUs: a request on this host's GPUs it cannot meet is reported now (runs nvidia-smi) */
+    char gkey[128], gmsg[640];
+    int grc = gpu_check_host(gpu_entry, gpu_at, cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
+    if (grc < 0) {
+        /* trialGpuNumber written only at the top level (inherited): point there */
+        const char *at = gkey, *dot = strrchr(gkey, '.');
+        int l1, c1, l2, c2;
+        char parent[128];
+        snprintf(parent, sizeof parent, "%.*s", dot ? (int)(dot - gkey) : 0, gkey);
+        if (dot && strcmp(dot + 1, "trialGpuNumber") == 0 && cJSON_GetObjectItemCaseSensitive(cfg->canonical, dot + 1) &&
+            config_mark_of(cfg, gkey, &l1, &c1) == 0 && config_mark_of(cfg, parent, &l2, &c2) == 0 && l1 == l2 &&
+            c1 == c2)
+            at = dot + 1;
+        return algo_error(cfg, at, gmsg);
+    }
+    if (grc > 0)
+        fprintf(stderr, "WARNING: %s: %s\n", cfg->source_path, gmsg);
+    return 0;
+}
+
 /* Everything a config must pass before anything is created. */
 static int validate(struct exp_config *cfg, int64_t *seed)
 {
@@ -251,49 +301,7 @@ static int validate(struct exp_config *cfg, int64_t *seed)
             return algo_error(cfg, "assessor.classArgs", e.msg);
         as->destroy(astate);
     }
-    /* hybrid (a list): each listed platform must be supported and is checked */
-    const cJSON *tsl = cJSON_GetObjectItemCaseSensitive(cfg->canonical, "trainingService");
-    int nplat = cJSON_IsArray(tsl) ? cJSON_GetArraySize(tsl) : 1;
-    const cJSON *gpu_entry = NULL; /* the first platform on this host's GPUs, and its index */
-    int gpu_at = -1;
-    for (int k = 0; k < nplat; k++) {
-        const cJSON *entry = cJSON_IsArray(tsl) ? cJSON_GetArrayItem(tsl, k) : tsl;
-        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(entry, "platform");
-        const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
-        const struct platform_ops *ops = platform_find(name);
-        if (!ops) {
-            char names[256];
-            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
-                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
-        }
-        /* the platform's own check (OpenPAI: its token; remote: every machine; a
-         * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is
-         * reported now and nothing is created */
-        if (ops->preflight && ops->preflight(ops, entry, cfg->canonical, &e) < 0)
-            return cli_error("%s: trainingService: %s", cfg->source_path, e.msg);
-        if (ops->gpu_mode == PLATFORM_GPU_HOST && !gpu_entry) {
-            gpu_entry = entry;
-            gpu_at = cJSON_IsArray(tsl) ? k : -1;
-        }
-    }
-    /* GPUs: a request on this host's GPUs it cannot meet is reported now (runs nvidia-smi) */
-    char gkey[128], gmsg[640];
-    int grc = gpu_check_host(gpu_entry, gpu_at, cfg->canonical, gkey, sizeof gkey, gmsg, sizeof gmsg);
-    if (grc < 0) {
-        /* trialGpuNumber written only at the top level (inherited): point there */
-        const char *at = gkey, *dot = strrchr(gkey, '.');
-        int l1, c1, l2, c2;
-        char parent[128];
-        snprintf(parent, sizeof parent, "%.*s", dot ? (int)(dot - gkey) : 0, gkey);
-        if (dot && strcmp(dot + 1, "trialGpuNumber") == 0 && cJSON_GetObjectItemCaseSensitive(cfg->canonical, dot + 1) &&
-            config_mark_of(cfg, gkey, &l1, &c1) == 0 && config_mark_of(cfg, parent, &l2, &c2) == 0 && l1 == l2 &&
-            c1 == c2)
-            at = dot + 1;
-        return algo_error(cfg, at, gmsg);
-    }
-    if (grc > 0)
-        fprintf(stderr, "WARNING: %s: %s\n", cfg->source_path, gmsg);
-    return 0;
+    return check_platforms(cfg);
 }
 
 static int foreground_loop(struct db *db, const char *id, pid_t api);
@@ -301,7 +309,13 @@ static int foreground_loop(struct db *db, const char *id, pid_t api);
 static volatile sig_atomic_t g_interrupted;
 static void on_int(int sig) { (void)sig; g_interrupted = 1; }
 
-static int cmd_create_fn(int argc, char **argv)
+struct create_opts {
+    const char *path, *home_opt, *bind, *prefix_opt;
+    int port, foreground, dry, debug;
+};
+
+/* 0 parsed, else the exit code (the message printed). */
+static int parse_create_opts(int argc, char **argv, struct create_opts *o)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"port", required_argument, NULL, 'p'},
@@ -310,87 +324,70 @@ static int cmd_create_fn(int argc, char **argv)
         {"home", required_argument, NULL, 'H'},   {"bind", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
-    const char *path = NULL, *home_opt = NULL, *bind = NULL, *prefix_opt = NULL;
-    int port = 8080, foreground = 0, dry = 0, debug = 0;
+    *o = (struct create_opts){.port = 8080};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:p:dfu:nH:b:", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': path = optarg; break;
-        case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
-        case 'd': debug = 1; break;
-        case 'f': foreground = 1; break;
-        case 'u': prefix_opt = optarg; break;
-        case 'b': bind = optarg; break;
-        case 'n': dry = 1; break;
-        case 'H': home_opt = optarg; break;
+        case 'c': o->path = optarg; break;
+        case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &o->port)) return 1; break;
+        case 'd': o->debug = 1; break;
+        case 'f': o->foreground = 1; break;
+        case 'u': o->prefix_opt = optarg; break;
+        case 'b': o->bind = optarg; break;
+        case 'n': o->dry = 1; break;
+        case 'H': o->home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_create.usage);
         }
     }
-    if (!path)
+    if (!o->path)
         return cli_error("the following arguments are required: --config/-c");
-    if (home_opt) {
+    if (o->home_opt) {
         /* the default experimentWorkingDirectory follows the home */
-        char *h = trialq_home(home_opt);
+        char *h = trialq_home(o->home_opt);
         setenv("NNI_HOME", h, 1);
         free(h);
     }
-    if (bind && cli_check_bind(bind) != 0)
+    if (o->bind && cli_check_bind(o->bind) != 0)
         return 1;
-    char *prefix = NULL;
-    if (prefix_opt && !(prefix = cli_url_prefix(prefix_opt)))
-        return 1;
+    return 0;
+}
+
+/* Loads and checks the config; o->bind gets its default. NULL when refused (said). */
+static struct exp_config *load_checked(struct create_opts *o, int64_t *seed)
+{
     struct exp_config *cfg;
     struct errbuf e;
-    if (config_load(path, &cfg, &e) < 0) {
-        free(prefix);
-        return cli_error("%s", e.msg);
+    if (config_load(o->path, &cfg, &e) < 0) {
+        cli_error("%s", e.msg);
+        return NULL;
     }
     /* loopback unless asked: --bind, or an nniManagerIp that is not loopback (trials
      * elsewhere must reach the api, so it listens on every interface, as NNI does;
      * changes then need the token) */
-    if (!bind) {
+    if (!o->bind) {
         const char *ip = cfg->nni_manager_ip;
         int loop = !ip || str_starts(ip, "127.") || strcmp(ip, "::1") == 0 || strcmp(ip, "localhost") == 0;
-        bind = loop ? "127.0.0.1" : "0.0.0.0";
+        o->bind = loop ? "127.0.0.1" : "0.0.0.0";
     }
     for (int i = 0; i < cfg->nwarnings; i++)
         fprintf(stderr, "WARNING: %s\n", cfg->warnings[i]);
-    int64_t seed = -1;
-    if (validate(cfg, &seed) != 0) {
+    *seed = -1;
+    if (validate(cfg, seed) != 0) {
         config_free(cfg);
-        free(prefix);
-        return 1;
+        return NULL;
     }
-    if (dry) {
-        char *s = config_to_string(cfg);
-        printf("%s\n", s);
-        free(s);
-        printf("Config %s is valid.\n", cfg->source_path);
-        config_free(cfg);
-        free(prefix);
-        return 0;
-    }
-    if (!cli_port_free(bind, port)) {
-        config_free(cfg);
-        free(prefix);
-        return cli_error("Port %d is not idle: another process listens there (or %s is not an address of this"
-                         " host). Choose another port with --port.", port, bind);
-    }
-    char *home;
-    struct db *db = cli_open_db(home_opt, &home);
-    if (!db) {
-        config_free(cfg);
-        free(prefix);
-        return 1;
-    }
-    struct experiment x;
-    memset(&x, 0, sizeof x);
-    char id[9];
-    int64_t exists = 1;
+    return cfg;
+}
+
+/* The experiment row, under a new id (id[9]), and its directory. 0, or 1 (said). */
+static int insert_experiment(struct db *db, const struct exp_config *cfg, const struct create_opts *o,
+                             char *prefix, int64_t seed, char *id, char **exp_dir)
+{
+    struct errbuf e;
     do {
         gen_experiment_id(id);
-    } while (db_int(db, &e, &exists, "SELECT 1 FROM experiment WHERE id = ?", "s", id) == 1);
+    } while (exp_exists(db, id, &e) == 1);
     if (seed < 0) {
         uint32_t r;
         random_bytes(&r, sizeof r);
@@ -398,61 +395,99 @@ static int cmd_create_fn(int argc, char **argv)
     }
     char token[33];
     gen_token(token, 32);
-    char *config_json = cJSON_PrintUnformatted(cfg->canonical);
-    char *ss_json = cJSON_PrintUnformatted(cfg->search_space);
-    x.id = id;
-    x.name = cfg->experiment_name;
-    x.config = config_json;
-    x.search_space = ss_json;
-    x.platform = cfg->platform;
-    x.exp_dir = path_join(cfg->experiment_working_directory, id);
-    x.port = port;
-    x.start_time = now_ms();
-    x.max_trial_number = cfg->max_trial_number;
-    x.max_exec_seconds = cfg->max_experiment_seconds;
-    x.max_trial_seconds = cfg->max_trial_seconds;
-    x.concurrency = cfg->trial_concurrency;
-    x.seed = seed;
-    x.token = token;
-    x.bind_address = (char *)bind;
-    x.url_prefix = prefix;
-    x.config_file = realpath(path, NULL); /* left out when the code directory is shipped */
-    int rc = 1;
-    if (mkdir_p(x.exp_dir, 0700) < 0) {
-        cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
-        goto out;
-    }
-    if (exp_insert(db, &x, &e) < 0) {
-        cli_error("%s", e.msg);
-        goto out;
-    }
+    struct experiment x = {
+        .id = id,
+        .name = cfg->experiment_name,
+        .config = cJSON_PrintUnformatted(cfg->canonical),
+        .search_space = cJSON_PrintUnformatted(cfg->search_space),
+        .platform = cfg->platform,
+        .exp_dir = path_join(cfg->experiment_working_directory, id),
+        .port = o->port,
+        .start_time = now_ms(),
+        .max_trial_number = cfg->max_trial_number,
+        .max_exec_seconds = cfg->max_experiment_seconds,
+        .max_trial_seconds = cfg->max_trial_seconds,
+        .concurrency = cfg->trial_concurrency,
+        .seed = seed,
+        .token = token,
+        .bind_address = (char *)o->bind,
+        .url_prefix = prefix,
+        .config_file = realpath(o->path, NULL), /* left out when the code directory is shipped */
+    };
+    int rc = 0;
+    if (mkdir_p(x.exp_dir, 0700) < 0)
+        rc = cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
+    else if (exp_insert(db, &x, &e) < 0)
+        rc = cli_error("%s", e.msg);
+    free(x.config);
+    free(x.search_space);
+    free(x.config_file);
+    *exp_dir = x.exp_dir;
+    return rc;
+}
+
+/* Starts the api of the experiment just inserted and says where it is. */
+static int launch(struct db *db, const char *home, const struct exp_config *cfg, const struct create_opts *o,
+                  const char *prefix, const char *id, const char *exp_dir)
+{
+    struct errbuf e;
     printf("Creating experiment, Experiment ID: %s\n", id);
     printf("Starting web server...\n");
     fflush(stdout);
     struct experiment stored;
     exp_load(db, id, &stored, &e);
-    const char *lvl = debug ? "debug" : cfg->log_level;
-    pid_t api = cli_start_api(home, &stored, "create", port, !foreground, lvl);
+    const char *lvl = o->debug ? "debug" : cfg->log_level;
+    pid_t api = cli_start_api(home, &stored, "create", o->port, !o->foreground, lvl);
     exp_clear(&stored);
     if (api < 0) {
         exp_transition(db, id, NULL, "ERROR", "api did not start", &e);
-        goto out;
+        return 1;
     }
     printf("Setting up...\n");
-    cli_print_urls(bind, port, prefix, cfg->nni_manager_ip);
-    printf("Experiment %s started. Data: %s\n", id, x.exp_dir);
+    cli_print_urls(o->bind, o->port, prefix, cfg->nni_manager_ip);
+    printf("Experiment %s started. Data: %s\n", id, exp_dir);
     /* a foreground run stops by itself (or on Ctrl-C) before the prompt comes back */
-    if (!foreground)
+    if (!o->foreground)
         printf("To stop experiment run \"nnictl stop %s\" or \"nnictl stop --all\"\n", id);
     fflush(stdout);
-    rc = foreground ? foreground_loop(db, id, api) : 0;
-    if (foreground)
+    int rc = o->foreground ? foreground_loop(db, id, api) : 0;
+    if (o->foreground)
         cli_stop_experiment(db, home, id, 1);
-out:
-    free(config_json);
-    free(ss_json);
-    free(x.exp_dir);
-    free(x.config_file);
+    return rc;
+}
+
+static int cmd_create_fn(int argc, char **argv)
+{
+    struct create_opts o;
+    if (parse_create_opts(argc, argv, &o) != 0)
+        return 1;
+    char *prefix = NULL;
+    if (o.prefix_opt && !(prefix = cli_url_prefix(o.prefix_opt)))
+        return 1;
+    int64_t seed;
+    struct exp_config *cfg = load_checked(&o, &seed);
+    if (!cfg) {
+        free(prefix);
+        return 1;
+    }
+    int rc = 1;
+    char *home = NULL, *exp_dir = NULL;
+    struct db *db = NULL;
+    if (o.dry) {
+        char *s = config_to_string(cfg);
+        printf("%s\n", s);
+        free(s);
+        printf("Config %s is valid.\n", cfg->source_path);
+        rc = 0;
+    } else if (!cli_port_free(o.bind, o.port)) {
+        cli_error("Port %d is not idle: another process listens there (or %s is not an address of this"
+                  " host). Choose another port with --port.", o.port, o.bind);
+    } else if ((db = cli_open_db(o.home_opt, &home))) {
+        char id[9];
+        if (insert_experiment(db, cfg, &o, prefix, seed, id, &exp_dir) == 0)
+            rc = launch(db, home, cfg, &o, prefix, id, exp_dir);
+    }
+    free(exp_dir);
     free(prefix);
     free(home);
     config_free(cfg);
@@ -559,7 +594,7 @@ static int restart(int argc, char **argv, const char *action)
         goto out;
     }
     if (strcmp(bind, x.bind_address) != 0) {
-        if (db_run(db, &e, "UPDATE experiment SET bind_address = ? WHERE id = ?", "ss", bind, id) < 0) {
+        if (exp_set_bind_address(db, id, bind, &e) < 0) {
             cli_error("%s", e.msg);
             goto out;
         }

@@ -52,15 +52,10 @@ static int cmd_list_fn(int argc, char **argv)
     if (!db)
         return 1;
     struct errbuf e;
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id FROM experiment ORDER BY start_time", "");
-    char **ids = NULL;
-    int n = 0;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        ids = xrealloc(ids, sizeof *ids * (size_t)(n + 1));
-        ids[n++] = col_str(st, 0);
-    }
-    if (st)
-        sqlite3_reset(st);
+    struct id_list l = {0};
+    exp_ids(db, 0, &l, &e);
+    char **ids = l.ids;
+    int n = l.n;
     int shown = 0;
     for (int i = 0; i < n; i++) {
         struct experiment x;
@@ -169,12 +164,8 @@ static int delete(struct db *db, const char *id, struct experiment *x)
     struct errbuf e;
     if (cli_api_alive(x))
         return cli_error("experiment %s is running; stop it first: nnictl stop %s", id, id);
-    if (db_begin(db, &e) < 0 || db_run(db, &e, "DELETE FROM experiment WHERE id = ?", "s", id) < 0 ||
-        db_event(db, &e, id, NULL, "experiment", x->status, "DELETED", "nnictl experiment delete") < 0 ||
-        db_commit(db, &e) < 0) {
-        db_rollback(db);
+    if (exp_delete(db, id, x->status, "nnictl experiment delete", &e) < 0)
         return cli_error("%s", e.msg);
-    }
     rm_rf(x->exp_dir);
     printf("Experiment %s deleted.\n", id);
     return 0;

@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "tuners/tuner.h"
 #include "config/config.h"
-#include "schema/history.h"
+#include "schema/listing.h"
 
 /* The export-data array (with "intermediate" lists when asked), as a new string. */
 static char *export_json(struct db *db, const char *id, int intermediate)

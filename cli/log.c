@@ -99,25 +99,19 @@ static int cmd_trial_fn(int argc, char **argv)
     if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;
     struct errbuf e;
-    sqlite3_stmt *st = db_query(t.db, &e, "SELECT id, trial_dir FROM trial WHERE experiment_id = ?"
-                                          " AND (? IS NULL OR id = ?) ORDER BY sequence",
-                                "sss", t.id, trial_id, trial_id);
-    int n = 0, rc = 0;
+    struct id_list l;
+    int rc = trials_dirs(t.db, t.id, trial_id, &l, &e) < 0 ? cli_error("%s", e.msg) : 0;
+    int n = rc ? 0 : l.n;
     if (!trial_id)
         printf("All of trial log info:\n");
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-        const char *dir = (const char *)sqlite3_column_text(st, 1);
-        if (dir)
-            printf("id:%s path:%s\n", id, dir);
+    for (int i = 0; i < n; i++) {
+        if (l.dirs[i])
+            printf("id:%s path:%s\n", l.ids[i], l.dirs[i]);
         else
-            printf("id:%s path:%s/trials/%s\n", id, t.x.exp_dir, id);
-        n++;
+            printf("id:%s path:%s/trials/%s\n", l.ids[i], t.x.exp_dir, l.ids[i]);
     }
-    if (st)
-        sqlite3_reset(st);
-    else
-        rc = cli_error("%s", e.msg);
+    if (!rc)
+        id_list_free(&l);
     if (!rc && !n) {
         if (trial_id)
             rc = cli_error("Trial id %s not correct, please check your command!", trial_id);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "schema/nnijson.h"
 
 static int cmd_machines_fn(int argc, char **argv)
@@ -29,7 +30,7 @@ static int cmd_machines_fn(int argc, char **argv)
     struct cli_target t;
     if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;
-    cJSON *list = machines_json(t.db, &t.x);
+    cJSON *list = machines_json(t.db, &t.x, config_ts_machines);
     if (json) {
         cli_print_indent4(list);
     } else if (cJSON_GetArraySize(list) == 0) {

@@ -1,6 +1,7 @@
 /* platform.c: nnictl platform clean --config FILE. NNI removes the caches that its v1
- * remote and pai platforms leave on the hosts; trialq's local platform keeps nothing
- * outside the experiment directory, and the others have no cache to clean yet. */
+ * remote and pai platforms leave on the hosts; trialq's platforms whose trials run on this
+ * host (the local one) keep nothing outside the experiment directory, and the others
+ * have no cache to clean yet. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,11 @@ static int cmd_clean_fn(int argc, char **argv)
     struct errbuf e;
     if (config_load(path, &cfg, &e) < 0)
         return cli_error("%s", e.msg);
-    if (strcmp(cfg->platform, "local") == 0)
-        printf("It does not need to clean local platform: trialq keeps no cache outside the experiment"
-               " directory.\n");
+    /* a platform whose trials run on this host keeps everything in the experiment
+     * directory (a trait of its trainingService schema, config/schema_ts.c) */
+    if (config_platform_trials_on_host(cfg->platform))
+        printf("It does not need to clean %s platform: trialq keeps no cache outside the experiment"
+               " directory.\n", cfg->platform);
     else
         printf("platform %s: clean up is not supported yet; there is nothing trialq knows to remove.\n",
                cfg->platform);

@@ -67,7 +67,7 @@ static int cmd_rerun_fn(int argc, char **argv)
         struct db *db = cli_open_db(home_opt, NULL);
         char *exp_of = NULL;
         struct errbuf e;
-        if (db && db_text(db, &e, &exp_of, "SELECT experiment_id FROM trial WHERE id = ?", "s", exp_arg) == 1) {
+        if (db && trial_experiment_of(db, exp_arg, &exp_of, &e) == 1) {
             ids = xrealloc(ids, sizeof *ids);
             ids[nids++] = xstrdup(exp_arg);
             exp_arg = NULL;
@@ -83,14 +83,13 @@ static int cmd_rerun_fn(int argc, char **argv)
         goto out;
     if (failed) {
         struct errbuf e;
-        sqlite3_stmt *st = db_query(t.db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND status = 'FAILED'"
-                                              " ORDER BY sequence", "s", t.id);
-        while (st && sqlite3_step(st) == SQLITE_ROW) {
-            ids = xrealloc(ids, sizeof *ids * (size_t)(nids + 1));
-            ids[nids++] = col_str(st, 0);
+        struct id_list l;
+        if (trials_with_status(t.db, t.id, "FAILED", &l, &e) == 0) {
+            ids = xrealloc(ids, sizeof *ids * (size_t)(nids + l.n + 1));
+            for (int i = 0; i < l.n; i++)
+                ids[nids++] = xstrdup(l.ids[i]);
+            id_list_free(&l);
         }
-        if (st)
-            sqlite3_reset(st);
         if (nids == 0) {
             printf("No FAILED trial in experiment %s.\n", t.id);
             rc = 0;

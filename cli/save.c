@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "schema/pack.h"
 
 #define MAX_FILE_BYTES (512LL << 20) /* one file in a pack (SQLite's blob limit is ~1 GB) */
@@ -234,6 +235,95 @@ static int unpack_file(void *arg, const char *rel, int mode, const void *data, s
     return rc;
 }
 
+/* nnictl experiment load: what it was asked and what it found so far. */
+struct load {
+    const char *path, *code_opt, *log_opt, *ss_opt, *home_opt;
+    char *home;
+    struct db *db;
+    struct pack *p;
+    char *id, *old_dir, *old_config, *workdir, *exp_dir, *tmp, *code_dir, *config, *ss;
+    cJSON *cfg;
+    struct unpack uc;  /* the code files (--codeDir) */
+    int written;       /* files of the experiment directory */
+    int moved;         /* the directory is in its place */
+    struct errbuf e;
+};
+
+/* The pack may come from someone else: everything in it is checked (the rows by a dry
+ * run of their insertion, the code files against --codeDir) before anything is written.
+ * 0, or 1 (said). */
+static int load_check(struct load *l)
+{
+    if (pack_open(l->db, l->path, &l->p, &l->id, &l->e) < 0 ||
+        pack_experiment_info(l->p, &l->old_dir, &l->old_config, &l->e) < 0)
+        return cli_error("--path %s: %s", l->path, l->e.msg);
+    l->cfg = cJSON_Parse(l->old_config);
+    if (!cJSON_IsObject(l->cfg))
+        return cli_error("--path %s: the stored config of %s is not a JSON object", l->path, l->id);
+    /* NNI's order: --logDir, else the config's working directory, else the home */
+    const cJSON *wd = cJSON_GetObjectItemCaseSensitive(l->cfg, "experimentWorkingDirectory");
+    l->workdir = l->log_opt ? abs_path(l->log_opt) : cJSON_IsString(wd) ? xstrdup(wd->valuestring) : xstrdup(l->home);
+    l->exp_dir = path_join(l->workdir, l->id);
+    if (access(l->exp_dir, F_OK) == 0)
+        return cli_error("%s already exists; remove it or load into another --logDir", l->exp_dir);
+    if (l->code_opt) {
+        l->code_dir = abs_path(l->code_opt);
+        cJSON_ReplaceItemInObjectCaseSensitive(l->cfg, "trialCodeDirectory", cJSON_CreateString(l->code_dir));
+    }
+    if (cJSON_HasObjectItem(l->cfg, "experimentWorkingDirectory") || l->log_opt) {
+        cJSON_DeleteItemFromObjectCaseSensitive(l->cfg, "experimentWorkingDirectory");
+        cJSON_AddStringToObject(l->cfg, "experimentWorkingDirectory", l->workdir);
+    }
+    l->config = cJSON_PrintUnformatted(l->cfg);
+    if (pack_load_rows(l->p, l->exp_dir, l->config, 1, config_shared_storage, &l->e) < 0)
+        return cli_error("--path %s: %s", l->path, l->e.msg);
+    l->uc = (struct unpack){.root = l->code_dir, .keep_existing = 1, .e = &l->e};
+    if (l->code_dir && pack_each_file(l->p, "code", check_code_file, &l->uc, &l->e) != 0)
+        return cli_error("--codeDir: %s", l->e.msg);
+    if (l->ss_opt) {
+        if (pack_search_space(l->p, &l->ss, &l->e) < 0)
+            return cli_error("--searchSpacePath: the pack has no search space");
+        if (access(l->ss_opt, F_OK) == 0)
+            return cli_error("--searchSpacePath %s: already exists", l->ss_opt);
+    }
+    return 0;
+}
+
+/* Checked: now written. The directory is unpacked beside its place and renamed into it
+ * (it appears whole), then the rows go in. 0, or 1 (said). */
+static int load_write(struct load *l)
+{
+    if (mkdir_p(l->workdir, 0700) < 0)
+        return cli_error("cannot create %s: %s (choose another with --logDir)", l->workdir, strerror(errno));
+    l->tmp = xasprintf("%s/.%s.loading-%d", l->workdir, l->id, (int)getpid());
+    if (mkdir(l->tmp, 0700) < 0) {
+        cli_error("cannot create %s: %s", l->tmp, strerror(errno));
+        free(l->tmp);
+        l->tmp = NULL;
+        return 1;
+    }
+    struct unpack u = {.root = l->tmp, .e = &l->e};
+    if (pack_each_file(l->p, "experiment", unpack_file, &u, &l->e) != 0)
+        return cli_error("%s", l->e.msg);
+    l->written = u.written;
+    if (l->code_dir) {
+        if (mkdir_p(l->code_dir, 0700) < 0)
+            return cli_error("--codeDir: cannot create %s: %s", l->code_dir, strerror(errno));
+        if (pack_each_file(l->p, "code", unpack_file, &l->uc, &l->e) != 0)
+            return cli_error("--codeDir: %s", l->e.msg);
+        if (l->uc.kept)
+            printf("%d files already in %s were kept (not overwritten)\n", l->uc.kept, l->code_dir);
+    }
+    if (l->ss_opt && write_file_replace(l->ss_opt, l->ss, strlen(l->ss), 0600) < 0)
+        return cli_error("--searchSpacePath %s: %s", l->ss_opt, strerror(errno));
+    if (rename(l->tmp, l->exp_dir) < 0)
+        return cli_error("cannot move %s to %s: %s", l->tmp, l->exp_dir, strerror(errno));
+    l->moved = 1;
+    if (pack_load_rows(l->p, l->exp_dir, l->config, 0, config_shared_storage, &l->e) < 0)
+        return cli_error("%s", l->e.msg);
+    return 0;
+}
+
 static int cmd_load_fn(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -241,144 +331,47 @@ static int cmd_load_fn(int argc, char **argv)
         {"logDir", required_argument, NULL, 'l'}, {"searchSpacePath", required_argument, NULL, 's'},
         {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
     };
-    const char *path = NULL, *code_opt = NULL, *log_opt = NULL, *ss_opt = NULL, *home_opt = NULL;
+    struct load l = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:c:l:s:H:", opts, NULL)) != -1) {
         switch (c) {
-        case 'p': path = optarg; break;
-        case 'c': code_opt = optarg; break;
-        case 'l': log_opt = optarg; break;
-        case 's': ss_opt = optarg; break;
-        case 'H': home_opt = optarg; break;
+        case 'p': l.path = optarg; break;
+        case 'c': l.code_opt = optarg; break;
+        case 'l': l.log_opt = optarg; break;
+        case 's': l.ss_opt = optarg; break;
+        case 'H': l.home_opt = optarg; break;
         default: return cli_error("usage: %s", cmd_experiment_load.usage);
         }
     }
-    if (!path)
+    if (!l.path)
         return cli_error("the following arguments are required: --path/-p");
-    char *home = NULL;
-    struct db *db = cli_open_db(home_opt, &home);
-    if (!db)
+    l.db = cli_open_db(l.home_opt, &l.home);
+    if (!l.db)
         return 1;
-    struct errbuf e;
-    struct pack *p = NULL;
-    char *id = NULL, *old_dir = NULL, *old_config = NULL, *workdir = NULL, *exp_dir = NULL, *tmp = NULL;
-    char *code_dir = NULL, *config = NULL, *ss = NULL;
-    cJSON *cfg = NULL;
-    int rc = 1, moved = 0;
-    /* the pack may come from someone else: everything in it is checked (the rows by a
-     * dry run of their insertion, the code files against --codeDir) before anything
-     * is written */
-    if (pack_open(db, path, &p, &id, &e) < 0 || pack_experiment_info(p, &old_dir, &old_config, &e) < 0) {
-        cli_error("--path %s: %s", path, e.msg);
-        goto done;
+    int rc = load_check(&l) != 0 || load_write(&l) != 0;
+    if (rc == 0)
+        printf("Experiment %s loaded: %d files in %s. Resume it with: nnictl resume %s\n", l.id, l.written, l.exp_dir,
+               l.id);
+    if (rc != 0 && l.moved)
+        rm_rf(l.exp_dir);
+    if (l.tmp) {
+        if (!l.moved)
+            rm_rf(l.tmp);
+        free(l.tmp);
     }
-    cfg = cJSON_Parse(old_config);
-    if (!cJSON_IsObject(cfg)) {
-        cli_error("--path %s: the stored config of %s is not a JSON object", path, id);
-        goto done;
-    }
-    /* NNI's order: --logDir, else the config's working directory, else the home */
-    const cJSON *wd = cJSON_GetObjectItemCaseSensitive(cfg, "experimentWorkingDirectory");
-    workdir = log_opt ? abs_path(log_opt) : cJSON_IsString(wd) ? xstrdup(wd->valuestring) : xstrdup(home);
-    exp_dir = path_join(workdir, id);
-    if (access(exp_dir, F_OK) == 0) {
-        cli_error("%s already exists; remove it or load into another --logDir", exp_dir);
-        goto done;
-    }
-    if (code_opt) {
-        code_dir = abs_path(code_opt);
-        cJSON_ReplaceItemInObjectCaseSensitive(cfg, "trialCodeDirectory", cJSON_CreateString(code_dir));
-    }
-    if (cJSON_HasObjectItem(cfg, "experimentWorkingDirectory") || log_opt) {
-        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "experimentWorkingDirectory");
-        cJSON_AddStringToObject(cfg, "experimentWorkingDirectory", workdir);
-    }
-    config = cJSON_PrintUnformatted(cfg);
-    if (pack_load_rows(p, exp_dir, config, 1, &e) < 0) {
-        cli_error("--path %s: %s", path, e.msg);
-        goto done;
-    }
-    struct unpack uc = {.root = code_dir, .keep_existing = 1, .e = &e};
-    if (code_dir && pack_each_file(p, "code", check_code_file, &uc, &e) != 0) {
-        cli_error("--codeDir: %s", e.msg);
-        goto done;
-    }
-    if (ss_opt) {
-        if (db_text(db, &e, &ss, "SELECT search_space FROM pack.experiment", "") != 1 || !ss) {
-            cli_error("--searchSpacePath: the pack has no search space");
-            goto done;
-        }
-        if (access(ss_opt, F_OK) == 0) {
-            cli_error("--searchSpacePath %s: already exists", ss_opt);
-            goto done;
-        }
-    }
-    /* checked: now written */
-    if (mkdir_p(workdir, 0700) < 0) {
-        cli_error("cannot create %s: %s (choose another with --logDir)", workdir, strerror(errno));
-        goto done;
-    }
-    /* unpacked beside its place and renamed into it: the directory appears whole */
-    tmp = xasprintf("%s/.%s.loading-%d", workdir, id, (int)getpid());
-    if (mkdir(tmp, 0700) < 0) {
-        cli_error("cannot create %s: %s", tmp, strerror(errno));
-        free(tmp);
-        tmp = NULL;
-        goto done;
-    }
-    struct unpack u = {.root = tmp, .e = &e};
-    if (pack_each_file(p, "experiment", unpack_file, &u, &e) != 0) {
-        cli_error("%s", e.msg);
-        goto done;
-    }
-    if (code_dir) {
-        if (mkdir_p(code_dir, 0700) < 0) {
-            cli_error("--codeDir: cannot create %s: %s", code_dir, strerror(errno));
-            goto done;
-        }
-        if (pack_each_file(p, "code", unpack_file, &uc, &e) != 0) {
-            cli_error("--codeDir: %s", e.msg);
-            goto done;
-        }
-        if (uc.kept)
-            printf("%d files already in %s were kept (not overwritten)\n", uc.kept, code_dir);
-    }
-    if (ss_opt && write_file_replace(ss_opt, ss, strlen(ss), 0600) < 0) {
-        cli_error("--searchSpacePath %s: %s", ss_opt, strerror(errno));
-        goto done;
-    }
-    if (rename(tmp, exp_dir) < 0) {
-        cli_error("cannot move %s to %s: %s", tmp, exp_dir, strerror(errno));
-        goto done;
-    }
-    moved = 1;
-    if (pack_load_rows(p, exp_dir, config, 0, &e) < 0) {
-        cli_error("%s", e.msg);
-        goto done;
-    }
-    printf("Experiment %s loaded: %d files in %s. Resume it with: nnictl resume %s\n", id, u.written, exp_dir, id);
-    rc = 0;
-done:
-    if (rc != 0 && moved)
-        rm_rf(exp_dir);
-    if (tmp) {
-        if (!moved)
-            rm_rf(tmp);
-        free(tmp);
-    }
-    pack_close(p);
-    cJSON_Delete(cfg);
-    free(config);
-    free(ss);
-    free(code_dir);
-    free(exp_dir);
-    free(workdir);
-    free(old_dir);
-    free(old_config);
-    free(id);
-    free(home);
-    db_close(db);
+    pack_close(l.p);
+    cJSON_Delete(l.cfg);
+    free(l.config);
+    free(l.ss);
+    free(l.code_dir);
+    free(l.exp_dir);
+    free(l.workdir);
+    free(l.old_dir);
+    free(l.old_config);
+    free(l.id);
+    free(l.home);
+    db_close(l.db);
     return rc;
 }
 

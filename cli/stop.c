@@ -37,21 +37,23 @@ static int cmd_stop_fn(int argc, char **argv)
     struct errbuf e;
     int rc = 0, n = 0;
     /* candidates: experiments with a live api, or left half-stopped by a crash */
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id, api_pid, api_start, port, status FROM experiment ORDER BY start_time",
-                                "");
+    struct id_list every = {0};
+    exp_ids(db, 0, &every, &e);
     char **ids = NULL;
     int nids = 0;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        const char *xid = (const char *)sqlite3_column_text(st, 0);
-        int alive = proc_alive((pid_t)col_i64(st, 1), (uint64_t)col_i64(st, 2));
-        const char *status = (const char *)sqlite3_column_text(st, 4);
-        int unfinished = strcmp(status, "STOPPED") != 0 && strcmp(status, "DONE") != 0 &&
-                         strcmp(status, "ERROR") != 0;
+    for (int i = 0; i < every.n; i++) {
+        struct experiment x;
+        if (exp_load(db, every.ids[i], &x, &e) != 1)
+            continue;
+        const char *xid = x.id;
+        int alive = proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start);
+        int unfinished = strcmp(x.status, "STOPPED") != 0 && strcmp(x.status, "DONE") != 0 &&
+                         strcmp(x.status, "ERROR") != 0;
         int match;
         if (all)
             match = alive || unfinished;
         else if (port)
-            match = alive && col_i64(st, 3) == port;
+            match = alive && x.port == port;
         else if (glob)
             match = alive && strncmp(xid, id, glob_len) == 0;
         else if (id)
@@ -62,9 +64,9 @@ static int cmd_stop_fn(int argc, char **argv)
             ids = xrealloc(ids, sizeof *ids * (size_t)(nids + 1));
             ids[nids++] = xstrdup(xid);
         }
+        exp_clear(&x);
     }
-    if (st)
-        sqlite3_reset(st);
+    id_list_free(&every);
     if (id && !all && !port && !glob) {
         /* an exact id wins over a prefix of others */
         for (int i = 0; i < nids; i++)

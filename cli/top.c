@@ -36,17 +36,17 @@ static void print_experiment(struct db *db, const struct experiment *x)
            (long long)(secs % 3600 / 60), (long long)(secs % 60));
     printf(RULE "\n%-15s %-25s %-25s %-15s \n" RULE "\n", "trialId", "startTime", "endTime", "status");
     struct errbuf e;
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id, coalesce(start_time, submit_time), end_time, status FROM trial"
-                                        " WHERE experiment_id = ? ORDER BY sequence", "s", x->id);
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
+    struct trial *ts;
+    int n;
+    trials_all(db, x->id, &ts, &n, &e);
+    for (int i = 0; i < n; i++) {
         char t0[32], t1[32];
-        fmt_ms(col_i64(st, 1), t0, sizeof t0);
-        fmt_ms(col_i64(st, 2), t1, sizeof t1);
-        printf("%-15s %-25s %-25s %-15s\n", (const char *)sqlite3_column_text(st, 0), t0, t1,
-               (const char *)sqlite3_column_text(st, 3));
+        fmt_ms(ts[i].start_time ? ts[i].start_time : ts[i].submit_time, t0, sizeof t0);
+        fmt_ms(ts[i].end_time, t1, sizeof t1);
+        printf("%-15s %-25s %-25s %-15s\n", ts[i].id, t0, t1, ts[i].status);
+        trial_clear(&ts[i]);
     }
-    if (st)
-        sqlite3_reset(st);
+    free(ts);
     printf(RULE "\n\n\n");
 }
 
@@ -54,15 +54,10 @@ static void print_experiment(struct db *db, const struct experiment *x)
 static int print_screen(struct db *db)
 {
     struct errbuf e;
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id FROM experiment WHERE api_pid IS NOT NULL ORDER BY start_time", "");
-    char **ids = NULL;
-    int n = 0, shown = 0;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        ids = xrealloc(ids, sizeof *ids * (size_t)(n + 1));
-        ids[n++] = col_str(st, 0);
-    }
-    if (st)
-        sqlite3_reset(st);
+    struct id_list l = {0};
+    exp_ids(db, 1, &l, &e);
+    char **ids = l.ids;
+    int n = l.n, shown = 0;
     for (int i = 0; i < n; i++) {
         struct experiment x;
         if (exp_load(db, ids[i], &x, &e) == 1) {

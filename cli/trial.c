@@ -74,16 +74,9 @@ static int cmd_ls_fn(int argc, char **argv)
     }
     struct experiment x;
     exp_load(db, id, &x, &e);
-    sqlite3_stmt *st = db_query(db, &e, "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? ORDER BY sequence",
-                                "s", id);
     struct trial *ts = NULL;
     int n = 0;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        ts = xrealloc(ts, sizeof *ts * (size_t)(n + 1));
-        trial_from_row(st, &ts[n++]);
-    }
-    if (st)
-        sqlite3_reset(st);
+    trials_all(db, id, &ts, &n, &e);
     struct ls_row *rows = xcalloc((size_t)n + 1, sizeof *rows);
     int m = 0;
     for (int i = 0; i < n; i++) {

@@ -57,6 +57,18 @@ void config_free(struct exp_config *cfg);
  * (the api's TensorBoard reads them); 0 for any other name, "hybrid" (a trial no worker
  * took yet) included. */
 int config_platform_trials_on_host(const char *platform);
+/* 1 when the trials of this platform keep their files on a storage of their own outside
+ * the experiment directory (the cluster platforms' shared storage), else 0 (schema/pack.c
+ * clears such a trial_dir when it loads a pack). */
+int config_shared_storage(const char *platform);
+/* The machines the trainingService of a canonical config (each entry of a hybrid list)
+ * runs trials on, from the platforms' traits: fn(ctx, platform, host, port, user) for
+ * each, host NULL for this host (local), each machineList entry of remote (port 22 when
+ * unset, user NULL when unset); none for the cluster platforms. Returns how many, or -1
+ * when config_json is not a config (schema/machines.c's machines_json takes it). */
+int config_ts_machines(const char *config_json,
+                       void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
+                       void *ctx);
 
 /* Position of a key path such as "searchSpace.lr._value" or "tuner.classArgs" in the
  * source file (1-based). Returns 0 when known, -1 otherwise. Paths use the canonical

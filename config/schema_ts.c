@@ -635,23 +635,34 @@ static const struct field slurm_fields[] = {
 
 /* ---- dispatch ---- */
 
-/* Each platform's schema, and its traits that the api needs: the api links no workers/
- * (docs/architecture.md, "Layout"), and what it must know of a platform is known here. */
+/* Each platform's schema, and its traits that the api and schema/ need: they link no
+ * workers/ (docs/architecture.md, "Layout"), and what they must know of a platform is
+ * known here. */
+enum ts_machines {
+    TS_MACHINES_NONE,  /* runs trials on no machine of ours (a cluster's nodes) */
+    TS_MACHINES_HOST,  /* on this host */
+    TS_MACHINES_LIST,  /* on each entry of its machineList */
+};
 static const struct ts_platform {
     const char *name;
     struct schema schema;
-    int trials_on_host; /* its trials run on this host: their directories are readable here */
+    int trials_on_host;         /* its trials run on this host: their directories are readable here */
+    int shared_storage;         /* its trials' directories are on a storage of their own, outside
+                                 * the experiment directory */
+    enum ts_machines machines;  /* the machine rows its trials run on */
 } ts_platforms[] = {
-    {"local", {"trainingService (local)", local_fields, local_check, NULL}, 1},
-    {"remote", {"trainingService (remote)", remote_fields, remote_check, NULL}, 0},
-    {"openpai", {"trainingService (openpai)", openpai_fields, openpai_check, NULL}, 0},
-    {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0},
-    {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0},
-    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0},
-    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0},
-    {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0},
-    /* trial dirs on the cluster's shared filesystem, not always mounted here (loginNode) */
-    {"slurm", {"trainingService (slurm)", slurm_fields, slurm_check, NULL}, 0},
+    {"local", {"trainingService (local)", local_fields, local_check, NULL}, 1, 0, TS_MACHINES_HOST},
+    {"remote", {"trainingService (remote)", remote_fields, remote_check, NULL}, 0, 0, TS_MACHINES_LIST},
+    {"openpai", {"trainingService (openpai)", openpai_fields, openpai_check, NULL}, 0, 1, TS_MACHINES_NONE},
+    {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0, 1, TS_MACHINES_NONE},
+    {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
+     TS_MACHINES_NONE},
+    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
+    /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted
+     * here (loginNode) */
+    {"slurm", {"trainingService (slurm)", slurm_fields, slurm_check, NULL}, 0, 1, TS_MACHINES_NONE},
 };
 #define NPLATFORMS (sizeof ts_platforms / sizeof ts_platforms[0])
 
@@ -667,6 +678,60 @@ int config_platform_trials_on_host(const char *platform)
 {
     const struct ts_platform *p = ts_platform_find(platform);
     return p && p->trials_on_host;
+}
+
+int config_shared_storage(const char *platform)
+{
+    const struct ts_platform *p = ts_platform_find(platform);
+    return p && p->shared_storage;
+}
+
+static int entry_machines(const cJSON *ts,
+                          void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
+                          void *ctx)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(ts, "platform");
+    const struct ts_platform *p = cJSON_IsString(name) ? ts_platform_find(name->valuestring) : NULL;
+    if (!p || p->machines == TS_MACHINES_NONE)
+        return 0;
+    if (p->machines == TS_MACHINES_HOST) {
+        fn(ctx, p->name, NULL, 0, NULL);
+        return 1;
+    }
+    int n = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(ts, "machineList")) {
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(m, "host");
+        const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "port");
+        const cJSON *user = cJSON_GetObjectItemCaseSensitive(m, "user");
+        if (!cJSON_IsString(host))
+            continue;
+        fn(ctx, p->name, host->valuestring, cJSON_IsNumber(port) ? port->valueint : 22,
+           cJSON_IsString(user) ? user->valuestring : NULL);
+        n++;
+    }
+    return n;
+}
+
+int config_ts_machines(const char *config_json,
+                       void (*fn)(void *ctx, const char *platform, const char *host, int port, const char *user),
+                       void *ctx)
+{
+    cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
+    if (!cJSON_IsObject(cfg)) {
+        cJSON_Delete(cfg);
+        return -1;
+    }
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService"), *it;
+    int n = 0;
+    if (cJSON_IsArray(ts)) {
+        cJSON_ArrayForEach(it, ts)
+            n += entry_machines(it, fn, ctx);
+    } else if (cJSON_IsObject(ts)) {
+        n = entry_machines(ts, fn, ctx);
+    }
+    cJSON_Delete(cfg);
+    return n;
 }
 
 const char *const ts_platform_names =

@@ -1,9 +1,10 @@
 /* machines.c: the machines an experiment runs on, with their health and GPUs, for
  * GET /api/v1/nni/machines and `nnictl experiment machines` (both read this). Machine
  * rows are shared by every experiment of the database (one per host and platform); an
- * experiment's are those its trainingService names: the local host, each machineList
- * entry. Machines that see one home directory (machine.home_id: an NFS home) are named
+ * experiment's are those its trainingService names (machines_of: config_ts_machines of
+ * config/, which knows the platforms): the local host, each machineList entry. Machines that see one home directory (machine.home_id: an NFS home) are named
  * in each other's "sharedHome". */
+#include <stdlib.h>
 #include <string.h>
 
 #include "schema/nnijson.h"
@@ -15,7 +16,7 @@ static void add_gpus(struct db *db, int64_t machine_id, cJSON *m)
     sqlite3_stmt *st = db_query(db, &e,
         "SELECT g.idx, g.name, g.memory_total, g.memory_used, g.utilization, g.active_procs,"
         " (SELECT coalesce(sum(c.share), 0) FROM gpu_claim c JOIN trial t ON t.id = c.trial_id"
-        "  WHERE c.machine_id = g.machine_id AND c.gpu_idx = g.idx AND t.status IN ('WAITING','RUNNING'))"
+        "  WHERE c.machine_id = g.machine_id AND c.gpu_idx = g.idx AND t.status IN " SQL_TRIAL_ACTIVE ")"
         " FROM gpu g WHERE g.machine_id = ? ORDER BY g.idx", "i", machine_id);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         cJSON *g = cJSON_CreateObject();
@@ -43,10 +44,15 @@ static void add_rows(struct db *db, cJSON *out, const char *platform, const char
         " AND coalesce(user, '') = coalesce(?4, ''))) ORDER BY host, port";
     sqlite3_stmt *st = host ? db_query(db, &e, sql, "ssds", platform, host, port, user)
                             : db_query(db, &e, sql, "snnn", platform);
-    int64_t ids[64];
-    cJSON *rows[64];
-    int n = 0;
-    while (st && n < 64 && sqlite3_step(st) == SQLITE_ROW) {
+    int64_t *ids = NULL;
+    cJSON **rows = NULL;
+    int n = 0, cap = 0;
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            ids = xrealloc(ids, sizeof *ids * (size_t)cap);
+            rows = xrealloc(rows, sizeof *rows * (size_t)cap);
+        }
         cJSON *m = cJSON_CreateObject();
         ids[n] = col_i64(st, 0);
         cJSON_AddStringToObject(m, "platform", (const char *)sqlite3_column_text(st, 1));
@@ -74,28 +80,19 @@ static void add_rows(struct db *db, cJSON *out, const char *platform, const char
         add_gpus(db, ids[i], rows[i]);
         cJSON_AddItemToArray(out, rows[i]);
     }
+    free(ids);
+    free(rows);
 }
 
-static void add_entry(struct db *db, cJSON *out, const cJSON *ts)
+struct machines_out {
+    struct db *db;
+    cJSON *list;
+};
+
+static void add_machine(void *ctx, const char *platform, const char *host, int port, const char *user)
 {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ts, "platform");
-    if (!cJSON_IsString(p))
-        return;
-    if (strcmp(p->valuestring, "local") == 0) {
-        add_rows(db, out, "local", NULL, 0, NULL);
-        return;
-    }
-    if (strcmp(p->valuestring, "remote") != 0)
-        return;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(ts, "machineList")) {
-        const cJSON *host = cJSON_GetObjectItemCaseSensitive(m, "host");
-        const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "port");
-        const cJSON *user = cJSON_GetObjectItemCaseSensitive(m, "user");
-        if (cJSON_IsString(host))
-            add_rows(db, out, "remote", host->valuestring, cJSON_IsNumber(port) ? port->valueint : 22,
-                     cJSON_IsString(user) ? user->valuestring : NULL);
-    }
+    struct machines_out *o = ctx;
+    add_rows(o->db, o->list, platform, host, port, user);
 }
 
 static void machine_name(const cJSON *m, char *buf, size_t size)
@@ -130,18 +127,14 @@ static void shared_homes(cJSON *list)
         cJSON_DeleteItemFromObjectCaseSensitive(m, "homeId");
 }
 
-cJSON *machines_json(struct db *db, const struct experiment *x)
+cJSON *machines_json(struct db *db, const struct experiment *x,
+                     int (*machines_of)(const char *config_json,
+                                        void (*fn)(void *ctx, const char *platform, const char *host, int port,
+                                                   const char *user),
+                                        void *ctx))
 {
-    cJSON *out = cJSON_CreateArray();
-    cJSON *cfg = x->config ? cJSON_Parse(x->config) : NULL;
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService"), *it;
-    if (cJSON_IsArray(ts)) {
-        cJSON_ArrayForEach(it, ts)
-            add_entry(db, out, it);
-    } else if (cJSON_IsObject(ts)) {
-        add_entry(db, out, ts);
-    }
-    shared_homes(out);
-    cJSON_Delete(cfg);
-    return out;
+    struct machines_out o = {.db = db, .list = cJSON_CreateArray()};
+    machines_of(x->config, add_machine, &o);
+    shared_homes(o.list);
+    return o.list;
 }

@@ -60,6 +60,10 @@ void nni_export_open(struct strbuf *sb, const char *trial_id, const char *parame
 
 /* machines.c: the machines of an experiment's trainingService (local host, remote
  * machineList) with health and GPUs, as a JSON array (GET /machines, nnictl). */
-cJSON *machines_json(struct db *db, const struct experiment *x);
+cJSON *machines_json(struct db *db, const struct experiment *x,
+                     int (*machines_of)(const char *config_json,
+                                        void (*fn)(void *ctx, const char *platform, const char *host, int port,
+                                                   const char *user),
+                                        void *ctx));
 
 #endif

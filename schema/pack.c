@@ -250,17 +250,29 @@ int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct e
     return *exp_dir && *config ? 0 : errf(e, "pack holds no experiment row");
 }
 
+int pack_search_space(struct pack *p, char **out, struct errbuf *e)
+{
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(p->db->h, "SELECT search_space FROM pack.experiment", -1, &st, NULL) != SQLITE_OK)
+        return errf(e, "pack: %s", sqlite3_errmsg(p->db->h));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *out = col_str(st, 0);
+    sqlite3_finalize(st);
+    return *out ? 0 : errf(e, "the pack has no search space");
+}
+
 /* The columns of table in both main and pack, comma-separated, without those in
  * skip (a NULL-terminated list). */
 static char *common_columns(struct pack *p, const char *table, const char *const *skip, struct errbuf *e)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT m.name FROM pragma_table_info('%s', 'main') m JOIN pragma_table_info('%s', 'pack') k"
-             " ON k.name = m.name ORDER BY m.cid", table, table);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(p->db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(p->db->h, "SELECT m.name FROM pragma_table_info(?1, 'main') m"
+                                     " JOIN pragma_table_info(?1, 'pack') k ON k.name = m.name ORDER BY m.cid",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_TRANSIENT) != SQLITE_OK) {
         errf(e, "pack: %s", sqlite3_errmsg(p->db->h));
+        sqlite3_finalize(st);
         return NULL;
     }
     struct strbuf sb;
@@ -339,17 +351,6 @@ static const char *below(const char *dir, const char *path)
     return pack_rel_path_ok(path + n + 1) ? path + n + 1 : NULL;
 }
 
-/* Platforms whose trials live on a shared storage mounted outside the experiment's
- * directory (their trial_dir is there; those files are not in the pack). */
-static int shared_storage(const char *platform)
-{
-    static const char *const names[] = {"kubeflow", "frameworkcontroller", "adl", "openpai", NULL};
-    for (int i = 0; platform && names[i]; i++)
-        if (strcmp(platform, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* Where a loaded trial's directory goes: below the new experiment directory (rel), or
  * nowhere (rel NULL: the platform's default). */
 struct dir_move {
@@ -408,7 +409,8 @@ static int check_experiment(struct db *db, const char *id, struct errbuf *e)
 
 /* Trials: trialq's ids, all of the pack's experiment, none already in this database,
  * each directory inside the saved experiment directory (moved with it). */
-static int check_trials(struct db *db, const char *id, const char *old_dir, struct dir_moves *c, struct errbuf *e)
+static int check_trials(struct db *db, const char *id, const char *old_dir, int (*shared_storage)(const char *),
+                        struct dir_moves *c, struct errbuf *e)
 {
     sqlite3_stmt *st = query(db, e,
                              "SELECT id, typeof(id) = 'text', experiment_id, experiment_id IS ?, trial_dir, platform,"
@@ -516,7 +518,8 @@ static int check_files(struct db *db, struct errbuf *e)
 }
 
 /* Every check of a pack's content against its experiment and this database. */
-static int check_pack(struct pack *p, const char *id, const char *old_dir, struct dir_moves *c, struct errbuf *e)
+static int check_pack(struct pack *p, const char *id, const char *old_dir, int (*shared_storage)(const char *),
+                      struct dir_moves *c, struct errbuf *e)
 {
     struct db *db = p->db;
     int64_t n = 0;
@@ -525,13 +528,14 @@ static int check_pack(struct pack *p, const char *id, const char *old_dir, struc
     if (n)
         return errf(e, "experiment %s already exists in this database; delete it first (nnictl experiment delete %s)",
                     id, id);
-    if (check_experiment(db, id, e) < 0 || check_trials(db, id, old_dir, c, e) < 0 ||
+    if (check_experiment(db, id, e) < 0 || check_trials(db, id, old_dir, shared_storage, c, e) < 0 ||
         check_metrics_events(db, id, e) < 0 || check_files(db, e) < 0)
         return -1;
     return 0;
 }
 
-int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run, struct errbuf *e)
+int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run,
+                   int (*shared_storage)(const char *platform), struct errbuf *e)
 {
     struct db *db = p->db;
     char *old_dir = NULL, *old_config = NULL, *id = NULL;
@@ -540,7 +544,7 @@ int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int 
         goto fail;
     if (run(db, e, "BEGIN IMMEDIATE", "") < 0)
         goto fail;
-    if (check_pack(p, id, old_dir, &c, e) < 0)
+    if (check_pack(p, id, old_dir, shared_storage, &c, e) < 0)
         goto rollback;
     /* process fields name processes of the saving host: cleared; change cursors and
      * metric / event ids are this database's (new ones, same order) */

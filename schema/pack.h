@@ -35,16 +35,20 @@ int pack_each_file(struct pack *p, const char *area,
                    struct errbuf *e);
 /* The stored experiment row's exp_dir and config (caller frees). */
 int pack_experiment_info(struct pack *p, char **exp_dir, char **config, struct errbuf *e);
+/* The stored experiment's search space (caller frees); -1 when it has none. */
+int pack_search_space(struct pack *p, char **out, struct errbuf *e);
 /* Checks the rows, then inserts them in one transaction (with dry_run: checks and
  * inserts, then rolls back, so that a caller can check everything before it writes
  * files). Refused, changing nothing, naming the row and field: a second experiment row,
  * an id that is not trialq's, a trial, metric or event row of another experiment, a
  * trial_dir outside the saved experiment directory (those of platforms with a shared
- * storage outside it are cleared: the files are not in the pack), a file path leading
+ * storage outside it, shared_storage(platform) != 0, are cleared: the files are not in
+ * the pack; config_shared_storage of config/ knows them), a file path leading
  * outside its directory or stored twice, an experiment or trial id that exists in this
  * database. The experiment gets exp_dir and config, its trial dirs move under exp_dir,
  * process fields are cleared; metric and event rows get new ids in their old order. */
-int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run, struct errbuf *e);
+int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int dry_run,
+                   int (*shared_storage)(const char *platform), struct errbuf *e);
 /* A relative path that stays inside the directory it is joined to: no leading '/',
  * no empty, '.' or '..' part. */
 int pack_rel_path_ok(const char *rel);

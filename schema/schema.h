@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "common/trial_status.h"
 #include "schema/db.h"
 
 struct experiment {
@@ -42,8 +43,7 @@ struct trial {
  * no worker took is only queued, and stays queued across a stop. */
 #define SQL_TRIAL_STARTED "(status = 'RUNNING' OR (status = 'WAITING' AND lease_owner IS NOT NULL))"
 
-/* Statuses. */
-int trial_status_final(const char *status);
+/* Statuses: common/trial_status.h (trial_status_final, SQL_TRIAL_FINAL). */
 /* The trials that count against maxTrialNumber: every trial (next_sequence of the
  * experiment) but those ended before they started by a budget (SYS_CANCELED, never
  * started: NNI would not have submitted them). */

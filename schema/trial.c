@@ -4,16 +4,6 @@
 
 #include "schema/schema.h"
 
-int trial_status_final(const char *s)
-{
-    static const char *const finals[] = {"SUCCEEDED", "FAILED", "USER_CANCELED", "SYS_CANCELED",
-                                         "EARLY_STOPPED", NULL};
-    for (int i = 0; finals[i]; i++)
-        if (strcmp(s, finals[i]) == 0)
-            return 1;
-    return 0;
-}
-
 int trials_submitted(struct db *db, const char *exp_id, int64_t next_sequence, int64_t *out, struct errbuf *e)
 {
     int64_t withdrawn = 0;

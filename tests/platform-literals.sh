@@ -13,13 +13,6 @@ cd "$src" || exit 2
 # a module below workers/ (schema/, api/ link no worker) or a message of its own.
 #   file:name
 known=(
-    "schema/machines.c:local"   # machine rows by kind: the machines of a trainingService entry
-    "schema/machines.c:remote"
-    "schema/pack.c:kubeflow"    # shared_storage(): trials on a storage outside the experiment dir
-    "schema/pack.c:frameworkcontroller"
-    "schema/pack.c:adl"
-    "schema/pack.c:openpai"
-    "cli/platform.c:local"      # nnictl platform clean: a per-platform message
 )
 
 own_files() { # the files that may name platform $1

@@ -353,7 +353,7 @@ static int anneal_suggest(void *state, int64_t index, const struct tuner_history
     /* the lies join after the real results, as NNI inserts them into a copy */
     for (int i = 0; lie && i < n; i++) {
         const struct tuner_result *it = &hist->items[i];
-        if (it->has_value || status_is_final(it->status))
+        if (it->has_value || trial_status_final(it->status))
             continue;
         c.loss[m] = t->maximize ? -lie_value : lie_value;
         observe(&c, 0, it->parameters, m++);

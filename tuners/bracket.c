@@ -217,7 +217,7 @@ struct candidate {
 
 static int ended(const struct tuner_result *r)
 {
-    return status_is_final(r->status);
+    return trial_status_final(r->status);
 }
 
 /* One bracket: offers its first waiting configuration (if any) to *started or

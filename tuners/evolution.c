@@ -190,7 +190,7 @@ static int evo_suggest(void *state, int64_t index, const struct tuner_history *h
         if (it->has_value && isfinite(it->value) && cJSON_IsObject(it->parameters)) {
             reward[i] = t->maximize ? it->value : -it->value;
             pop[n_pop++] = i;
-        } else if (it->parameter_id >= 0 && status_is_final(it->status) && strcmp(it->status, "SUCCEEDED") != 0) {
+        } else if (it->parameter_id >= 0 && trial_status_final(it->status) && strcmp(it->status, "SUCCEEDED") != 0) {
             owed++;
         }
     }

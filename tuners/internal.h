@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "common/trial_status.h"
 #include "tuners/searchspace.h"
 #include "tuners/tuner.h"
 
@@ -94,9 +95,8 @@ struct evo_state *evo_state_new(const struct ss_space *space, uint64_t seed, int
                                 struct errbuf *e);
 void evo_state_free(void *state);
 
-/* ---- history.c ---- */
-/* SUCCEEDED, FAILED, USER_CANCELED, SYS_CANCELED or EARLY_STOPPED (NULL: no). */
-int status_is_final(const char *status);
+/* ---- queries.c ---- */
+/* (a final status: trial_status_final() of common/trial_status.h) */
 /* What a constant liar needs of the history: over the results that are finite numbers,
  * multiplied by sign (-1 makes a maximized metric a loss), their least, greatest, sum
  * and count; and how many trials have no result and have not ended (pending). */

@@ -202,7 +202,7 @@ static int previous_generation(const struct pbt_state *t, int64_t g, const struc
             prev[pid - first] = &hist->items[i];
     }
     for (int k = 0; k < t->population_size; k++)
-        if (!prev[k] || !status_is_final(prev[k]->status))
+        if (!prev[k] || !trial_status_final(prev[k]->status))
             return 0;
     return 1;
 }

@@ -92,7 +92,7 @@ static int regevo_suggest(void *state, int64_t index, const struct tuner_history
                 size--;
             }
             queue[(head + size++) % cap] = i;
-        } else if (status_is_final(it->status)) {
+        } else if (trial_status_final(it->status)) {
             if (random_one && strcmp(it->status, "SUCCEEDED") != 0)
                 owed++;
         } else if (ours) {

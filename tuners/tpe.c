@@ -585,7 +585,7 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
     if (t->args.liar != LIAR_NONE)
         for (int i = 0; i < n; i++) {
             const struct tuner_result *it = &hist->items[i];
-            if (!it->has_value && !status_is_final(it->status))
+            if (!it->has_value && !trial_status_final(it->status))
                 add_observation(t, sets, 0, it->parameters, lie);
         }
 

@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "schema/history.h"
+#include "schema/listing.h"
 #include "tests/unit/db_fixture.h"
 
 static char *tmpdir;

@@ -1,4 +1,4 @@
-/* history.h: the reads behind the REST listings (trial-jobs, metric-data,
+/* listing.h: the reads behind the REST listings (trial-jobs, metric-data,
  * metric-data-range, metric-data-latest, export-data), in pages.
  *
  * A listing is read in short queries of a few hundred rows each, continuing after the
@@ -10,8 +10,8 @@
  * counter (trial.change_seq, migration 003) and metric ids are never reused, so "rows
  * changed after N" is a range query. A reader fixes the upper end (`upto`) before it
  * starts; the next read starts from there: nothing is missed, nothing repeats. */
-#ifndef TRIALQ_HISTORY_H
-#define TRIALQ_HISTORY_H
+#ifndef TRIALQ_LISTING_H
+#define TRIALQ_LISTING_H
 
 #include "schema/nnijson.h"
 

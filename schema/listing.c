@@ -1,8 +1,8 @@
-/* history.c: paged reads of trials and metrics for the REST listings and exports. */
+/* listing.c: paged reads of trials and metrics for the REST listings and exports. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "schema/history.h"
+#include "schema/listing.h"
 
 /* Rows per query: small enough that a query is short, large enough that the per-query
  * cost is noise. */

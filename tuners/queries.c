@@ -1,19 +1,10 @@
-/* history.c: small questions about a tuner history and a search space that several
+/* queries.c: small questions about a tuner history and a search space that several
  * tuners ask (Anneal, Evolution). */
 #include "tuners/internal.h"
 
 #include <math.h>
 
 #include <string.h>
-
-int status_is_final(const char *s)
-{
-    static const char *const final[] = {"SUCCEEDED", "FAILED", "USER_CANCELED", "SYS_CANCELED", "EARLY_STOPPED"};
-    for (size_t i = 0; s && i < sizeof final / sizeof final[0]; i++)
-        if (strcmp(s, final[i]) == 0)
-            return 1;
-    return 0;
-}
 
 void result_stats(const struct tuner_history *hist, double sign, struct result_stats *out)
 {
@@ -26,7 +17,7 @@ void result_stats(const struct tuner_history *hist, double sign, struct result_s
             out->max = v > out->max ? v : out->max;
             out->sum += v;
             out->n_results++;
-        } else if (!it->has_value && !status_is_final(it->status)) {
+        } else if (!it->has_value && !trial_status_final(it->status)) {
             out->n_pending++;
         }
     }

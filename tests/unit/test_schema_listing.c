@@ -1,4 +1,4 @@
-/* test_schema_history.c: the reads behind the REST listings: NNI's payload text (JSON
+/* test_schema_listing.c: the reads behind the REST listings: NNI's payload text (JSON
  * escaping, invalid UTF-8, double-encoded metrics), keyset pages that concatenate to
  * the whole list, incremental reads by change number that miss nothing and repeat
  * nothing, metric ids never reused, and customized trials within maxTrialNumber. */
@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "schema/history.h"
+#include "schema/listing.h"
 #include "schema/trial_new.h"
 #include "tests/unit/db_fixture.h"
 

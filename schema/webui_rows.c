@@ -1,0 +1,295 @@
+/* webui_rows.c: the web UI's reads (webui_rows.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/webui_rows.h"
+
+int change_counter_now(struct db *db, int64_t *out, struct errbuf *e)
+{
+    *out = 0;
+    return db_int(db, e, out, "SELECT value FROM change_counter WHERE id = 1", "") < 0 ? -1 : 0;
+}
+
+/* A trial's final metric is shown (finalMetricData) only when it SUCCEEDED, as in NNI:
+ * a failed trial's FINAL report has no place in a metric order. */
+#define METRIC_SHOWN " AND status = 'SUCCEEDED'"
+
+/* sort=<column> to an SQL expression (*nullable: some trials have no value for it; *shown:
+ * more SQL that a trial with a value must also meet, else "") ; param:<name> sorts by that
+ * parameter, metric:<key> by that key of a dict final metric. NULL for an unknown column. */
+static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *nullable, const char **shown)
+{
+    static const struct {
+        const char *name, *expr;
+        int nullable;
+    } cols[] = {
+        {"sequence", "sequence", 0},
+        {"id", "id", 0},
+        {"status", "status", 0},
+        {"metric", "final_metric", 1},
+        {"duration", "(coalesce(end_time, :now) - start_time)", 1},
+        {"start", "start_time", 1},
+        {"end", "end_time", 1},
+    };
+    *shown = "";
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        if (strcmp(sort, cols[i].name) == 0) {
+            *nullable = cols[i].nullable;
+            if (strcmp(sort, "metric") == 0)
+                *shown = METRIC_SHOWN;
+            return cols[i].expr;
+        }
+    if (str_starts(sort, "param:")) {
+        const char *n = sort + 6;
+        if (!*n || strlen(n) > 100 || strpbrk(n, "\"\\"))
+            return NULL;
+        snprintf(path, pathsz, "$.\"%s\"", n);
+        *nullable = 1;
+        return "json_extract(parameters, :path)";
+    }
+    if (str_starts(sort, "metric:")) {
+        /* a key of a dict final metric ({"default": .., "loss": ..}); a number has none */
+        const char *n = sort + 7;
+        if (!*n || strlen(n) > 100 || strpbrk(n, "\"\\"))
+            return NULL;
+        snprintf(path, pathsz, "$.\"%s\"", n);
+        *nullable = 1;
+        *shown = METRIC_SHOWN;
+        return "(CASE WHEN json_valid(final_metric_json) THEN json_extract(final_metric_json, :path) END)";
+    }
+    return NULL;
+}
+
+/* the values a trial-page query may name */
+struct binds {
+    const char *exp, *status, *like, *text, *path;
+    int64_t now, limit, offset;
+};
+
+static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct binds *b, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_prep(db, sql, e);
+    if (!st)
+        return NULL;
+    const struct {
+        const char *name, *v;
+    } texts[] = {{":exp", b->exp}, {":status", b->status}, {":like", b->like}, {":text", b->text}, {":path", b->path}};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int k = sqlite3_bind_parameter_index(st, texts[i].name);
+        if (k > 0)
+            sqlite3_bind_text(st, k, texts[i].v, -1, SQLITE_TRANSIENT);
+    }
+    const struct {
+        const char *name;
+        int64_t v;
+    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int k = sqlite3_bind_parameter_index(st, ints[i].name);
+        if (k > 0)
+            sqlite3_bind_int64(st, k, ints[i].v);
+    }
+    return st;
+}
+
+static int run_count(struct db *db, const char *sql, const struct binds *b, int64_t *out, struct errbuf *e)
+{
+    sqlite3_stmt *st = prep_bound(db, sql, b, e);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? col_i64(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : errf(e, "counting trials: %s", sqlite3_errmsg(db->h));
+}
+
+/* Appends up to b->limit rows to rows[*n]. The rows are read before anything is
+ * rendered: rendering runs queries of its own, which must not evict this statement
+ * from the cache while it is stepped. */
+static int run_page(struct db *db, const char *sql, const struct binds *b, struct trial *rows, int *n, struct errbuf *e)
+{
+    sqlite3_stmt *st = prep_bound(db, sql, b, e);
+    if (!st)
+        return -1;
+    int rc = SQLITE_DONE, got = 0;
+    while (got < b->limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        trial_from_row(st, &rows[*n]);
+        (*n)++;
+        got++;
+    }
+    if (got == b->limit)
+        rc = SQLITE_DONE;
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "trial page: %s", sqlite3_errmsg(db->h));
+}
+
+int webui_sort_known(const char *sort)
+{
+    char path[128];
+    int nullable;
+    const char *shown;
+    return sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable, &shown) != NULL;
+}
+
+int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *rows, int *n, int64_t *total,
+                     struct errbuf *e)
+{
+    char path[128] = "";
+    int nullable = 0;
+    const char *shown = "";
+    const char *expr = sort_expr(q->sort ? q->sort : "sequence", path, sizeof path, &nullable, &shown);
+    if (!expr)
+        return errf(e, "unknown sort column");
+    const char *dir = q->desc ? "DESC" : "ASC";
+    int nstatus = 0;
+    for (const char *p = q->status; p && *p; p++)
+        nstatus += p == q->status || *p == ',';
+    char *like = NULL;
+    if (q->text && *q->text) {
+        /* LIKE with its wildcards escaped: the text is matched literally */
+        struct strbuf lb;
+        sb_init(&lb);
+        sb_puts(&lb, "%");
+        for (const char *p = q->text; *p; p++) {
+            if (*p == '%' || *p == '_' || *p == '\\')
+                sb_add(&lb, "\\", 1);
+            sb_add(&lb, p, 1);
+        }
+        sb_puts(&lb, "%");
+        like = sb_detach(&lb);
+    }
+    /* the statement from fixed pieces; every value is bound */
+    struct strbuf where;
+    sb_init(&where);
+    sb_puts(&where, " FROM trial WHERE experiment_id = :exp");
+    if (nstatus == 1)
+        sb_puts(&where, " AND status = :status");
+    else if (nstatus > 1)
+        sb_puts(&where, " AND instr(',' || :status || ',', ',' || status || ',') > 0");
+    if (like)
+        sb_puts(&where, " AND (id LIKE :like ESCAPE '\\' OR CAST(sequence AS TEXT) = :text"
+                        " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
+                        " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
+    char *count_sql = xasprintf("SELECT count(*)%s", where.buf);
+    char *valued_count_sql = xasprintf("SELECT count(*)%s AND %s IS NOT NULL%s", where.buf, expr, shown);
+    char *page_sql = !nullable && strcmp(expr, "sequence") == 0
+                         ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY sequence %s LIMIT :limit OFFSET :offset",
+                                     where.buf, dir)
+                     : !nullable ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY %s %s, sequence %s"
+                                             " LIMIT :limit OFFSET :offset", where.buf, expr, dir, dir)
+                                 : xasprintf("SELECT " TRIAL_COLUMNS "%s AND %s IS NOT NULL%s ORDER BY %s %s,"
+                                             " sequence %s LIMIT :limit OFFSET :offset", where.buf, expr, shown, expr,
+                                             dir, dir);
+    char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND NOT (%s IS NOT NULL%s) ORDER BY sequence %s"
+                                   " LIMIT :limit OFFSET :offset", where.buf, expr, shown, dir);
+    sb_free(&where);
+    struct binds b = {.exp = q->exp_id, .status = q->status, .like = like, .text = q->text, .path = path,
+                      .now = now_ms(), .limit = q->limit, .offset = q->offset};
+    int64_t valued = 0, limit = q->limit, offset = q->offset;
+    *n = 0;
+    *total = 0;
+    int rc = run_count(db, count_sql, &b, total, e);
+    if (rc == 0 && !nullable) {
+        rc = run_page(db, page_sql, &b, rows, n, e);
+    } else if (rc == 0) {
+        rc = run_count(db, valued_count_sql, &b, &valued, e);
+        if (rc == 0 && offset < valued)
+            rc = run_page(db, page_sql, &b, rows, n, e);
+        if (rc == 0 && *n < limit) {
+            b.limit = limit - *n;
+            b.offset = offset > valued ? offset - valued : 0;
+            rc = run_page(db, unvalued_sql, &b, rows, n, e);
+        }
+    }
+    free(count_sql);
+    free(valued_count_sql);
+    free(page_sql);
+    free(unvalued_sql);
+    free(like);
+    return rc;
+}
+
+int trials_succeeded_without_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
+{
+    *out = 0;
+    return db_int(db, e, out, "SELECT count(*) FROM trial WHERE experiment_id = ? AND final_metric IS NULL"
+                              " AND status = 'SUCCEEDED'", "s", exp_id) < 0 ? -1 : 0;
+}
+
+int trials_with_shown_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
+{
+    *out = 0;
+    return db_int(db, e, out, "SELECT count(*) FROM trial WHERE experiment_id = ?"
+                              " AND final_metric IS NOT NULL" METRIC_SHOWN, "s", exp_id) < 0 ? -1 : 0;
+}
+
+int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_t *hi, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT min(sequence), max(sequence) FROM trial WHERE experiment_id = ?", "s",
+                                exp_id);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st), found = 0;
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        *lo = col_i64(st, 0);
+        *hi = col_i64(st, 1);
+        found = 1;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? found : errf(e, "charts: %s", sqlite3_errmsg(db->h));
+}
+
+int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const struct chart_row *r), void *ctx,
+               struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT sequence, id, CASE WHEN status = 'SUCCEEDED' THEN final_metric END,"
+                                       " start_time, end_time FROM trial WHERE experiment_id = ? ORDER BY sequence",
+                                "s", exp_id); /* the final metrics trials show (METRIC_SHOWN) */
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct chart_row r = {
+            .sequence = col_i64(st, 0),
+            .id = (const char *)sqlite3_column_text(st, 1),
+            .has_metric = sqlite3_column_type(st, 2) != SQLITE_NULL,
+            .metric = sqlite3_column_double(st, 2),
+            .has_times = sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL,
+            .start_time = col_i64(st, 3),
+            .end_time = col_i64(st, 4),
+        };
+        fn(ctx, &r);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "charts: %s", sqlite3_errmsg(db->h));
+}
+
+int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, int64_t limit,
+               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+{
+    sqlite3_stmt *st =
+        stride > 0 ? db_query(db, e, "SELECT id, sequence, final_metric, parameters FROM trial"
+                                     " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
+                                     " AND sequence % ? = 0"
+                                     " ORDER BY sequence LIMIT ?", "sii", exp_id, stride, limit)
+                   : db_query(db, e, maximize ? "SELECT id, sequence, final_metric, parameters FROM trial"
+                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
+                                                " ORDER BY final_metric DESC, sequence LIMIT ?"
+                                              : "SELECT id, sequence, final_metric, parameters FROM trial"
+                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
+                                                " ORDER BY final_metric ASC, sequence LIMIT ?",
+                              "si", exp_id, limit);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct param_row r = {
+            .id = (const char *)sqlite3_column_text(st, 0),
+            .sequence = col_i64(st, 1),
+            .metric = sqlite3_column_double(st, 2),
+            .parameters = (const char *)sqlite3_column_text(st, 3),
+        };
+        fn(ctx, &r);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "parameter sample: %s", sqlite3_errmsg(db->h));
+}

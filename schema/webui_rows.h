@@ -1,0 +1,61 @@
+/* webui_rows.h: the reads behind the web UI's own routes (api/routes_webui.c,
+ * docs/webui.md): counts, the best trial, one page of trials sorted and filtered on the
+ * server, the rows of the charts and of the parameter sample. Every one is answered from
+ * an index at 100,000 trials (trial_queue, trial_final_metric: migration 012). */
+#ifndef TRIALQ_WEBUI_ROWS_H
+#define TRIALQ_WEBUI_ROWS_H
+
+#include "schema/exp_ops.h"
+
+/* The change counter (trial.change_seq's source): a reply computed at one value holds
+ * while it stays. */
+int change_counter_now(struct db *db, int64_t *out, struct errbuf *e);
+
+/* SUCCEEDED trials that reported no final metric. */
+int trials_succeeded_without_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e);
+/* Trials whose final metric is shown (SUCCEEDED, with a final metric). */
+int trials_with_shown_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e);
+
+/* The best shown final metric: trial_best_final (exp_ops.h). */
+
+/* One page of trials for GET /webui/trials. */
+struct trial_query {
+    const char *exp_id;
+    const char *sort;      /* sequence|id|status|metric|duration|start|end|param:<name>|metric:<key>; NULL: sequence */
+    int desc;
+    const char *status;    /* a comma list of statuses (the caller checked them); NULL or "": all */
+    const char *text;      /* matched literally in id, sequence, parameters, message, waiting_reason; NULL: none */
+    int64_t limit, offset; /* limit: rows has room for that many */
+};
+/* 1 when webui_trial_page can sort by sort (NULL: by sequence), else 0. */
+int webui_sort_known(const char *sort);
+/* Trials without a value for the sort column come last in both orders; ties go by
+ * sequence. A nullable column is read in two parts (with a value, sorted; then without,
+ * by sequence), so that an index on the column serves the first part. Fills rows[0..*n)
+ * (trial_clear each) and *total (every trial the filter matches). */
+int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *rows, int *n, int64_t *total,
+                     struct errbuf *e);
+
+/* The sequence range of the experiment's trials: 1 (lo, hi set), 0 no trials, -1 error. */
+int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_t *hi, struct errbuf *e);
+/* Every trial by sequence, for the charts: its shown final metric and its times. */
+struct chart_row {
+    int64_t sequence;
+    const char *id;           /* valid during the callback */
+    int has_metric, has_times;
+    double metric;
+    int64_t start_time, end_time;
+};
+int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const struct chart_row *r), void *ctx,
+               struct errbuf *e);
+/* The trials with a shown final metric, for the parameter sample: the best `limit`
+ * (stride 0), or by sequence those whose sequence is a multiple of stride. */
+struct param_row {
+    const char *id, *parameters; /* valid during the callback */
+    int64_t sequence;
+    double metric;
+};
+int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, int64_t limit,
+               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e);
+
+#endif
