@@ -76,7 +76,7 @@ struct kube_state {
     char *local_root, *pod_root;    /* .../nni/<exp> */
     int we_mounted;
     cJSON *volume;                  /* the storage volume of the pods, named nni-vol */
-    struct kube_role roles[16];
+    struct kube_role *roles;        /* kube_add_role */
     int nroles;
     int chief;                      /* the role whose stdout carries the metrics */
     char *exp_lower;

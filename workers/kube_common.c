@@ -419,14 +419,15 @@ static void state_free(struct kube_state *ks)
         free(ks->roles[i].spec_name);
         free(ks->roles[i].pull_secret);
     }
+    free(ks->roles);
     free(ks);
 }
 
 void kube_add_role(struct kube_state *ks, const char *name, const char *spec_name, const cJSON *cfg)
 {
-    if (ks->nroles >= 16)
-        return;
+    ks->roles = xrealloc(ks->roles, sizeof *ks->roles * (size_t)(ks->nroles + 1));
     struct kube_role *r = &ks->roles[ks->nroles++];
+    memset(r, 0, sizeof *r);
     r->name = xstrdup(name);
     r->spec_name = spec_name ? xstrdup(spec_name) : NULL;
     r->cfg = cfg;
@@ -1119,13 +1120,15 @@ int kube_cleanup(struct worker *w, struct errbuf *e)
     struct kube_state *ks = w->platform;
     char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
     char *sel = kube_escape(sel_raw);
-    char *paths[8];
-    int n = 0;
+    int n = 0, cap = 2;
+    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i]; i++)
+        cap++;
+    char **paths = xcalloc((size_t)cap, sizeof *paths);
     char *base = job_path(ks, NULL);
     paths[n++] = xasprintf("%s?labelSelector=%s&propagationPolicy=Background", base, sel);
     free(base);
     paths[n++] = xasprintf("/api/v1/namespaces/%s/secrets?labelSelector=%s", ks->ns, sel);
-    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i] && n < 8; i++)
+    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i]; i++)
         paths[n++] = xasprintf("/api/v1/namespaces/%s/%s?labelSelector=%s", ks->ns, ks->fl->cleanup_collections[i], sel);
     int rc = 0;
     int64_t deadline = mono_ms() + 20000; /* stop must not hang on a dead cluster */
@@ -1154,6 +1157,7 @@ int kube_cleanup(struct worker *w, struct errbuf *e)
         cJSON_Delete(r);
         free(paths[i]);
     }
+    free(paths);
     free(sel_raw);
     free(sel);
     if (ks->we_mounted) {

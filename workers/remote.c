@@ -869,8 +869,8 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
         return queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, out, e);
     struct strbuf why;
     sb_init(&why);
-    int order[256], n = 0;
-    for (int i = 0; i < rs->n && n < 256; i++)
+    int *order = xcalloc((size_t)rs->n + 1, sizeof *order), n = 0;
+    for (int i = 0; i < rs->n; i++)
         if (rs->m[i].conn && rs->m[i].row_id)
             order[n++] = i;
     for (int a = 1; a < n; a++) /* least loaded first */
@@ -886,12 +886,14 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
                                 reason, sizeof reason, e);
         if (rc < 0) {
             sb_free(&why);
+            free(order);
             return -1;
         }
         if (rc == 1) {
             snprintf(rs->claimed_id, sizeof rs->claimed_id, "%s", out->id);
             rs->claimed_on = m;
             sb_free(&why);
+            free(order);
             return 1;
         }
         if (reason[0]) {
@@ -907,6 +909,7 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
         queue_set_waiting_reason(w->db, w->exp_id, w->ops->name, why.buf, &e2);
     }
     sb_free(&why);
+    free(order);
     return 0;
 }
 
