@@ -16,6 +16,7 @@
 
 #include "common/trialenv.h"
 #include "queue/queue.h"
+#include "tests/unit/db_fixture.h"
 #include "workers/worker.h"
 
 /* ---------------- the fake platform ---------------- */
@@ -114,7 +115,7 @@ static void fake_destroy(struct worker *w)
 }
 
 static struct platform_ops fake_ops = {
-    .name = "fake",
+    .name = "local", /* the platform of the fixture's rows */
     .init = fake_init,
     .submit = fake_submit,
     .poll = fake_poll,
@@ -131,7 +132,8 @@ static char *tmpdir;
 static int nexp;
 
 /* A fresh database under a home of its own with one experiment of n WAITING trials
- * "<exp>-0" .. "<exp>-<n-1>" on the fake platform; the worker opened on it. */
+ * "<exp>0000" .. on the fake platform (named "local": the fixture's platform); the worker
+ * opened on it. */
 static void setup_worker(struct worker *w, int n, int concurrency, int max_attempts)
 {
     char *home = xasprintf("%s/h%d", tmpdir, nexp);
@@ -141,25 +143,8 @@ static void setup_worker(struct worker *w, int n, int concurrency, int max_attem
     struct db *db;
     struct errbuf e;
     assert_int_equal(db_open(dbpath, &db, &e), 0);
-    struct experiment x = {0};
-    x.id = id;
-    x.config = "{\"trainingService\": {\"platform\": \"fake\"}}";
-    x.search_space = "{}";
-    x.platform = "fake";
-    x.exp_dir = home;
-    x.start_time = now_ms();
-    x.concurrency = concurrency;
-    x.seed = 1;
-    x.token = "t";
-    assert_int_equal(exp_insert(db, &x, &e), 0);
-    for (int i = 0; i < n; i++) {
-        char tid[32];
-        snprintf(tid, sizeof tid, "%s-%d", id, i);
-        assert_int_equal(db_run(db, &e,
-            "INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, platform,"
-            " max_attempts, submit_time, updated_at) VALUES (?,?,?,?,'{}','fake',?,?,?)",
-            "ssiidii", tid, id, (int64_t)i, (int64_t)i, max_attempts, now_ms(), now_ms()), 1);
-    }
+    fx_add_experiment(db, id, home, "{\"trainingService\": {\"platform\": \"local\"}}", concurrency, 0);
+    fx_add_trials(db, id, n, max_attempts);
     db_close(db);
     free(dbpath);
     memset(jobs, 0, sizeof jobs);
@@ -173,7 +158,7 @@ static char *status_of(struct worker *w, int i)
 {
     char tid[32], *st = NULL;
     struct errbuf e;
-    snprintf(tid, sizeof tid, "%s-%d", w->exp_id, i);
+    snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
     assert_int_equal(db_text(w->db, &e, &st, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
                                              " FROM trial WHERE id = ?", "s", tid), 1);
     return st;
@@ -190,7 +175,7 @@ static void assert_status(struct worker *w, int i, const char *want)
 static struct worker_trial *held(struct worker *w, int i)
 {
     char tid[32];
-    snprintf(tid, sizeof tid, "%s-%d", w->exp_id, i);
+    snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
     for (int k = 0; k < w->ntrials; k++)
         if (strcmp(w->trials[k].t.id, tid) == 0)
             return &w->trials[k];
@@ -377,7 +362,7 @@ static int64_t start_one_to_kill(struct worker *w, const char *kind, int kill_fa
     int64_t t0 = start(w);
     struct errbuf e;
     char tid[32];
-    snprintf(tid, sizeof tid, "%s-0", w->exp_id);
+    snprintf(tid, sizeof tid, "%s0000", w->exp_id);
     assert_int_equal(trial_request_kill(w->db, tid, kind, "test", &e), 1);
     jobs[0].kill_fail = kill_fail;
     return t0;
@@ -448,8 +433,8 @@ static void test_adopt_dead_owner(void **s)
     /* this host, a pid that is not that process: dead; and another host's lease expired */
     char *dead = xasprintf("%s:%d:1", host_name(), (int)getpid());
     char t0id[32], t1id[32];
-    snprintf(t0id, sizeof t0id, "%s-0", w.exp_id);
-    snprintf(t1id, sizeof t1id, "%s-1", w.exp_id);
+    snprintf(t0id, sizeof t0id, "%s0000", w.exp_id);
+    snprintf(t1id, sizeof t1id, "%s0001", w.exp_id);
     assert_int_equal(db_run(w.db, &e, "UPDATE trial SET status = 'RUNNING', lease_owner = ?, lease_expires = ?,"
                                       " job_id = 'fake:old' WHERE id = ?", "sis", dead, now_ms() + 60000, t0id), 1);
     assert_int_equal(db_run(w.db, &e, "UPDATE trial SET lease_owner = 'elsewhere:1:1', lease_expires = ?"
@@ -508,7 +493,7 @@ static void test_trial_env(void **s)
     struct strbuf sb;
     sb_init(&sb);
     trial_env_export_lines(&te, &sb);
-    char *want = xasprintf("export NNI_PLATFORM=fake\nexport NNI_EXP_ID='%s'\nexport NNI_TRIAL_JOB_ID='Ab3dE'\n"
+    char *want = xasprintf("export NNI_PLATFORM=local\nexport NNI_EXP_ID='%s'\nexport NNI_TRIAL_JOB_ID='Ab3dE'\n"
                            "export NNI_TRIAL_SEQ_ID=7\nexport NNI_SYS_DIR='/sys'\nexport NNI_OUTPUT_DIR='/out'\n"
                            "export NNI_CODE_DIR='/code'\nexport MULTI_PHASE=false\n", w.exp_id);
     assert_string_equal(sb.buf, want);
