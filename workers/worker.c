@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "queue/worker_queue.h"
 #include "workers/worker.h"
