@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "queue/worker_queue.h"
+#include "schema/worker_rows.h"
 #include "workers/worker.h"
 
 #define HYBRID_GRACE_MS 3000
@@ -25,13 +27,57 @@ struct other {
     int64_t since; /* worker start (epoch ms), 0 when not registered yet */
 };
 
-static int64_t held_by(struct worker *w, const char *platform)
+/* Is the worker of platform name up (or still expected: the api started moments ago)?
+ * *since: when it started (epoch ms), 0 when it has not registered yet. */
+static int worker_up(struct worker *w, const char *name, int64_t api_started, int64_t now, int64_t *since)
 {
-    int64_t n = 0;
     struct errbuf e;
-    db_int(w->db, &e, &n, "SELECT count(*) FROM trial WHERE experiment_id = ? AND platform = ?"
-                          " AND status IN ('WAITING','RUNNING') AND lease_owner IS NOT NULL",
-           "ss", w->exp_id, platform);
+    struct proc_row pr;
+    char *role = xasprintf("worker:%s", name);
+    int found = proc_latest(w->db, w->exp_id, role, &pr, &e);
+    free(role);
+    *since = 0;
+    /* (a row from before this api's start is an earlier run's: not registered yet) */
+    if (found != 1 || pr.started_at < api_started)
+        return now - api_started < HYBRID_START_MS;
+    *since = pr.started_at;
+    if (pr.ended)
+        return 0;
+    if (strcmp(pr.host, host_name()) == 0)
+        return proc_alive((pid_t)pr.pid, (uint64_t)pr.pid_start);
+    return 1;
+}
+
+/* The other listed platforms whose workers are up, into others (at most max). */
+static int others_up(struct worker *w, const cJSON *ts, struct other *others, int max)
+{
+    struct errbuf e;
+    struct proc_row api;
+    /* a worker that never registered (its init fails: bad token, unreachable cluster)
+     * is waited for only this long after the api started it */
+    int64_t api_started = proc_latest(w->db, w->exp_id, "api", &api, &e) == 1 ? api.started_at : 0;
+    int64_t now = now_ms();
+    int n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ts) {
+        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(it, "platform");
+        if (!cJSON_IsString(pn) || strcmp(pn->valuestring, w->ops->name) == 0)
+            continue;
+        int dup = 0; /* listed twice: one worker */
+        for (int k = 0; k < n && !dup; k++)
+            dup = strcmp(others[k].name, pn->valuestring) == 0;
+        if (dup)
+            continue;
+        int64_t since;
+        if (!worker_up(w, pn->valuestring, api_started, now, &since))
+            continue;
+        if (n == max) {
+            log_limited(LOG_WARN, "hybrid: more than %d platforms listed; the others are left out of the shares",
+                        max);
+            break;
+        }
+        others[n++] = (struct other){pn->valuestring, since};
+    }
     return n;
 }
 
@@ -40,61 +86,22 @@ int hybrid_may_claim(struct worker *w)
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(w->config, "trainingService");
     if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 2)
         return 1;
-    struct errbuf e;
-    /* a worker that never registered (its init fails: bad token, unreachable cluster)
-     * is waited for only this long after the api started it */
-    int64_t api_started = 0, now = now_ms();
-    db_int(w->db, &e, &api_started, "SELECT started_at FROM process WHERE experiment_id = ? AND role = 'api'"
-                                    " ORDER BY id DESC LIMIT 1", "s", w->exp_id);
     struct other others[MAX_PLATFORMS];
-    int n = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, ts) {
-        const cJSON *pn = cJSON_GetObjectItemCaseSensitive(it, "platform");
-        if (!cJSON_IsString(pn) || strcmp(pn->valuestring, w->ops->name) == 0 || n == MAX_PLATFORMS)
-            continue;
-        int dup = 0; /* listed twice: one worker */
-        for (int k = 0; k < n && !dup; k++)
-            dup = strcmp(others[k].name, pn->valuestring) == 0;
-        if (dup)
-            continue;
-        char *role = xasprintf("worker:%s", pn->valuestring);
-        sqlite3_stmt *st = db_query(w->db, &e, "SELECT pid, pid_start, host, ended_at, started_at FROM process"
-                                               " WHERE experiment_id = ? AND role = ? ORDER BY id DESC LIMIT 1",
-                                    "ss", w->exp_id, role);
-        free(role);
-        int up = now - api_started < HYBRID_START_MS;
-        int64_t since = 0;
-        /* (a row from before this api's start is an earlier run's: not registered yet) */
-        if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 4) >= api_started) {
-            const char *host = (const char *)sqlite3_column_text(st, 2);
-            since = sqlite3_column_int64(st, 4);
-            up = 1;
-            if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-                up = 0;
-            else if (host && strcmp(host, host_name()) == 0)
-                up = proc_alive((pid_t)sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1));
-        }
-        if (st)
-            sqlite3_reset(st);
-        if (up)
-            others[n++] = (struct other){pn->valuestring, since};
-    }
+    int n = others_up(w, ts, others, MAX_PLATFORMS);
     if (n == 0)
         return 1;
-    int64_t conc = 1;
-    if (db_int(w->db, &e, &conc, "SELECT concurrency FROM experiment WHERE id = ?", "s", w->exp_id) < 0)
+    struct errbuf e;
+    int64_t conc = w->exp.concurrency > 0 ? w->exp.concurrency : 1, now = now_ms();
+    if (exp_concurrency(w->db, w->exp_id, &conc, &e) < 0)
         return 1; /* no worse than without fairness */
     int64_t share = (conc + n) / (n + 1); /* ceil(conc / platforms) */
-    if (held_by(w, w->ops->name) < share)
+    if (queue_leased_count(w->db, w->exp_id, w->ops->name, &e) < share)
         return 1;
     /* beyond our share: only slots another platform had time to take and did not */
     for (int i = 0; i < n; i++) {
-        if (held_by(w, others[i].name) >= share)
+        if (queue_leased_count(w->db, w->exp_id, others[i].name, &e) >= share)
             continue;
-        int64_t last = 0;
-        db_int(w->db, &e, &last, "SELECT coalesce(max(end_time), 0) FROM trial WHERE experiment_id = ?"
-                                 " AND platform = ?", "ss", w->exp_id, others[i].name);
+        int64_t last = queue_last_end(w->db, w->exp_id, others[i].name, &e);
         if (others[i].since > last)
             last = others[i].since;
         if (last == 0 || now - last < HYBRID_GRACE_MS)

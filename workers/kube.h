@@ -64,13 +64,6 @@ struct kube_role {
     char *pull_secret;  /* Secret for privateRegistryAuthPath, or NULL */
 };
 
-struct kube_held {
-    char *id;
-    int64_t next_poll_ms;
-    int kill_pending;
-    int64_t warned_ms;
-};
-
 struct kube_flavour;
 
 struct kube_state {
@@ -83,13 +76,10 @@ struct kube_state {
     char *local_root, *pod_root;    /* .../nni/<exp> */
     int we_mounted;
     cJSON *volume;                  /* the storage volume of the pods, named nni-vol */
-    struct kube_role roles[16];
+    struct kube_role *roles;        /* kube_add_role */
     int nroles;
     int chief;                      /* the role whose stdout carries the metrics */
-    struct kube_held *held;
-    int nheld;
     char *exp_lower;
-    int64_t poll_every_ms;
 };
 
 /* What one Kubernetes platform adds to kube_common.c. */
@@ -167,12 +157,13 @@ int kube_pending(struct worker *w, struct trial *t);
 void kube_destroy(struct worker *w);
 int kube_cleanup(struct worker *w, struct errbuf *e);
 
-/* A platform file's ops: its init and preflight bind its flavour, the rest is shared. */
+/* A platform file's ops: its init and preflight bind its flavour, the rest is shared.
+ * The loop polls each job every second (TRIALQ_KUBE_POLL_MS: kube_init sets w->poll_ms). */
 #define KUBE_PLATFORM_OPS(NAME, INIT, PREFLIGHT)                                                            \
     {                                                                                                       \
         .name = NAME, .init = INIT, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,            \
         .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup, \
-        .poll_ms = 250, .preflight = PREFLIGHT, .gpu_mode = PLATFORM_GPU_OWN,                               \
+        .poll_ms = 1000, .preflight = PREFLIGHT, .gpu_mode = PLATFORM_GPU_OWN,                               \
     }
 
 #endif

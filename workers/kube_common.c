@@ -26,11 +26,13 @@
 
 #include "schema/nnijson.h"
 #include "common/chantoken.h"
+#include "common/trialenv.h"
+#include "queue/worker_queue.h"
+#include "schema/worker_rows.h"
 #include "workers/kube.h"
 #include "workers/nniignore.h"
 
 #define POD_MOUNT "/tmp/mount"
-#define POLL_EVERY_MS 1000
 #define APP_LABEL "nni-kubernetes-trial"
 
 /* ---------------- small helpers ---------------- */
@@ -74,26 +76,10 @@ static char *trial_local_dir(struct kube_state *ks, const char *id)
     return xasprintf("%s/%s", ks->local_root, id);
 }
 
-static struct kube_held *held_of(struct kube_state *ks, const char *id)
+/* The trial's dir on the storage: the one recorded, else where submit puts it. */
+static char *trial_dir_of(struct kube_state *ks, const struct trial *t)
 {
-    for (int i = 0; i < ks->nheld; i++)
-        if (strcmp(ks->held[i].id, id) == 0)
-            return &ks->held[i];
-    ks->held = xrealloc(ks->held, sizeof *ks->held * (size_t)(ks->nheld + 1));
-    struct kube_held *h = &ks->held[ks->nheld++];
-    memset(h, 0, sizeof *h);
-    h->id = xstrdup(id);
-    return h;
-}
-
-static void held_drop(struct kube_state *ks, const char *id)
-{
-    for (int i = 0; i < ks->nheld; i++)
-        if (strcmp(ks->held[i].id, id) == 0) {
-            free(ks->held[i].id);
-            ks->held[i] = ks->held[--ks->nheld];
-            return;
-        }
+    return t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
 }
 
 /* A mount, umount, sudo or az call that does not answer (an NFS server gone) must not
@@ -433,17 +419,15 @@ static void state_free(struct kube_state *ks)
         free(ks->roles[i].spec_name);
         free(ks->roles[i].pull_secret);
     }
-    for (int i = 0; i < ks->nheld; i++)
-        free(ks->held[i].id);
-    free(ks->held);
+    free(ks->roles);
     free(ks);
 }
 
 void kube_add_role(struct kube_state *ks, const char *name, const char *spec_name, const cJSON *cfg)
 {
-    if (ks->nroles >= 16)
-        return;
+    ks->roles = xrealloc(ks->roles, sizeof *ks->roles * (size_t)(ks->nroles + 1));
     struct kube_role *r = &ks->roles[ks->nroles++];
+    memset(r, 0, sizeof *r);
     r->name = xstrdup(name);
     r->spec_name = spec_name ? xstrdup(spec_name) : NULL;
     r->cfg = cfg;
@@ -499,10 +483,9 @@ int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e)
     ks->fl = fl;
     ks->platform = w->ops->name;
     ks->exp_lower = lower(w->exp_id);
-    ks->poll_every_ms = POLL_EVERY_MS;
-    const char *pe = getenv("TRIALQ_KUBE_POLL_MS");
+    const char *pe = getenv("TRIALQ_KUBE_POLL_MS"); /* the loop polls each job this often */
     if (pe && atoi(pe) > 0)
-        ks->poll_every_ms = atoi(pe);
+        w->poll_ms = atoi(pe);
     const cJSON *ts = worker_ts_config(w);
     if (setup(ks, w, ts, 0, e) < 0)
         goto fail;
@@ -538,11 +521,9 @@ fail:
     /* the reason is also kept with the experiment, where nnictl and the UI show it */
     if (w->db) {
         char *msg = xasprintf("%s: %s", ks->platform, e->msg);
-        int64_t dup = 0;
-        db_int(w->db, NULL, &dup, "SELECT count(*) FROM experiment, json_each(experiment.errors) j "
-                                  "WHERE experiment.id = ? AND j.value = ?", "ss", w->exp_id, msg);
-        if (!dup)
-            exp_add_error(w->db, w->exp_id, msg, NULL);
+        struct errbuf xe;
+        if (exp_add_error_once(w->db, w->exp_id, msg, &xe) < 0)
+            log_warn("cannot keep the error with the experiment: %s", xe.msg);
         free(msg);
     }
     if (ks->we_mounted) {
@@ -687,13 +668,6 @@ static const char install_nni[] =
     "fi\n"
     "python3 -m pip install --user --upgrade nni\n";
 
-static void export_line(struct strbuf *sb, const char *k, const char *v)
-{
-    sb_printf(sb, "export %s=", k);
-    sh_quote(sb, v);
-    sb_puts(sb, "\n");
-}
-
 /* trialCommandChannel: http, and the api has a channel to name (its token and port). */
 static int http_channel(struct worker *w)
 {
@@ -711,23 +685,15 @@ char *kube_role_script(struct kube_state *ks, struct worker *w, const struct tri
     char *sys = xasprintf("%s/%s", ks->pod_root, t->id);
     char *out = kube_output_dir(ks, sys, r->name);
     char *code = xasprintf("%s/nni-code", ks->pod_root);
-    char seq[32];
-    snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
-    sb_puts(&sb, "#!/bin/bash\n");
-    export_line(&sb, "NNI_PLATFORM", ks->platform);
-    export_line(&sb, "NNI_SYS_DIR", sys);
-    export_line(&sb, "NNI_OUTPUT_DIR", out);
-    export_line(&sb, "MULTI_PHASE", "false");
-    export_line(&sb, "NNI_TRIAL_JOB_ID", t->id);
-    export_line(&sb, "NNI_EXP_ID", w->exp_id);
-    export_line(&sb, "NNI_CODE_DIR", code);
-    export_line(&sb, "NNI_TRIAL_SEQ_ID", seq);
+    struct trial_env te;
+    trial_env_init(&te);
+    worker_trial_env(w, t, sys, out, code, &te);
     int gpu = 0;
     struct strbuf full; /* the command and what runs before it in its shell */
     sb_init(&full);
     const char *cmd = ks->fl->role_command(ks, w, r, &gpu, &full);
-    if (gpu == 0)
-        sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 requested GPUs must not mean all */
+    /* the role's GPUs, placed by the cluster; 0 requested GPUs must not mean all */
+    trial_env_set(&te, "CUDA_VISIBLE_DEVICES", gpu == 0 ? "" : NULL);
     /* trialCommandChannel: http -> NNI v3's HTTP channel. Its URL is the api's at
      * nniManagerIp, with this trial's own token in the path; the relay below serves that
      * path on 127.0.0.1 in the pod and points the trial at it */
@@ -741,9 +707,12 @@ char *kube_role_script(struct kube_state *ks, struct worker *w, const struct tri
             host = "127.0.0.1";
         char *url = xasprintf(strchr(host, ':') ? "http://[%s]:%d/env/%s/%s" : "http://%s:%d/env/%s/%s", host,
                               w->exp.port, tok, t->id);
-        export_line(&sb, "NNI_TRIAL_COMMAND_CHANNEL", url);
+        trial_env_set(&te, "NNI_TRIAL_COMMAND_CHANNEL", url);
         free(url);
     }
+    sb_puts(&sb, "#!/bin/bash\n");
+    trial_env_export_lines(&te, &sb);
+    trial_env_free(&te);
     sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/.nni\" \"$NNI_OUTPUT_DIR\"\n");
     if (!ks->fl->scripts_on_share)
         sb_puts(&sb, "echo $$ > \"$NNI_SYS_DIR/.nni/trial.pid\"\n"); /* for cleanup.sh */
@@ -968,7 +937,6 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
     }
     *job_id = name;
     *trial_dir = xstrdup(dir);
-    held_of(ks, t->id)->next_poll_ms = mono_ms() + ks->poll_every_ms;
     rc = 0;
 out:
     free(prev);
@@ -998,16 +966,8 @@ static int try_kill(struct kube_state *ks, struct worker *w, const char *trial, 
 
 int kube_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
-    struct kube_state *ks = w->platform;
-    struct kube_held *h = held_of(ks, t->id);
-    if (try_kill(ks, w, t->id, e) < 0) {
-        h->kill_pending = 1; /* poll retries it */
-        log_warn("trial %s: %s; will retry", t->id, e->msg);
-        return 0;
-    }
-    h->kill_pending = 0;
-    h->next_poll_ms = 0;
-    return 0;
+    /* not deleted (no answer, 5xx): the loop calls again after a back-off */
+    return try_kill(w->platform, w, t->id, e);
 }
 
 static int read_exit_code(struct kube_state *ks, const char *dir)
@@ -1022,22 +982,77 @@ static int read_exit_code(struct kube_state *ks, const char *dir)
     return code ? code : 1;
 }
 
+/* The job of an ended attempt is gone (404): deleted on request (the trial ends as
+ * asked), never created (the API server failed at submit time: created now), or
+ * deleted by someone else (vanished: the trial is retried). */
+static void job_absent(struct kube_state *ks, struct worker *w, struct trial *t, const char *dir,
+                       const char *name, struct job_state *js)
+{
+    char *kill_request = NULL;
+    struct errbuf ke;
+    if (trial_kill_request(w->db, t->id, &kill_request, &ke) < 0)
+        log_warn("trial %s: %s", t->id, ke.msg);
+    if (kill_request) {
+        js->finished = 1; /* deleted on request */
+        js->end_time = now_ms();
+    } else if (!marker_exists(dir)) {
+        char *created = NULL;
+        struct errbuf ce;
+        int cr = create_job(ks, w, t, dir, &created, &ce);
+        if (cr < 0) {
+            js->finished = 1;
+            js->has_exit = 1;
+            js->exit_code = 1;
+            js->end_time = now_ms();
+            log_error("trial %s: %s", t->id, ce.msg);
+        } else if (cr == 0) {
+            log_info("trial %s: created %s %s after retrying", t->id, ks->kindname, created);
+            if (!t->job_id || strcmp(t->job_id, created) != 0) {
+                free(t->job_id);
+                t->job_id = xstrdup(created);
+            }
+        }
+        free(created);
+    } else {
+        js->vanished = 1; /* someone else deleted it: the trial is retried */
+        log_warn("trial %s: job %s vanished from the cluster", t->id, name);
+    }
+    free(kill_request);
+}
+
+/* The job r exists and is ours: finished or running. */
+static void job_present(struct kube_state *ks, struct worker *w, struct trial *t, const char *dir,
+                        const char *name, const cJSON *r, struct job_state *js)
+{
+    int ok;
+    const char *why;
+    if (!marker_exists(dir)) {
+        /* created by a worker that died before noting it: finish what it started */
+        int transient = 0;
+        struct errbuf de;
+        if (!ks->fl->dependents || ks->fl->dependents(ks, w, t, name, r, &transient, &de) == 0)
+            marker_write(dir, name);
+    }
+    if (!ks->fl->finished(r, &ok, &why))
+        return;
+    js->finished = 1;
+    js->has_exit = 1;
+    js->exit_code = ok ? 0 : read_exit_code(ks, dir);
+    js->end_time = now_ms();
+    if (!ok) {
+        char shown[SNIPPET_SIZE]; /* a pod's message may be the trial's own text */
+        log_info("trial %s: job %s failed%s%s", t->id, name, why ? ": " : "",
+                 why ? snippet(shown, why, strlen(why)) : "");
+    }
+}
+
 int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     memset(js, 0, sizeof *js);
-    struct kube_held *h = held_of(ks, t->id);
-    int64_t now = mono_ms();
-    if (now < h->next_poll_ms || kube_backing_off(&ks->conn))
-        return 0;
-    h->next_poll_ms = now + ks->poll_every_ms;
-    if (h->kill_pending) {
-        struct errbuf ke;
-        if (try_kill(ks, w, t->id, &ke) < 0)
-            return 0;
-        h->kill_pending = 0;
-    }
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    if (kube_backing_off(&ks->conn))
+        return 0; /* the API server is struggling: nothing asked, nothing known */
+    char *dir = trial_dir_of(ks, t);
     char *name = t->job_id ? xstrdup(t->job_id) : job_name(ks, w->exp_id, t->id, 0);
     char *path = job_path(ks, name);
     long st;
@@ -1046,11 +1061,8 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
     int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ge);
     free(path);
     if (rc < 0 || st >= 500 || st == 401 || st == 403 || st == 429) {
-        /* transient: keep the trial, try again after the back-off; say so once a while */
-        if (now - h->warned_ms > 10000) {
-            log_warn("trial %s: cannot get job %s: %s", t->id, name, rc < 0 ? ge.msg : kube_status_message(r, st));
-            h->warned_ms = now;
-        }
+        /* transient: keep the trial; the loop polls again after a back-off */
+        rc = errf(e, "cannot get job %s: %s", name, rc < 0 ? ge.msg : kube_status_message(r, st));
     } else if (st == 200 && !owned_by(r, t->id)) {
         /* the name is another trial's (ids that differ only in case): ours is the
          * alternative one (see job_name) */
@@ -1060,68 +1072,19 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
             free(t->job_id);
             t->job_id = alt;
             alt = NULL;
-            h->next_poll_ms = 0;
         }
         free(alt);
     } else if (st == 200) {
-        int ok;
-        const char *why;
-        if (!marker_exists(dir)) {
-            /* created by a worker that died before noting it: finish what it started */
-            int transient = 0;
-            if (!ks->fl->dependents || ks->fl->dependents(ks, w, t, name, r, &transient, e) == 0)
-                marker_write(dir, name);
-        }
-        if (ks->fl->finished(r, &ok, &why)) {
-            js->finished = 1;
-            js->has_exit = 1;
-            js->exit_code = ok ? 0 : read_exit_code(ks, dir);
-            js->end_time = now_ms();
-            if (!ok) {
-                char shown[SNIPPET_SIZE]; /* a pod's message may be the trial's own text */
-                log_info("trial %s: job %s failed%s%s", t->id, name, why ? ": " : "",
-                         why ? snippet(shown, why, strlen(why)) : "");
-            }
-        }
+        job_present(ks, w, t, dir, name, r, js);
     } else if (st == 404) {
-        char *kill_request = NULL;
-        db_text(w->db, NULL, &kill_request, "SELECT kill_request FROM trial WHERE id = ?", "s", t->id);
-        if (kill_request) {
-            js->finished = 1; /* deleted on request */
-            js->end_time = now_ms();
-        } else if (!marker_exists(dir)) {
-            /* never created (the API server failed at submit time): create it now */
-            char *created = NULL;
-            struct errbuf ce;
-            int cr = create_job(ks, w, t, dir, &created, &ce);
-            if (cr < 0) {
-                js->finished = 1;
-                js->has_exit = 1;
-                js->exit_code = 1;
-                js->end_time = now_ms();
-                log_error("trial %s: %s", t->id, ce.msg);
-            } else if (cr == 0) {
-                log_info("trial %s: created %s %s after retrying", t->id, ks->kindname, created);
-                if (!t->job_id || strcmp(t->job_id, created) != 0) {
-                    free(t->job_id);
-                    t->job_id = xstrdup(created);
-                }
-            }
-            free(created);
-        } else {
-            js->vanished = 1; /* someone else deleted it: the trial is retried */
-            log_warn("trial %s: job %s vanished from the cluster", t->id, name);
-        }
-        free(kill_request);
+        job_absent(ks, w, t, dir, name, js);
     } else {
         log_warn("trial %s: getting job %s: %ld %s", t->id, name, st, kube_status_message(r, st));
     }
-    if (js->finished || js->vanished)
-        held_drop(ks, t->id);
     cJSON_Delete(r);
     free(name);
     free(dir);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---------------- metrics and logs from the shared storage ---------------- */
@@ -1129,7 +1092,7 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
 int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    char *dir = trial_dir_of(ks, t);
     char *opath = stdout_path(ks, dir);
     int rc = collect_trial_dir(w->db, t, dir, opath, at_end, e);
     free(opath);
@@ -1140,7 +1103,7 @@ int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e
 int kube_pending(struct worker *w, struct trial *t)
 {
     struct kube_state *ks = w->platform;
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_local_dir(ks, t->id);
+    char *dir = trial_dir_of(ks, t);
     char *opath = stdout_path(ks, dir);
     int r = trial_dir_grew(t, dir, opath);
     free(opath);
@@ -1157,13 +1120,15 @@ int kube_cleanup(struct worker *w, struct errbuf *e)
     struct kube_state *ks = w->platform;
     char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
     char *sel = kube_escape(sel_raw);
-    char *paths[8];
-    int n = 0;
+    int n = 0, cap = 2;
+    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i]; i++)
+        cap++;
+    char **paths = xcalloc((size_t)cap, sizeof *paths);
     char *base = job_path(ks, NULL);
     paths[n++] = xasprintf("%s?labelSelector=%s&propagationPolicy=Background", base, sel);
     free(base);
     paths[n++] = xasprintf("/api/v1/namespaces/%s/secrets?labelSelector=%s", ks->ns, sel);
-    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i] && n < 8; i++)
+    for (int i = 0; ks->fl->cleanup_collections && ks->fl->cleanup_collections[i]; i++)
         paths[n++] = xasprintf("/api/v1/namespaces/%s/%s?labelSelector=%s", ks->ns, ks->fl->cleanup_collections[i], sel);
     int rc = 0;
     int64_t deadline = mono_ms() + 20000; /* stop must not hang on a dead cluster */
@@ -1192,6 +1157,7 @@ int kube_cleanup(struct worker *w, struct errbuf *e)
         cJSON_Delete(r);
         free(paths[i]);
     }
+    free(paths);
     free(sel_raw);
     free(sel);
     if (ks->we_mounted) {

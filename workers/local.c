@@ -26,9 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "queue/worker_queue.h"
 #include "schema/nnijson.h"
 #include "workers/worker.h"
 #include "common/chantoken.h"
+#include "common/trialenv.h"
 
 extern char **environ;
 
@@ -102,12 +104,10 @@ static void local_refresh(struct worker *w)
     if (!ls || ls->gpu_count <= 0 || mono_ms() < ls->gpu_next)
         return;
     ls->gpu_next = mono_ms() + 1000;
-    int64_t machine_id, waiting = 0;
+    int64_t machine_id;
     struct errbuf e;
     /* nothing to place, nothing to look at (an idle or finished experiment) */
-    if (db_int(w->db, &e, &waiting, "SELECT count(*) FROM (SELECT 1 FROM trial WHERE experiment_id = ?"
-                                    " AND status = 'WAITING' AND lease_owner IS NULL LIMIT 1)", "s",
-               w->exp_id) < 0 || waiting == 0)
+    if (queue_has_unclaimed(w->db, w->exp_id, &e) != 1)
         return;
     /* a worker's first look is fresh: the host may have changed since the last run */
     int64_t max_age = ls->gpu_looked ? GPU_REFRESH_MS : 0;
@@ -138,6 +138,7 @@ static void local_destroy(struct worker *w)
     w->platform = NULL;
 }
 
+/* Where submit puts a trial's dir (trial_dir_path: the recorded one, else this). */
 static char *trial_dir_of(struct worker *w, const char *trial_id)
 {
     return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
@@ -219,129 +220,54 @@ static int lock_held(const char *dir)
     return held;
 }
 
-static const char *platform_name(struct worker *w)
+/* A directory left by an earlier attempt is kept beside (<dir>.attempt<N>), not reused;
+ * never two copies of a trial: what is left of the earlier attempt (its supervisor
+ * gone, its group not) is ended and waited for first. *err: the errno of a failure. */
+static int move_earlier_attempt(const struct trial *t, const char *dir, const char *lockpath, int *err,
+                                struct errbuf *e)
 {
-    return w->ops->name;
-}
-
-/* The trial's environment: ours without NNI's variables of any other trial, plus
- * NNI's variables for this one (a NULL value leaves the variable unset), and our SDK
- * at the end of PYTHONPATH when sdk_path is given. Caller frees each string. */
-static char **trial_env(const char *vars[][2], size_t nvars, const char *sdk_path)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = xcalloc(n + nvars + 3, sizeof *env);
-    size_t k = 0;
-    const char *pythonpath = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const char *v = environ[i];
-        /* NNI's trial variables are this trial's own (NNI_TRIAL_COMMAND_CHANNEL is set by
-         * the trial's leader, only with trialCommandChannel: http) */
-        static const char *const drop[] = {
-            "NNI_PLATFORM=", "NNI_EXP_ID=", "NNI_TRIAL_JOB_ID=", "NNI_TRIAL_SEQ_ID=", "NNI_SYS_DIR=",
-            "NNI_OUTPUT_DIR=", "NNI_CODE_DIR=", "NNI_TRIAL_COMMAND_CHANNEL=", "MULTI_PHASE=", "REUSE_MODE=",
-            "TRIALQ_CHANNEL_PATH=", NULL,
-        };
-        int skip = 0;
-        for (int d = 0; drop[d] && !skip; d++)
-            skip = str_starts(v, drop[d]);
-        /* a variable we set replaces ours; one we leave unset (CUDA_VISIBLE_DEVICES without
-         * trialGpuNumber) is inherited, as NNI's trials inherit the manager's */
-        for (size_t i = 0; i < nvars && !skip; i++) {
-            size_t kl = strlen(vars[i][0]);
-            skip = vars[i][1] && strncmp(v, vars[i][0], kl) == 0 && v[kl] == '=';
-        }
-        if (skip)
-            continue;
-        if (str_starts(v, "PYTHONPATH=")) {
-            pythonpath = v + 11;
-            continue;
-        }
-        env[k++] = xstrdup(v);
+    if (access(lockpath, F_OK) != 0)
+        return 0;
+    char *s = read_file(lockpath, NULL);
+    int old_attempt = s ? atoi(s) : 0;
+    free(s);
+    if (!old_attempt || old_attempt == t->attempt)
+        return 0;
+    struct local_job old;
+    read_job(dir, &old);
+    if (lock_held(dir) == 1 || (old.attempt == old_attempt && end_job_group(&old, 5000) < 0))
+        return errf(e, "trial %s: a job of attempt %d still runs", t->id, old_attempt);
+    char *aside = xasprintf("%s.attempt%d", dir, old_attempt);
+    rm_rf(aside);
+    int rc = 0;
+    if (rename(dir, aside) < 0) {
+        *err = errno;
+        rc = errf(e, "cannot move %s aside: %s", dir, strerror(errno));
     }
-    for (size_t i = 0; i < nvars; i++)
-        if (vars[i][1])
-            env[k++] = xasprintf("%s=%s", vars[i][0], vars[i][1]);
-    if (sdk_path)
-        env[k++] = pythonpath && *pythonpath ? xasprintf("PYTHONPATH=%s:%s", pythonpath, sdk_path)
-                                             : xasprintf("PYTHONPATH=%s", sdk_path);
-    else if (pythonpath)
-        env[k++] = xasprintf("PYTHONPATH=%s", pythonpath);
-    env[k] = NULL;
-    return env;
+    free(aside);
+    return rc;
 }
 
-static int local_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir_out,
+/* What is there of this attempt already, the job lock taken by us or not (held: a
+ * supervisor lives): SUBMIT_ATTACHED or SUBMIT_FINISHED (*job_id set), -1 on an error,
+ * or SUBMIT_NEW when the job is to be started now. */
+static int existing_job(const struct trial *t, const char *dir, int held, char **job_id, int *err,
                         struct errbuf *e)
 {
-    struct local_state *ls = w->platform;
-    char *dir = trial_dir_of(w, t->id);
-    char *nni = xasprintf("%s/.nni", dir);
-    char *lockpath = xasprintf("%s/.nni/job.lock", dir);
     char *statepath = xasprintf("%s/.nni/state", dir);
-    int rc = -1, lockfd = -1, err = 0;
-
-    /* a directory left by an earlier attempt is kept beside, not reused */
     long long prev[4];
-    if (access(lockpath, F_OK) == 0) {
-        char *s = read_file(lockpath, NULL);
-        int old_attempt = s ? atoi(s) : 0;
-        free(s);
-        if (old_attempt && old_attempt != t->attempt) {
-            /* never two copies of a trial: what is left of the earlier attempt (its
-             * supervisor gone, its group not) is ended and waited for first */
-            struct local_job old;
-            read_job(dir, &old);
-            if (lock_held(dir) == 1 || (old.attempt == old_attempt && end_job_group(&old, 5000) < 0)) {
-                errf(e, "trial %s: a job of attempt %d still runs", t->id, old_attempt);
-                goto out;
-            }
-            char *aside = xasprintf("%s.attempt%d", dir, old_attempt);
-            rm_rf(aside);
-            if (rename(dir, aside) < 0) {
-                err = errno;
-        errf(e, "cannot move %s aside: %s", dir, strerror(errno));
-                free(aside);
-                goto out;
-            }
-            free(aside);
-        }
-    }
-    if (mkdir_p(nni, 0755) < 0) {
-        err = errno;
-        errf(e, "cannot create trial dir %s: %s", nni, strerror(errno));
-        goto out;
-    }
-    lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockfd < 0) {
-        err = errno;
-        errf(e, "cannot create %s: %s", lockpath, strerror(errno));
-        goto out;
-    }
-    if (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno != EWOULDBLOCK) {
-            errf(e, "flock %s: %s", lockpath, strerror(errno));
-            goto out;
-        }
+    struct local_job job;
+    int rc = SUBMIT_NEW;
+    if (held) {
         /* a supervisor of this attempt already runs: re-attach instead of a second job */
-        *job_id = xstrdup(t->job_id ? t->job_id : "local:attached");
-        *trial_dir_out = xstrdup(dir);
         log_info("trial %s: re-attached to its running job", t->id);
+        *job_id = xstrdup(t->job_id ? t->job_id : "local:attached");
         rc = SUBMIT_ATTACHED;
-        goto out;
-    }
-    if (read_ints(statepath, prev, 4) == 0 && prev[3] == t->attempt) {
+    } else if (read_ints(statepath, prev, 4) == 0 && prev[3] == t->attempt) {
         /* this attempt already ran to its end while no worker watched */
         *job_id = xstrdup(t->job_id ? t->job_id : "local:finished");
-        *trial_dir_out = xstrdup(dir);
         rc = SUBMIT_FINISHED;
-        goto out;
-    }
-    struct local_job job;
-    read_job(dir, &job);
-    if (job.n >= 3 && job.attempt == t->attempt) {
+    } else if (read_job(dir, &job), job.n >= 3 && job.attempt == t->attempt) {
         /* this attempt's trial was started (its leader is recorded before it runs) and its
          * supervisor is gone without an end: starting this attempt again would run it
          * twice, in one directory. Its leader may live and record the end: local_poll
@@ -350,33 +276,36 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
                  proc_alive((pid_t)job.lead, (uint64_t)job.lead_start) ? "re-attached to the trial, which runs on"
                                                                        : "watching what is left of it");
         *job_id = xstrdup("local:attached");
-        *trial_dir_out = xstrdup(dir);
         rc = SUBMIT_ATTACHED;
-        goto out;
-    }
-    if (t->kill_request) {
+    } else if (t->kill_request) {
         /* asked to end before it ever started (a stop, a kill): it ends without running */
         char state[96];
         int sn = snprintf(state, sizeof state, "143 %lld 0 %d 1\n", (long long)now_ms(), t->attempt);
         if (write_file_replace(statepath, state, (size_t)sn, 0644) < 0) {
-            err = errno;
-        errf(e, "cannot write %s: %s", statepath, strerror(errno));
-            goto out;
+            *err = errno;
+            rc = errf(e, "cannot write %s: %s", statepath, strerror(errno));
+        } else {
+            *job_id = xstrdup("local:finished");
+            rc = SUBMIT_FINISHED;
         }
-        *job_id = xstrdup("local:finished");
-        *trial_dir_out = xstrdup(dir);
-        rc = SUBMIT_FINISHED;
-        goto out;
     }
+    free(statepath);
+    return rc;
+}
+
+/* Before a new job: the attempt in the job lock (held by us), no end record of an earlier
+ * run, parameter.cfg. */
+static int write_start_files(const struct trial *t, const char *dir, int lockfd, int *err, struct errbuf *e)
+{
     char att[16];
     int an = snprintf(att, sizeof att, "%d\n", t->attempt);
     if (ftruncate(lockfd, 0) < 0 || pwrite(lockfd, att, (size_t)an, 0) != an) {
-        err = errno;
-        errf(e, "cannot write %s: %s", lockpath, strerror(errno));
-        goto out;
+        *err = errno;
+        return errf(e, "cannot write %s/.nni/job.lock: %s", dir, strerror(errno));
     }
+    char *statepath = xasprintf("%s/.nni/state", dir);
     unlink(statepath);
-
+    free(statepath);
     char *cfg = xasprintf("%s/parameter.cfg", dir);
     char *rec = nni_param_record(t);
     int wr = write_file_replace(cfg, rec, strlen(rec), 0644);
@@ -384,50 +313,59 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     free(rec);
     free(cfg);
     if (wr < 0) {
-        err = wr_errno;
-        errf(e, "cannot write parameter.cfg in %s: %s", dir, strerror(errno));
-        goto out;
+        *err = wr_errno;
+        return errf(e, "cannot write parameter.cfg in %s: %s", dir, strerror(wr_errno));
     }
+    return 0;
+}
 
+/* The trial's environment: ours without NNI's variables of any other trial, plus NNI's
+ * for this one, and our SDK at the end of PYTHONPATH unless a real nni is installed.
+ * With trialCommandChannel: http, TRIALQ_CHANNEL_PATH tells the trial's group leader
+ * (trialq-trial: supervise/lead.c, supervise/chanserve.c), which outlives the api, this
+ * worker and the supervisor as the trial does, to serve NNI v3's HTTP channel at the
+ * path the api would (this trial's own token in it, common/chantoken.h) on a loopback
+ * port and to set NNI_TRIAL_COMMAND_CHANNEL for the trial; metrics come through
+ * .nni/metrics as with the file channel. */
+static char **local_envp(struct worker *w, const struct trial *t, const char *dir, const char *code)
+{
+    struct local_state *ls = w->platform;
+    struct trial_env te;
+    trial_env_init(&te);
+    worker_trial_env(w, t, dir, dir, code, &te);
+    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
+    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token) {
+        char tok[CHAN_TOKEN_LEN + 1];
+        chan_token(w->exp.token, t->id, tok);
+        char *path = xasprintf("%s/env/%s/%s", w->exp.url_prefix ? w->exp.url_prefix : "", tok, t->id);
+        trial_env_set(&te, "TRIALQ_CHANNEL_PATH", path);
+        free(path);
+    }
+    const char *pythonpath = getenv("PYTHONPATH");
+    if (!ls->real_nni) {
+        char *pp = pythonpath && *pythonpath ? xasprintf("%s:%s", pythonpath, ls->sdk_path) : xstrdup(ls->sdk_path);
+        trial_env_set(&te, "PYTHONPATH", pp);
+        free(pp);
+    } else if (pythonpath) {
+        trial_env_set(&te, "PYTHONPATH", pythonpath); /* last, as our own */
+    }
+    char **envp = trial_env_envp(&te, environ);
+    trial_env_free(&te);
+    return envp;
+}
+
+/* Starts trialq-supervise in its own session, holding the job lock (lockfd as fd 3). */
+static int spawn_supervisor(struct worker *w, const struct trial *t, const char *dir, int lockfd, pid_t *pid,
+                            struct errbuf *e)
+{
+    struct local_state *ls = w->platform;
     const cJSON *cmd = worker_config_item(w, "trialCommand");
     const cJSON *code = worker_config_item(w, "trialCodeDirectory");
-    const cJSON *gpus = worker_config_item(w, "trialGpuNumber");
-    char seq[32], attempt[16];
-    snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
+    const char *code_dir = cJSON_IsString(code) ? code->valuestring : ".";
+    char attempt[16];
     snprintf(attempt, sizeof attempt, "%d", t->attempt);
-    /* GPUs: the ones claimed with the trial (trialGpuNumber > 0); "" hides every GPU
-     * (trialGpuNumber 0, NNI v3); not set without trialGpuNumber */
-    const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
-    /* trialCommandChannel: http -> NNI v3's HTTP channel, served by the trial's own
-     * group leader (trialq-trial: supervise/lead.c, supervise/chanserve.c), which
-     * outlives the api, this worker and the supervisor as the trial does: it
-     * serves the path the api would (this trial's own token in it, common/chantoken.h)
-     * on a loopback port and sets NNI_TRIAL_COMMAND_CHANNEL for the trial; metrics come
-     * through .nni/metrics as with the file channel */
-    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    char chan_path[512], chan_tok[CHAN_TOKEN_LEN + 1];
-    const char *chan_env = NULL;
-    if (cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token) {
-        chan_token(w->exp.token, t->id, chan_tok);
-        snprintf(chan_path, sizeof chan_path, "%s/env/%s/%s", w->exp.url_prefix ? w->exp.url_prefix : "", chan_tok,
-                 t->id);
-        chan_env = chan_path;
-    }
-    const char *nni_vars[][2] = {
-        {"NNI_PLATFORM", platform_name(w)},
-        {"NNI_EXP_ID", t->experiment_id},
-        {"NNI_TRIAL_JOB_ID", t->id},
-        {"NNI_TRIAL_SEQ_ID", seq},
-        {"NNI_SYS_DIR", dir},
-        {"NNI_OUTPUT_DIR", dir},
-        {"NNI_CODE_DIR", cJSON_IsString(code) ? code->valuestring : "."},
-        {"MULTI_PHASE", "false"},
-        {"CUDA_VISIBLE_DEVICES", gpu},
-        {"TRIALQ_CHANNEL_PATH", chan_env},
-    };
-    char **envp = trial_env(nni_vars, sizeof nni_vars / sizeof nni_vars[0], ls->real_nni ? NULL : ls->sdk_path);
-    char *const args[] = {"trialq-supervise", dir, attempt, ls->shell,
-                          (char *)(cJSON_IsString(code) ? code->valuestring : "."),
+    char **envp = local_envp(w, t, dir, code_dir);
+    char *const args[] = {"trialq-supervise", (char *)dir, attempt, ls->shell, (char *)code_dir,
                           (char *)(cJSON_IsString(cmd) ? cmd->valuestring : "false"), NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -441,17 +379,56 @@ static int local_submit(struct worker *w, struct trial *t, char **job_id, char *
     posix_spawnattr_setsigdefault(&at, &all);
     /* own session: signals to the worker's group or terminal do not reach it */
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    pid_t pid;
-    int serr = posix_spawn(&pid, ls->supervisor, &fa, &at, args, envp);
+    int serr = posix_spawn(pid, ls->supervisor, &fa, &at, args, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    for (char **v = envp; *v; v++)
-        free(*v);
-    free(envp);
-    if (serr) {
-        errf(e, "cannot start %s: %s", ls->supervisor, strerror(serr));
+    trial_env_envp_free(envp);
+    if (serr)
+        return errf(e, "cannot start %s: %s", ls->supervisor, strerror(serr));
+    return 0;
+}
+
+/* The trial's dir and job lock, taken (*lockfd) or found held (*held). */
+static int open_job_lock(const char *dir, int *lockfd, int *held, int *err, struct errbuf *e)
+{
+    char *nni = xasprintf("%s/.nni", dir);
+    char *lockpath = xasprintf("%s/.nni/job.lock", dir);
+    int rc = 0;
+    *held = 0;
+    if (mkdir_p(nni, 0755) < 0) {
+        *err = errno;
+        rc = errf(e, "cannot create trial dir %s: %s", nni, strerror(errno));
+    } else if ((*lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+        *err = errno;
+        rc = errf(e, "cannot create %s: %s", lockpath, strerror(errno));
+    } else if (flock(*lockfd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            *held = 1;
+        else
+            rc = errf(e, "flock %s: %s", lockpath, strerror(errno));
+    }
+    free(nni);
+    free(lockpath);
+    return rc;
+}
+
+static int local_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir_out,
+                        struct errbuf *e)
+{
+    char *dir = trial_dir_of(w, t->id);
+    char *lockpath = xasprintf("%s/.nni/job.lock", dir);
+    int rc = -1, lockfd = -1, err = 0, held = 0;
+    pid_t pid;
+    if (move_earlier_attempt(t, dir, lockpath, &err, e) < 0 || open_job_lock(dir, &lockfd, &held, &err, e) < 0)
+        goto out;
+    rc = existing_job(t, dir, held, job_id, &err, e);
+    if (rc == SUBMIT_ATTACHED || rc == SUBMIT_FINISHED) {
+        *trial_dir_out = xstrdup(dir);
         goto out;
     }
+    if (rc < 0 || (rc = write_start_files(t, dir, lockfd, &err, e)) < 0 ||
+        (rc = spawn_supervisor(w, t, dir, lockfd, &pid, e)) < 0)
+        goto out;
     /* the child holds the lock now (shared open file description); drop our fd */
     *job_id = xasprintf("local:%d:%llu", (int)pid, (unsigned long long)proc_start_time(pid));
     *trial_dir_out = xstrdup(dir);
@@ -464,9 +441,7 @@ out:
     if (lockfd >= 0)
         close(lockfd);
     free(dir);
-    free(nni);
     free(lockpath);
-    free(statepath);
     return rc;
 }
 
@@ -517,7 +492,7 @@ static int local_poll(struct worker *w, struct trial *t, struct job_state *js, s
 {
     (void)e;
     memset(js, 0, sizeof *js);
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
+    char *dir = trial_dir_path(t, w->exp.exp_dir);
     char *statepath = xasprintf("%s/.nni/state", dir);
     if (!read_end(statepath, t->attempt, js) && lock_held(dir) != 1) {
         /* no supervisor and no end record (the supervisor was killed, or the machine
@@ -551,7 +526,7 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
     }
     /* attached to a job we did not start: its supervisor as the job lock names it, else
      * the trial's group directly (its leader notes the stop and escalates) */
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
+    char *dir = trial_dir_path(t, w->exp.exp_dir);
     struct local_job j;
     read_job(dir, &j);
     if (j.n >= 5 && proc_alive((pid_t)j.sup, (uint64_t)j.sup_start))
@@ -566,7 +541,7 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
 
 static int local_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
+    char *dir = trial_dir_path(t, w->exp.exp_dir);
     int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
     free(dir);
     return rc;
@@ -574,7 +549,7 @@ static int local_collect(struct worker *w, struct trial *t, int at_end, struct e
 
 static int local_pending(struct worker *w, struct trial *t)
 {
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_of(w, t->id);
+    char *dir = trial_dir_path(t, w->exp.exp_dir);
     int r = trial_dir_grew(t, dir, NULL);
     free(dir);
     return r;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/trialenv.h"
 #include "schema/nnijson.h"
 #include "workers/nniignore.h"
 #include "workers/openpai.h"
@@ -39,11 +40,6 @@ struct pai_job {
     char *trial_id;
     int attempt;
     int need_submit; /* creation not confirmed: GET by name, then POST */
-    int stop_wanted; /* a kill was requested; PUT STOP not accepted yet */
-    int stop_sent;
-    int failures;    /* consecutive failed calls (back-off) */
-    int64_t next_ms; /* monotonic time of the next call */
-    char *fatal;     /* a permanent submit error to report */
 };
 
 struct pai {
@@ -230,10 +226,8 @@ static void pai_free(struct pai *p)
     cJSON_Delete(p->protocol);
     if (p->curl)
         curl_easy_cleanup(p->curl);
-    for (int i = 0; i < p->njobs; i++) {
+    for (int i = 0; i < p->njobs; i++)
         free(p->jobs[i].trial_id);
-        free(p->jobs[i].fatal);
-    }
     free(p->jobs);
     free(p);
 }
@@ -459,9 +453,7 @@ static struct pai_job *job_of(struct pai *p, const struct trial *t)
         if (strcmp(p->jobs[i].trial_id, t->id) == 0) {
             if (p->jobs[i].attempt != t->attempt) {
                 p->jobs[i].attempt = t->attempt; /* a retry: start afresh */
-                p->jobs[i].need_submit = p->jobs[i].stop_wanted = p->jobs[i].stop_sent = 0;
-                p->jobs[i].failures = 0;
-                p->jobs[i].next_ms = 0;
+                p->jobs[i].need_submit = 0;
             }
             return &p->jobs[i];
         }
@@ -481,31 +473,9 @@ static void job_forget(struct pai *p, const char *trial_id)
     for (int i = 0; i < p->njobs; i++)
         if (strcmp(p->jobs[i].trial_id, trial_id) == 0) {
             free(p->jobs[i].trial_id);
-            free(p->jobs[i].fatal);
             p->jobs[i] = p->jobs[--p->njobs];
             return;
         }
-}
-
-static void job_ok(struct pai_job *j)
-{
-    j->failures = 0;
-    j->next_ms = 0; /* the worker polls every POLL_MS (platform_ops.poll_ms) */
-}
-
-static void job_backoff(struct pai_job *j, const char *what, const char *why)
-{
-    int64_t d = BACKOFF_MIN_MS;
-    for (int i = 0; i < j->failures && d < BACKOFF_MAX_MS; i++)
-        d *= 2;
-    if (d > BACKOFF_MAX_MS)
-        d = BACKOFF_MAX_MS;
-    j->failures++;
-    j->next_ms = mono_ms() + d;
-    char shown[SNIPPET_SIZE]; /* OpenPAI's answer may quote the job's own output */
-    if (j->failures == 1 || j->failures % 10 == 0)
-        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", j->trial_id, what,
-                 snippet(shown, why, strlen(why)), (long long)d, j->failures);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -521,31 +491,28 @@ static char *role_command(struct worker *w, struct pai *p, const struct trial *t
 {
     char *rel = trial_rel(t->id, t->attempt);
     char *c = xasprintf("%s/%s", p->cont_root, rel);
-    char *qc = sh_quoted(c);
-    char *qout = xasprintf("%s/nnioutput", c);
-    char *qo = sh_quoted(qout);
+    char *out = xasprintf("%s/nnioutput", c);
     char *code = xasprintf("%s/nni-code", p->cont_root);
-    char *qcode = sh_quoted(code);
-    char *qcmd = sh_quoted(cmd);
     char *run = xasprintf("%s/run.sh", c);
-    char *qrun = sh_quoted(run);
-    char *qtrial = sh_quoted(t->id), *qexp = sh_quoted(w->exp_id); /* ids are checked, and quoted */
-    char *line = xasprintf("export NNI_PLATFORM=pai NNI_SYS_DIR=%s NNI_OUTPUT_DIR=%s NNI_TRIAL_JOB_ID=%s "
-                           "NNI_EXP_ID=%s NNI_TRIAL_SEQ_ID=%lld MULTI_PHASE=false NNI_CODE_DIR=%s && bash %s %s",
-                           qc, qo, qtrial, qexp, (long long)t->sequence, qcode, qrun, qcmd);
-    free(qtrial);
-    free(qexp);
+    struct trial_env te;
+    trial_env_init(&te);
+    worker_trial_env(w, t, c, out, code, &te);
+    trial_env_set_word(&te, "NNI_PLATFORM", "pai");      /* NNI's name of the platform */
+    trial_env_set(&te, "CUDA_VISIBLE_DEVICES", NULL);    /* PAI places the GPUs */
+    struct strbuf sb;
+    sb_init(&sb);
+    trial_env_export_line(&te, &sb);
+    sb_puts(&sb, " && bash ");
+    sh_quote(&sb, run);
+    sb_puts(&sb, " ");
+    sh_quote(&sb, cmd);
+    trial_env_free(&te);
     free(rel);
     free(c);
-    free(qc);
-    free(qout);
-    free(qo);
+    free(out);
     free(code);
-    free(qcode);
-    free(qcmd);
     free(run);
-    free(qrun);
-    return line;
+    return sb_detach(&sb);
 }
 
 static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *t, const char *name)
@@ -645,7 +612,7 @@ static char *run_script(const struct trial *t)
 }
 
 /* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
- * 0: no answer or a 5xx (try again later, j->next_ms set); -1: PAI refused it (e). */
+ * 0: no answer or a 5xx (e says which: try again later); -1: PAI refused it (e). */
 static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const struct trial *t, struct errbuf *e)
 {
     char *name = job_name(w, t->id, t->attempt);
@@ -655,7 +622,7 @@ static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const 
     int rc = 0;
     struct errbuf he;
     if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
-        job_backoff(j, "submit (GET job)", he.msg);
+        errf(e, "submit (GET job): %s", he.msg);
         goto out;
     }
     if (status == 200) {
@@ -666,9 +633,7 @@ static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const 
     if (status != 404) {
         error_text(body, msg, sizeof msg);
         if (transient(status)) {
-            char why[400];
-            snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
-            job_backoff(j, "submit (GET job)", why);
+            errf(e, "submit (GET job): HTTP %ld: %s", status, msg);
             goto out;
         }
         rc = errf(e, "OpenPAI answered HTTP %ld to GET %s: %s", status, url, msg);
@@ -683,7 +648,7 @@ static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const 
     free(post);
     if (hr < 0) {
         /* the job may exist now: the next try asks for it first */
-        job_backoff(j, "submit (POST job)", he.msg);
+        errf(e, "submit (POST job): %s", he.msg);
         goto out;
     }
     if (status < 300 || status == 409) {
@@ -693,9 +658,7 @@ static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const 
     }
     error_text(body, msg, sizeof msg);
     if (transient(status)) {
-        char why[400];
-        snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
-        job_backoff(j, "submit (POST job)", why);
+        errf(e, "submit (POST job): HTTP %ld: %s", status, msg);
         goto out;
     }
     if (status == 401 || status == 403)
@@ -709,7 +672,6 @@ accepted: {
             log_warn("cannot write %s: %s", m, strerror(errno));
         free(m);
         j->need_submit = 0;
-        job_ok(j);
     }
 out:
     free(body);
@@ -747,13 +709,13 @@ static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char
     }
     struct pai_job *j = job_of(p, t);
     j->need_submit = 1;
-    j->next_ms = 0;
     int s = try_submit(w, p, j, t, e);
     if (s < 0) {
         job_forget(p, t->id);
         goto out;
     }
-    /* s == 0: PAI does not answer now; the trial is ours and poll submits it later */
+    if (s == 0) /* PAI does not answer now; the trial is ours and poll submits it later */
+        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
     *job_id = job_name(w, t->id, t->attempt);
     *trial_dir = xstrdup(dir);
     rc = 0;
@@ -781,78 +743,11 @@ static int64_t json_ms(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 }
 
-static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+/* The job's state as PAI reports it (the body of a GET that answered 200). */
+static void job_reported(struct worker *w, struct trial *t, const char *dir, const char *body,
+                         struct job_state *js)
 {
-    struct pai *p = w->platform;
-    memset(js, 0, sizeof *js);
-    struct pai_job *j = job_of(p, t);
-    if (mono_ms() < j->next_ms)
-        return 0;
-    char *name = job_name(w, t->id, t->attempt);
-    char *url = job_url(p, name, "");
-    char *dir = local_dir(p, t);
-    char *body = NULL, msg[320];
-    long status = 0;
-    struct errbuf he;
-    if (j->need_submit && !j->stop_wanted) {
-        int s = try_submit(w, p, j, t, &he);
-        if (s < 0) {
-            /* PAI refused it for good: the trial fails with PAI's reason */
-            trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), he.msg, NULL);
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-        }
-        goto out;
-    }
-    if (j->stop_wanted && !j->stop_sent && !j->need_submit) {
-        char *surl = job_url(p, name, "/executionType");
-        int hr = http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &body, &he);
-        free(surl);
-        if (hr < 0 || transient(status)) {
-            if (hr == 0)
-                snprintf(he.msg, sizeof he.msg, "HTTP %ld", status);
-            job_backoff(j, "stop", he.msg);
-            goto out;
-        }
-        if (status < 300)
-            j->stop_sent = 1;
-        else if (status != 404) /* 404: gone already; the GET below tells */
-            log_warn("trial %s: OpenPAI answered HTTP %ld to STOP", t->id, status);
-        free(body);
-        body = NULL;
-    }
-    if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
-        job_backoff(j, "status", he.msg);
-        goto out;
-    }
-    if (status == 404) {
-        char *m = marker_path(p, t);
-        int accepted = access(m, F_OK) == 0;
-        free(m);
-        if (accepted) {
-            log_warn("trial %s: OpenPAI no longer knows job %s", t->id, name);
-            js->vanished = 1;
-            snprintf(js->why, sizeof js->why, "OpenPAI no longer knows job %s", name);
-        } else if (j->stop_wanted) {
-            js->finished = 1; /* cancelled before it was ever submitted */
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
-        } else {
-            j->need_submit = 1; /* never accepted: submit it now */
-            j->next_ms = 0;
-        }
-        goto out;
-    }
-    if (status != 200) {
-        error_text(body, msg, sizeof msg);
-        char why[400];
-        snprintf(why, sizeof why, "HTTP %ld: %s", status, msg);
-        job_backoff(j, "status", why);
-        goto out;
-    }
-    j->need_submit = 0;
-    job_ok(j);
+    struct errbuf e;
     cJSON *job = cJSON_Parse(body);
     const cJSON *jst = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
@@ -872,30 +767,106 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
                             : cJSON_IsNumber(code) && code->valueint != 0 ? code->valueint : 1;
         }
     } else if (strcmp(state, "STOPPED") == 0) {
-        if (!j->stop_wanted)
-            /* stopped on the cluster, not by us: NNI's SYS_CANCELED */
-            trial_request_kill(w->db, t->id, "SYS_CANCELED", "job stopped on OpenPAI", e);
+        /* stopped on the cluster, not by us: NNI's SYS_CANCELED */
+        if (!t->kill_request && trial_request_kill(w->db, t->id, "SYS_CANCELED", "job stopped on OpenPAI", &e) < 0)
+            log_warn("trial %s: %s", t->id, e.msg);
         js->finished = 1;
         js->signal = SIGTERM;
         js->end_time = done_ms ? done_ms : now_ms();
     }
     cJSON_Delete(job);
-out:
+}
+
+/* PAI does not know the job (404): it vanished once accepted; one never accepted ended
+ * if a kill was asked for, else is submitted (again) by the next poll. */
+static void job_unknown(struct pai *p, struct pai_job *j, struct trial *t, const char *name,
+                        struct job_state *js)
+{
+    char *m = marker_path(p, t);
+    int accepted = access(m, F_OK) == 0;
+    free(m);
+    if (accepted) {
+        log_warn("trial %s: OpenPAI no longer knows job %s", t->id, name);
+        js->vanished = 1;
+        snprintf(js->why, sizeof js->why, "OpenPAI no longer knows job %s", name);
+    } else if (t->kill_request) {
+        js->finished = 1; /* cancelled before it was ever submitted */
+        js->signal = SIGTERM;
+        js->end_time = now_ms();
+    } else {
+        j->need_submit = 1; /* never accepted: submit it now */
+    }
+}
+
+/* The loop paces the calls: a failed one (no answer, 5xx) returns -1 and is tried again
+ * after its back-off. */
+static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    memset(js, 0, sizeof *js);
+    struct pai_job *j = job_of(p, t);
+    if (j->need_submit && !t->kill_request) {
+        struct errbuf se;
+        int s = try_submit(w, p, j, t, &se);
+        if (s < 0) {
+            /* PAI refused it for good: the trial fails with PAI's reason */
+            js->finished = 1;
+            js->exit_code = 1;
+            js->end_time = now_ms();
+            snprintf(js->why, sizeof js->why, "%.500s", se.msg);
+            job_forget(p, t->id);
+        }
+        return s == 0 ? errf(e, "%s", se.msg) : 0;
+    }
+    char *name = job_name(w, t->id, t->attempt);
+    char *url = job_url(p, name, "");
+    char *dir = local_dir(p, t);
+    char *body = NULL, msg[320];
+    long status = 0;
+    struct errbuf he;
+    int rc = 0;
+    if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
+        rc = errf(e, "status: %s", he.msg);
+    } else if (status == 404) {
+        job_unknown(p, j, t, name, js);
+    } else if (status != 200) {
+        error_text(body, msg, sizeof msg);
+        rc = errf(e, "status: HTTP %ld: %s", status, msg);
+    } else {
+        j->need_submit = 0;
+        job_reported(w, t, dir, body, js);
+    }
     if (js->finished || js->vanished)
         job_forget(p, t->id);
     free(body);
     free(url);
     free(name);
     free(dir);
-    return 0;
+    return rc;
 }
 
+/* PUT STOP: 0 once PAI took it (or no longer knows the job), -1 to be tried again. */
 static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
-    struct pai_job *j = job_of(w->platform, t);
-    j->stop_wanted = 1;
-    j->next_ms = 0; /* the next poll sends STOP (and retries it with back-off) */
-    return 0;
+    struct pai *p = w->platform;
+    struct pai_job *j = job_of(p, t);
+    if (j->need_submit)
+        /* not known to be on PAI: a poll finds it (then it is stopped) or not (it ends) */
+        return errf(e, "stop: job not confirmed by OpenPAI yet");
+    char *name = job_name(w, t->id, t->attempt);
+    char *surl = job_url(p, name, "/executionType");
+    char *body = NULL;
+    long status = 0;
+    struct errbuf he;
+    int rc = 0;
+    if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &body, &he) < 0)
+        rc = errf(e, "stop: %s", he.msg);
+    else if (status >= 300 && status != 404) /* 404: gone already; the poll tells */
+        rc = errf(e, "stop: OpenPAI answered HTTP %ld", status);
+    free(body);
+    free(surl);
+    free(name);
+    return rc;
 }
 
 static char *trial_dir_of(struct worker *w, struct trial *t)

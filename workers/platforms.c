@@ -3,6 +3,7 @@
  * in config/ and its docs page (docs/architecture.md, "Adding a platform"). The CLI,
  * the worker and the loop find a platform and its traits here, never by its name. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "workers/worker.h"
@@ -32,4 +33,13 @@ const char *platform_names(char *buf, size_t size, const char *sep)
     for (int i = 0; platform_all[i] && k < size; i++)
         k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? sep : "", platform_all[i]->name);
     return buf;
+}
+
+char *platform_names_dup(const char *sep)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    for (int i = 0; platform_all[i]; i++)
+        sb_printf(&sb, "%s%s", i ? sep : "", platform_all[i]->name);
+    return sb_detach(&sb);
 }

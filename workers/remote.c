@@ -32,7 +32,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/trialenv.h"
 #include "queue/gpu.h"
+#include "queue/worker_queue.h"
+#include "schema/worker_rows.h"
 #include "schema/nnijson.h"
 #include "workers/nniignore.h"
 #include "workers/remote.h"
@@ -178,8 +181,7 @@ static void machine_record(struct worker *w, struct rmachine *m, int healthy, co
         log_warn("machine %s: cannot record it: %s", m->label, e.msg);
         return;
     }
-    if (db_run(w->db, &e, "UPDATE machine SET healthy = ?, last_error = ?, last_seen = CASE WHEN ? THEN ? ELSE last_seen END"
-                          " WHERE id = ?", "dsdii", healthy, error, healthy, now_ms(), m->row_id) < 0)
+    if (machine_set_health(w->db, m->row_id, healthy, error, &e) < 0)
         log_warn("machine %s: cannot record its health: %s", m->label, e.msg);
     m->healthy = healthy;
 }
@@ -503,43 +505,39 @@ static int shell_run(struct rmachine *m, const char *script, struct strbuf *out,
 static char *run_not_current(struct worker *w, struct rmachine *m, const char *trial_id, int attempt,
                              struct errbuf *e)
 {
-    sqlite3_stmt *st = db_query(w->db, e, "SELECT status, attempt, job_id FROM trial WHERE id = ? AND experiment_id = ?",
-                                "ss", trial_id, w->exp_id);
-    if (!st)
+    struct trial row;
+    int found = trial_load(w->db, trial_id, &row, e);
+    if (found < 0)
         return NULL;
-    char *why = NULL;
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        char *status = col_str(st, 0), *job = col_str(st, 2);
-        int cur = (int)col_i64(st, 1);
-        char mine[512];
-        make_job_id(mine, sizeof mine, m, attempt);
-        if (trial_status_final(status))
-            why = xasprintf("the trial has ended (%s)", status);
-        else if (cur > attempt)
-            why = xasprintf("the trial was retried as attempt %d%s%s", cur, job ? ", job " : " (not started yet)",
-                            job ? job : "");
-        else if (cur < attempt)
-            why = xasprintf("the database knows only attempt %d of the trial", cur);
-        else if (!job || strcmp(job, mine) != 0) {
-            /* the database places it on another machine: what is seen of it here is that
-             * machine's run, through a home both see (claims of an older runner name no
-             * placement, so the runner's tq_runs cannot leave it out): it is looked for there */
-            struct rmachine *there = machine_of_job(w->platform, job, NULL);
-            if (there && there != m)
-                log_info("trial %s: attempt %d seen from %s is placed on %s (a shared home): left alone",
-                         trial_id, attempt, m->label, there->label);
-            else
-                why = xasprintf("attempt %d is placed elsewhere (job %s)", cur, job ? job : "none");
-        }
-        free(status);
-        free(job);
-    } else if (step == SQLITE_DONE) {
-        why = xstrdup("the trial is not in the database");
-    } else {
-        errf(e, "reading trial %s: %s", trial_id, sqlite3_errmsg(sqlite3_db_handle(st)));
+    if (found && strcmp(row.experiment_id, w->exp_id) != 0) {
+        trial_clear(&row);
+        found = 0;
     }
-    sqlite3_reset(st);
+    if (!found)
+        return xstrdup("the trial is not in the database");
+    char *why = NULL;
+    const char *job = row.job_id;
+    char mine[512];
+    make_job_id(mine, sizeof mine, m, attempt);
+    if (trial_status_final(row.status))
+        why = xasprintf("the trial has ended (%s)", row.status);
+    else if (row.attempt > attempt)
+        why = xasprintf("the trial was retried as attempt %d%s%s", row.attempt, job ? ", job " : " (not started yet)",
+                        job ? job : "");
+    else if (row.attempt < attempt)
+        why = xasprintf("the database knows only attempt %d of the trial", row.attempt);
+    else if (!job || strcmp(job, mine) != 0) {
+        /* the database places it on another machine: what is seen of it here is that
+         * machine's run, through a home both see (claims of an older runner name no
+         * placement, so the runner's tq_runs cannot leave it out): it is looked for there */
+        struct rmachine *there = machine_of_job(w->platform, job, NULL);
+        if (there && there != m)
+            log_info("trial %s: attempt %d seen from %s is placed on %s (a shared home): left alone",
+                     trial_id, attempt, m->label, there->label);
+        else
+            why = xasprintf("attempt %d is placed elsewhere (job %s)", row.attempt, job ? job : "none");
+    }
+    trial_clear(&row);
     return why;
 }
 
@@ -871,8 +869,8 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
         return queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, out, e);
     struct strbuf why;
     sb_init(&why);
-    int order[256], n = 0;
-    for (int i = 0; i < rs->n && n < 256; i++)
+    int *order = xcalloc((size_t)rs->n + 1, sizeof *order), n = 0;
+    for (int i = 0; i < rs->n; i++)
         if (rs->m[i].conn && rs->m[i].row_id)
             order[n++] = i;
     for (int a = 1; a < n; a++) /* least loaded first */
@@ -888,12 +886,14 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
                                 reason, sizeof reason, e);
         if (rc < 0) {
             sb_free(&why);
+            free(order);
             return -1;
         }
         if (rc == 1) {
             snprintf(rs->claimed_id, sizeof rs->claimed_id, "%s", out->id);
             rs->claimed_on = m;
             sb_free(&why);
+            free(order);
             return 1;
         }
         if (reason[0]) {
@@ -909,6 +909,7 @@ static int remote_claim(struct worker *w, struct trial *out, struct errbuf *e)
         queue_set_waiting_reason(w->db, w->exp_id, w->ops->name, why.buf, &e2);
     }
     sb_free(&why);
+    free(order);
     return 0;
 }
 
@@ -934,29 +935,15 @@ static struct rmachine *place(struct worker *w)
 static char *launch_script(struct worker *w, struct rmachine *m, struct trial *t, const char *rdir)
 {
     const cJSON *cmd = worker_config_item(w, "trialCommand");
-    const cJSON *gpus = worker_config_item(w, "trialGpuNumber");
     struct strbuf s;
     sb_init(&s);
-    char seq[32];
-    snprintf(seq, sizeof seq, "%lld", (long long)t->sequence);
     char *code = xasprintf("%s/nni-code", m->root);
-    const char *vars[][2] = {
-        {"NNI_PLATFORM", "remote"}, {"NNI_EXP_ID", t->experiment_id}, {"NNI_TRIAL_JOB_ID", t->id},
-        {"NNI_TRIAL_SEQ_ID", seq}, {"NNI_SYS_DIR", rdir}, {"NNI_OUTPUT_DIR", rdir},
-        {"NNI_CODE_DIR", code}, {"MULTI_PHASE", "false"},
-    };
+    struct trial_env te;
+    trial_env_init(&te);
+    worker_trial_env(w, t, rdir, rdir, code, &te);
     sb_puts(&s, "# written by trialq for one trial attempt; run by runner.sh\n");
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        sb_printf(&s, "%s=", vars[i][0]);
-        sh_quote(&s, vars[i][1]);
-        sb_printf(&s, "; export %s\n", vars[i][0]);
-    }
-    const char *gpu = t->gpu_indices ? t->gpu_indices : (cJSON_IsNumber(gpus) && gpus->valueint == 0 ? "" : NULL);
-    if (gpu) {
-        sb_puts(&s, "CUDA_VISIBLE_DEVICES=");
-        sh_quote(&s, gpu);
-        sb_puts(&s, "; export CUDA_VISIBLE_DEVICES\n");
-    }
+    trial_env_export_lines(&te, &s);
+    trial_env_free(&te);
     if (m->python_path) {
         sb_puts(&s, "PATH=");
         sh_quote(&s, m->python_path);
@@ -1064,7 +1051,7 @@ static int remote_submit(struct worker *w, struct trial *t, char **job_id, char 
     if (!m && t->gpu_indices) {
         int64_t mid = 0;
         struct errbuf e2;
-        if (db_int(w->db, &e2, &mid, "SELECT machine_id FROM gpu_claim WHERE trial_id = ? LIMIT 1", "s", t->id) == 1)
+        if (gpu_claim_machine(w->db, t->id, &mid, &e2) == 1)
             for (int i = 0; i < rs->n && !m; i++)
                 if (rs->m[i].row_id == mid)
                     m = &rs->m[i];
@@ -1191,9 +1178,11 @@ static void batch_free(struct batch *b)
 }
 
 /* Applies a machine's answer: submit results, states, new bytes into the mirrors. */
-static void batch_apply(struct worker *w, struct batch *b, const char *p, const char *end)
+/* The runner's answers to the batch's starts ("submit ok" / "submit error <why>"), one
+ * line each: the answered starts leave the queue (the rest go again next time). Returns
+ * where the answers end, or NULL when not every start was answered. */
+static const char *apply_submits(struct remote_state *rs, struct batch *b, const char *p, const char *end)
 {
-    struct remote_state *rs = w->platform;
     struct rmachine *m = b->m;
     int answered = 0;
     for (int i = 0; i < b->nsub; i++) {
@@ -1211,7 +1200,6 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         answered++;
         p = nl + 1;
     }
-    /* the answered ones are started (or failed); the rest go again next time */
     for (int i = 0; i < answered; i++) {
         free(m->pending[i].rdir);
         free(m->pending[i].script);
@@ -1220,13 +1208,86 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         memmove(m->pending, m->pending + answered, sizeof *m->pending * (size_t)(m->npending - answered));
         m->npending -= answered;
     }
-    if (answered < b->nsub || (size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0) {
+    return answered < b->nsub ? NULL : p;
+}
+
+/* One trial's status line: "<state> <rc> <end> <stopped> <n1> <n2> <n3>". */
+struct status_hdr {
+    char state;
+    int rc, stopped;
+    long long end, len[3];
+};
+
+/* Appends the bytes each mirrored file gained (h->len[f] of them at *p) to the trial's
+ * local mirror; r->complete when no file hit STATUS_CAP. -1: fewer bytes than announced. */
+static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r, const struct status_hdr *h,
+                       const char **p, const char *end)
+{
+    char *ldir = local_dir_of(w, t->id);
+    int rc = 0;
+    r->complete = 1;
+    for (int f = 0; f < 3 && rc == 0; f++) {
+        long long len = h->len[f];
+        if (len < 0 || len > end - *p) {
+            rc = -1;
+            break;
+        }
+        if (len > 0) {
+            char *path = xasprintf("%s/%s", ldir, mirror_files[f]);
+            if (append_file(path, *p, (size_t)len) < 0)
+                log_warn("trial %s: cannot write %s: %s", t->id, path, strerror(errno));
+            free(path);
+        }
+        if (len == STATUS_CAP)
+            r->complete = 0;
+        *p += len;
+    }
+    free(ldir);
+    return rc;
+}
+
+/* The state the runner reports for trial t on machine m. */
+static void apply_state(struct worker *w, struct rmachine *m, struct trial *t, struct rtrial *r,
+                        const struct status_hdr *h)
+{
+    if (r->state == 'E')
+        return; /* keeps the reason until poll reports it */
+    r->state = h->state;
+    r->rc = h->rc;
+    r->end = h->end;
+    r->stopped = h->stopped;
+    if (h->state != 'N')
+        return;
+    if (r->killed) {
+        /* asked to end before it ever started: it ends without running */
+        r->state = 'F';
+        r->rc = 143;
+        r->end = now_ms();
+        r->stopped = 1;
+        return;
+    }
+    /* never started there (a worker died before its batch went out): start it now */
+    int queued = 0;
+    for (int i = 0; i < m->npending && !queued; i++)
+        queued = strcmp(m->pending[i].id, t->id) == 0;
+    if (!queued) {
+        log_info("trial %s: not started on %s yet; starting it", t->id, m->label);
+        pending_add(w, m, t);
+    }
+}
+
+static void batch_apply(struct worker *w, struct batch *b, const char *p, const char *end)
+{
+    struct remote_state *rs = w->platform;
+    struct rmachine *m = b->m;
+    p = apply_submits(rs, b, p, end);
+    if (!p || (size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0) {
         log_warn("machine %s: malformed answer of the runner", m->label);
         return;
     }
     p += 7;
-    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
-    struct hdr { char state; int rc, stopped; long long end, len[3]; } *h = xcalloc((size_t)b->n + 1, sizeof *h);
+    /* the headers, then "data" and the bytes in order */
+    struct status_hdr *h = xcalloc((size_t)b->n + 1, sizeof *h);
     int nh = 0;
     for (; nh < b->n; nh++) {
         int used = 0;
@@ -1245,61 +1306,18 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         struct trial *t = &w->trials[b->idx[k]].t;
         struct rtrial *r = rtrial_get(rs, t->id, 1);
         r->attempt = t->attempt;
-        r->complete = 1;
-        char *ldir = local_dir_of(w, t->id);
-        int bad = 0;
-        for (int f = 0; f < 3; f++) {
-            long long len = h[k].len[f];
-            if (len < 0 || len > end - p) {
-                bad = 1;
-                break;
-            }
-            if (len > 0) {
-                char *path = xasprintf("%s/%s", ldir, mirror_files[f]);
-                if (append_file(path, p, (size_t)len) < 0)
-                    log_warn("trial %s: cannot write %s: %s", t->id, path, strerror(errno));
-                free(path);
-            }
-            if (len == STATUS_CAP)
-                r->complete = 0;
-            p += len;
-        }
-        free(ldir);
-        if (bad) {
+        if (apply_bytes(w, t, r, &h[k], &p, end) < 0) {
             log_warn("machine %s: status answer shorter than announced", m->label);
             break;
         }
-        char state = h[k].state;
-        if (r->state == 'E')
-            continue; /* keeps the reason until poll reports it */
-        r->state = state;
-        r->rc = h[k].rc;
-        r->end = h[k].end;
-        r->stopped = h[k].stopped;
-        if (state == 'N' && r->killed) {
-            /* asked to end before it ever started: it ends without running */
-            r->state = 'F';
-            r->rc = 143;
-            r->end = now_ms();
-            r->stopped = 1;
-            continue;
-        }
-        /* never started there (a worker died before its batch went out): start it now */
-        if (state == 'N') {
-            int queued = 0;
-            for (int i = 0; i < m->npending && !queued; i++)
-                queued = strcmp(m->pending[i].id, t->id) == 0;
-            if (!queued) {
-                log_info("trial %s: not started on %s yet; starting it", t->id, m->label);
-                pending_add(w, m, t);
-            }
-        }
+        apply_state(w, m, t, r, &h[k]);
     }
     free(h);
     int64_t now = mono_ms();
     if (now - m->seen_written_ms > 5000) {
         struct errbuf e2;
-        db_run(w->db, &e2, "UPDATE machine SET last_seen = ? WHERE id = ?", "ii", now_ms(), m->row_id);
+        if (machine_set_seen(w->db, m->row_id, &e2) < 0)
+            log_limited(LOG_WARN, "machine %s: cannot record it seen: %s", m->label, e2.msg);
         m->seen_written_ms = now;
     }
 }

@@ -1,18 +1,18 @@
 /* worker.c: the generic worker loop, written once for every platform:
  * claim WAITING trials -> submit -> RUNNING; poll jobs; collect metrics; honour kill
  * requests; renew leases; adopt trials of dead owners. All state is in the database;
- * this process can be killed at any instant and a new one continues. */
-#include <errno.h>
-#include <getopt.h>
-#include <poll.h>
+ * this process can be killed at any instant and a new one continues.
+ *
+ * The loop paces every platform alike: each held trial has its own next poll (every
+ * w->poll_ms, later after failed polls: worker_backoff_ms), and a kill request is sent
+ * to the platform until the platform confirms it (again after a back-off) or the job is
+ * seen ended. worker_main (workers/worker_main.c) runs worker_step whenever a signal or
+ * worker_next_due wakes it. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "queue/worker_queue.h"
 #include "workers/worker.h"
 
 #define LEASE_MS 30000
@@ -23,6 +23,9 @@
 #define STATUS_EVERY_MS 1000
 #define CLAIM_EVERY_MS 500
 #define FAULT_RETRY_MS 1000 /* a submit that met a full disk, tried again */
+#define KILL_POLL_MS 100     /* after a confirmed kill: look for the end soon */
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 10000
 
 const cJSON *worker_ts_config(const struct worker *w)
 {
@@ -81,14 +84,48 @@ static void notify_api(struct worker *w)
         kill(w->api_pid, SIGUSR1);
 }
 
-static void refresh_api_pid(struct worker *w)
+/* The experiment row as it is now: the api to wake (its pid, if it lives). 0 when the
+ * experiment is gone, -1 when it cannot be read. */
+static int refresh_experiment(struct worker *w)
 {
-    int64_t pid = 0, start = 0;
-    w->api_pid = 0;
-    if (db_int(w->db, NULL, &pid, "SELECT api_pid FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
-        db_int(w->db, NULL, &start, "SELECT api_start FROM experiment WHERE id = ?", "s", w->exp_id) == 1 &&
-        pid > 0 && proc_alive((pid_t)pid, (uint64_t)start))
-        w->api_pid = (pid_t)pid;
+    struct experiment x;
+    struct errbuf e;
+    int found = exp_load(w->db, w->exp_id, &x, &e);
+    if (found < 0)
+        log_limited(LOG_ERROR, "experiment %s: %s", w->exp_id, e.msg);
+    if (found == 1)
+        w->api_pid = x.api_pid > 0 && proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start) ? (pid_t)x.api_pid : 0;
+    exp_clear(&x);
+    return found;
+}
+
+int64_t worker_backoff_ms(int64_t base, int failures)
+{
+    int64_t d = BACKOFF_MIN_MS;
+    for (int i = 1; i < failures && d < BACKOFF_MAX_MS; i++)
+        d *= 2;
+    if (d > BACKOFF_MAX_MS)
+        d = BACKOFF_MAX_MS;
+    return d < base ? base : d;
+}
+
+/* How often this trial's job is polled: our own children report by SIGCHLD and are
+ * polled rarely, as a safety net. */
+static int poll_every(const struct worker *w, const struct worker_trial *wt)
+{
+    return wt->is_child ? POLL_EVERY_MS * 8 : w->poll_ms;
+}
+
+/* The n-th failure in a row of what (poll, kill) for a trial: said at the first and
+ * every 10th, with the wait before the next try. */
+static void note_failure(const struct worker_trial *wt, const char *what, int failures, int64_t wait_ms,
+                         const char *why)
+{
+    if (failures == 1 || failures % 10 == 0) {
+        char shown[SNIPPET_SIZE]; /* a service's answer may quote the trial's own output */
+        log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", wt->t.id, what,
+                 snippet(shown, why, strlen(why)), (long long)wait_ms, failures);
+    }
 }
 
 static const char *final_status(const struct job_state *js, const char *kill_request, char *msg, size_t msglen)
@@ -106,13 +143,39 @@ static const char *final_status(const struct job_state *js, const char *kill_req
     }
     if (js->exit_code == 0)
         return "SUCCEEDED";
-    snprintf(msg, msglen, "exit code %d", js->exit_code);
+    if (js->why[0])
+        snprintf(msg, msglen, "%s", js->why); /* the platform's reason */
+    else
+        snprintf(msg, msglen, "exit code %d", js->exit_code);
     return "FAILED";
 }
 
+/* Records the end of a job that finished or vanished, inside the caller's transaction. */
+static int record_end(struct worker *w, struct trial *t, const struct job_state *js, struct errbuf *e)
+{
+    char *kill_request = NULL;
+    if (trial_kill_request(w->db, t->id, &kill_request, e) < 0)
+        return -1;
+    int rc;
+    if (js->vanished) {
+        const char *why = js->why[0] ? js->why : "its job vanished";
+        rc = trial_requeue(w->db, t->id, w->owner, why, e);
+        log_warn("trial %s: %s; requeued or failed per maxTrialRetries", t->id, why);
+    } else {
+        char msg[sizeof js->why];
+        const char *to = final_status(js, kill_request, msg, sizeof msg);
+        rc = trial_finish(w->db, t->id, w->owner, to, js->has_exit, js->exit_code, js->end_time,
+                          msg[0] ? msg : NULL, e);
+        log_debug("trial %s -> %s", t->id, to);
+    }
+    free(kill_request);
+    return rc < 0 ? -1 : 0;
+}
+
 /* Collects the last metrics and records the end, in one transaction: the final metric
- * is stored before (never after) the trial is seen as ended. */
-static void finalize(struct worker *w, struct worker_trial *wt, const struct job_state *js)
+ * is stored before (never after) the trial is seen as ended. 1 when the trial is no
+ * longer held (its slot holds another one now). */
+static int finalize(struct worker *w, struct worker_trial *wt, const struct job_state *js)
 {
     struct errbuf e;
     struct trial *t = &wt->t;
@@ -122,53 +185,56 @@ static void finalize(struct worker *w, struct worker_trial *wt, const struct job
         goto fail;
     /* a job that ended has written all it will: its last stdout line is whole */
     if (w->ops->collect(w, t, js->finished, &e) < 0 ||
-        trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0)
-        goto fail_tx;
-    char *kill_request = NULL;
-    if (db_text(w->db, &e, &kill_request, "SELECT kill_request FROM trial WHERE id = ?", "s", t->id) < 0)
-        goto fail_tx;
-    int rc;
-    if (js->vanished) {
-        const char *why = js->why[0] ? js->why : "its job vanished";
-        rc = trial_requeue(w->db, t->id, w->owner, why, &e);
-        log_warn("trial %s: %s; requeued or failed per maxTrialRetries", t->id, why);
-    } else {
-        char msg[128];
-        const char *to = final_status(js, kill_request, msg, sizeof msg);
-        rc = trial_finish(w->db, t->id, w->owner, to, js->has_exit, js->exit_code, js->end_time,
-                          msg[0] ? msg : NULL, &e);
-        log_debug("trial %s -> %s", t->id, to);
+        trial_set_offsets(w->db, t->id, t->metrics_offset, t->stdout_offset, &e) < 0 ||
+        record_end(w, t, js, &e) < 0 || db_commit(w->db, &e) < 0) {
+        db_rollback(w->db);
+        t->metrics_offset = mo;
+        t->stdout_offset = so;
+        goto fail;
     }
-    free(kill_request);
-    if (rc < 0 || db_commit(w->db, &e) < 0)
-        goto fail_tx;
     held_remove(w, wt);
     notify_api(w);
     w->wake = 1; /* a slot is free: claim a queued trial now, not on the next timer */
-    return;
-fail_tx:
-    db_rollback(w->db);
-    t->metrics_offset = mo;
-    t->stdout_offset = so;
+    return 1;
 fail:
     /* keep holding it: the next pass retries (the state file stays) */
     log_limited(LOG_ERROR, "trial %s: cannot record its end: %s", t->id, e.msg);
     wt->next_poll_ms = mono_ms() + 500;
+    return 0;
 }
 
-static void poll_one(struct worker *w, struct worker_trial *wt)
+/* Polls one job; 1 when the trial ended and is no longer held. */
+static int poll_one(struct worker *w, struct worker_trial *wt, int64_t now)
 {
     struct job_state js;
     struct errbuf e;
+    memset(&js, 0, sizeof js);
     if (w->ops->poll(w, &wt->t, &js, &e) < 0) {
-        log_warn("trial %s: poll failed: %s", wt->t.id, e.msg);
-        return;
+        int64_t wait = worker_backoff_ms(poll_every(w, wt), ++wt->poll_failures);
+        wt->next_poll_ms = now + wait;
+        note_failure(wt, "poll", wt->poll_failures, wait, e.msg);
+        return 0;
     }
+    wt->poll_failures = 0;
     if (js.finished || js.vanished)
-        finalize(w, wt, &js);
+        return finalize(w, wt, &js);
+    return 0;
 }
 
-static void start_trial(struct worker *w, struct worker_trial *wt)
+/* The trial cannot run (submit refused it): FAILED with the platform's reason. */
+static void fail_unstarted(struct worker *w, struct worker_trial *wt, const char *why)
+{
+    struct errbuf e;
+    log_error("trial %s: cannot start: %s", wt->t.id, why);
+    if (trial_finish(w->db, wt->t.id, w->owner, "FAILED", 0, 0, now_ms(), why, &e) < 0)
+        log_error("trial %s: cannot record FAILED: %s; it is adopted again when its lease expires", wt->t.id,
+                  e.msg);
+    held_remove(w, wt);
+    notify_api(w);
+}
+
+/* Starts (or re-attaches to) a held trial's job; 1 when the trial is no longer held. */
+static int start_trial(struct worker *w, struct worker_trial *wt)
 {
     struct errbuf e;
     char *job_id = NULL, *dir = NULL;
@@ -181,17 +247,14 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
                                 "check the disk); trials wait and trialq resumes by itself", e.msg);
         wt->submit_pending = 1;
         wt->next_poll_ms = mono_ms() + FAULT_RETRY_MS;
-        return;
+        return 0;
     }
     wt->submit_pending = 0;
     if (how >= 0 && fault_has("trial dirs"))
         fault_clear("trial dirs");
     if (how < 0) {
-        log_error("trial %s: cannot start: %s", t->id, e.msg);
-        trial_finish(w->db, t->id, w->owner, "FAILED", 0, 0, now_ms(), e.msg, NULL);
-        held_remove(w, wt);
-        notify_api(w);
-        return;
+        fail_unstarted(w, wt, e.msg);
+        return 1;
     }
     int is_new = how == SUBMIT_NEW && (!t->job_id || strcmp(job_id, t->job_id) != 0);
     wt->is_child = is_new && w->ops->reaped; /* only a platform with reaped() has children */
@@ -209,13 +272,7 @@ static void start_trial(struct worker *w, struct worker_trial *wt)
     free(t->status);
     t->status = xstrdup("RUNNING");
     wt->next_poll_ms = mono_ms() + (is_new && wt->is_child ? POLL_EVERY_MS * 4 : 0);
-}
-
-static int poll_every(const struct worker *w, const struct worker_trial *wt)
-{
-    if (wt->is_child)
-        return POLL_EVERY_MS * 8;
-    return w->ops->poll_ms > 0 ? w->ops->poll_ms : POLL_EVERY_MS;
+    return 0;
 }
 
 /* True when a trial may start: no fault stands in the way of writing its state (the
@@ -231,6 +288,15 @@ static int may_start(struct worker *w)
     return 1;
 }
 
+static int claim_one(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    if (w->ops->claim)
+        return w->ops->claim(w, t, e);
+    if (w->ops->gpu_mode == PLATFORM_GPU_HOST)
+        return queue_claim_host(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, t, e);
+    return queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, t, e);
+}
+
 static void claim_all(struct worker *w)
 {
     if (!may_start(w))
@@ -244,11 +310,7 @@ static void claim_all(struct worker *w)
             return;
         if (!hybrid_may_claim(w)) /* hybrid: each platform's fair share first */
             return;
-        int rc = w->ops->claim                          ? w->ops->claim(w, &t, &e)
-                 : w->ops->gpu_mode == PLATFORM_GPU_HOST ? queue_claim_host(w->db, w->exp_id, w->ops->name, w->owner,
-                                                                            w->lease_ms, &t, &e)
-                                                         : queue_claim(w->db, w->exp_id, w->ops->name, w->owner,
-                                                                       w->lease_ms, &t, &e);
+        int rc = claim_one(w, &t, &e);
         if (rc < 0) {
             log_limited(LOG_ERROR, "claim: %s", e.msg);
             return;
@@ -277,33 +339,61 @@ static void adopt(struct worker *w)
             start_trial(w, wt);
         else
             wt->next_poll_ms = 0;
+        /* a kill request it carries is sent by the next check_kills */
     }
     free(list);
 }
 
+/* Notes the kill requests of our trials: each is sent by the trial's next pass. */
 static void check_kills(struct worker *w)
 {
     struct errbuf e;
-    sqlite3_stmt *st = db_query(w->db, &e, "SELECT id FROM trial WHERE lease_owner = ? AND kill_request IS NOT NULL",
-                                "s", w->owner);
-    if (!st)
+    struct kill_request *list;
+    int n;
+    if (queue_kill_requests(w->db, w->owner, &list, &n, &e) < 0) {
+        log_limited(LOG_ERROR, "kill requests: %s", e.msg);
         return;
-    char *ids[256];
-    int n = 0;
-    while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
-        ids[n++] = col_str(st, 0);
-    sqlite3_reset(st);
-    for (int i = 0; i < n; i++) {
-        struct worker_trial *wt = held_find(w, ids[i]);
-        if (wt && !wt->kill_sent) {
-            log_info("trial %s: killing on request", ids[i]);
-            if (w->ops->kill(w, &wt->t, &e) < 0)
-                log_warn("trial %s: kill failed: %s", ids[i], e.msg);
-            wt->kill_sent = 1;
-            wt->next_poll_ms = mono_ms() + 100;
-        }
-        free(ids[i]);
     }
+    for (int i = 0; i < n; i++) {
+        struct worker_trial *wt = held_find(w, list[i].trial_id);
+        if (!wt || wt->kill_wanted)
+            continue;
+        log_info("trial %s: killing on request", wt->t.id);
+        wt->kill_wanted = 1;
+        wt->next_kill_ms = 0;
+        if (!wt->t.kill_request || strcmp(wt->t.kill_request, list[i].kind) != 0) {
+            free(wt->t.kill_request);
+            wt->t.kill_request = xstrdup(list[i].kind);
+        }
+    }
+    kill_requests_free(list, n);
+}
+
+/* Sends a wanted kill: confirmed, the job's end is looked for soon; else tried again. */
+static void send_kill(struct worker *w, struct worker_trial *wt, int64_t now)
+{
+    struct errbuf e;
+    if (w->ops->kill(w, &wt->t, &e) == 0) {
+        wt->kill_sent = 1;
+        wt->kill_failures = 0;
+        if (wt->next_poll_ms > now + KILL_POLL_MS)
+            wt->next_poll_ms = now + KILL_POLL_MS;
+        return;
+    }
+    int64_t wait = worker_backoff_ms(poll_every(w, wt), ++wt->kill_failures);
+    wt->next_kill_ms = now + wait;
+    note_failure(wt, "kill", wt->kill_failures, wait, e.msg);
+}
+
+/* A held trial's due work; 1 when it is no longer held. */
+static int step_trial(struct worker *w, struct worker_trial *wt, int64_t now)
+{
+    if (wt->kill_wanted && !wt->kill_sent && wt->next_kill_ms <= now && !wt->submit_pending)
+        send_kill(w, wt, now);
+    if (wt->next_poll_ms > now)
+        return 0;
+    wt->next_poll_ms = now + poll_every(w, wt);
+    return wt->submit_pending ? start_trial(w, wt) : poll_one(w, wt, now);
 }
 
 static void collect_running(struct worker *w)
@@ -349,275 +439,166 @@ static void collect_running(struct worker *w)
     free(off);
 }
 
-static void reap(struct worker *w)
+void worker_reaped(struct worker *w, pid_t pid, int wstatus)
 {
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        const char *id = w->ops->reaped ? w->ops->reaped(w, pid, status) : NULL;
-        struct worker_trial *wt = id ? held_find(w, id) : NULL;
-        if (wt) {
-            wt->is_child = 0; /* a job that outlives it (local: the trial's leader) is polled */
-            poll_one(w, wt);
-        }
+    const char *id = w->ops->reaped ? w->ops->reaped(w, pid, wstatus) : NULL;
+    struct worker_trial *wt = id ? held_find(w, id) : NULL;
+    if (wt) {
+        wt->is_child = 0; /* a job that outlives it (local: the trial's leader) is polled */
+        poll_one(w, wt, mono_ms());
     }
 }
 
-static void usage(void)
+/* nnictl stop found trials without a live api: every started trial of this platform
+ * is asked to end (hybrid: only this platform's; nnictl stop drains each platform). */
+static void drain_begin(struct worker *w, int64_t now)
 {
-    char names[256];
-    fprintf(stderr, "usage: trialq worker --platform %s --experiment ID [--home DIR] [--log-level L]\n",
-            platform_names(names, sizeof names, "|"));
-}
-
-int worker_main(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"platform", required_argument, NULL, 'p'},
-        {"experiment", required_argument, NULL, 'e'},
-        {"home", required_argument, NULL, 'H'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"parent-death", no_argument, NULL, 'D'},
-        {"drain", no_argument, NULL, 'X'},
-        {"cleanup", no_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *platform = platform_all[0]->name, *exp_id = NULL, *home_opt = NULL;
-    int parent_death = 0, drain = 0, cleanup = 0;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "p:e:H:l:DXC", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': platform = optarg; break;
-        case 'e': exp_id = optarg; break;
-        case 'H': home_opt = optarg; break;
-        case 'l': {
-            enum log_level lvl;
-            if (log_level_parse(optarg, &lvl) == 0)
-                log_set_level(lvl);
-            break;
-        }
-        case 'D': parent_death = 1; break;
-        case 'X': drain = 1; break;
-        case 'C': cleanup = 1; break;
-        default: usage(); return 2;
-        }
-    }
-    if (!exp_id) {
-        usage();
-        return 2;
-    }
-    /* started by an api: end with it (its trials live on under their supervisors) */
-    if (parent_death) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() == 1)
-            return 0;
-    }
-    log_set_module("worker");
-    db_set_actor("worker");
-    struct worker w;
-    memset(&w, 0, sizeof w);
     struct errbuf e;
-    w.ops = platform_find(platform);
-    if (!w.ops) {
-        fprintf(stderr, "trialq worker: unknown platform '%s'\n", platform);
-        return 2;
+    char **ids;
+    int n;
+    w->drain_deadline = now + 25000;
+    if (queue_started_ids(w->db, w->exp_id, w->ops->name, &ids, &n, &e) < 0)
+        log_error("drain: %s", e.msg);
+    for (int i = 0; i < n; i++) {
+        if (trial_request_kill(w->db, ids[i], "USER_CANCELED", "experiment stopped", &e) < 0)
+            log_error("trial %s: cannot ask it to end: %s", ids[i], e.msg);
+        free(ids[i]);
     }
-    w.home = trialq_home(home_opt);
-    char *dbpath = trialq_db_path(w.home);
-    if (db_open(dbpath, &w.db, &e) < 0) {
-        log_error("%s", e.msg);
-        free(dbpath);
-        return 1;
+    free(ids);
+}
+
+/* A drain ends when no started trial is left, or at its deadline (exit code 1). */
+static void drain_check(struct worker *w, int64_t now)
+{
+    struct errbuf e;
+    int64_t left = queue_started_count(w->db, w->exp_id, w->ops->name, &e);
+    if (left == 0) {
+        w->stop = 1;
+    } else if (now >= w->drain_deadline) {
+        log_error("drain: %lld trial(s) did not end", (long long)left);
+        w->exit_code = 1;
+        w->stop = 1;
     }
+}
+
+void worker_start(struct worker *w, int64_t now)
+{
+    if (w->drain)
+        drain_begin(w, now);
+    refresh_experiment(w);
+    adopt(w);
+    if (!w->drain)
+        claim_all(w);
+    w->next = (struct worker_timers){.collect = now + COLLECT_EVERY_MS, .kill = now,
+                                     .renew = now + w->lease_ms / 3, .adopt = now + ADOPT_EVERY_MS,
+                                     .status = now + STATUS_EVERY_MS, .claim = now + CLAIM_EVERY_MS};
+}
+
+int64_t worker_next_due(const struct worker *w)
+{
+    const struct worker_timers *n = &w->next;
+    int64_t next = n->collect;
+    int64_t all[] = {n->kill, n->renew, n->adopt, n->status, n->claim};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i] < next)
+            next = all[i];
+    for (int i = 0; i < w->ntrials; i++) {
+        const struct worker_trial *wt = &w->trials[i];
+        if (!wt->is_child && wt->next_poll_ms < next)
+            next = wt->next_poll_ms;
+        if (wt->kill_wanted && !wt->kill_sent && wt->next_kill_ms < next)
+            next = wt->next_kill_ms;
+    }
+    return next;
+}
+
+/* The experiment row is read every STATUS_EVERY_MS: a deleted experiment ends us. */
+static void check_experiment(struct worker *w)
+{
+    if (refresh_experiment(w) == 0) {
+        log_info("experiment %s is gone; exiting", w->exp_id);
+        w->stop = 1;
+    }
+}
+
+void worker_step(struct worker *w, int64_t now)
+{
+    struct worker_timers *n = &w->next;
+    if (w->wake || now >= n->kill) {
+        check_kills(w);
+        n->kill = now + KILLCHECK_EVERY_MS;
+    }
+    if (!w->drain && (w->wake || now >= n->claim)) {
+        claim_all(w);
+        n->claim = now + CLAIM_EVERY_MS;
+        w->wake = 0;
+    }
+    for (int i = 0; i < w->ntrials; i++)
+        if (step_trial(w, &w->trials[i], now))
+            i--; /* the slot now holds another trial */
+    if (now >= n->collect) {
+        collect_running(w);
+        n->collect = now + COLLECT_EVERY_MS;
+    }
+    if (now >= n->renew) {
+        struct errbuf e;
+        if (queue_renew(w->db, w->owner, w->lease_ms, &e) < 0)
+            log_limited(LOG_ERROR, "renew: %s", e.msg);
+        n->renew = now + w->lease_ms / 3;
+    }
+    if (now >= n->adopt) {
+        adopt(w);
+        n->adopt = now + ADOPT_EVERY_MS;
+    }
+    if (now >= n->status) {
+        check_experiment(w);
+        n->status = now + STATUS_EVERY_MS;
+    }
+    if (w->drain)
+        drain_check(w, now);
+}
+
+int worker_open(struct worker *w, const struct platform_ops *ops, const char *home, const char *exp_id,
+                struct errbuf *e)
+{
+    memset(w, 0, sizeof *w);
+    w->ops = ops;
+    w->home = trialq_home(home);
+    w->exp_id = xstrdup(exp_id);
+    w->lease_ms = LEASE_MS;
+    w->poll_ms = ops->poll_ms > 0 ? ops->poll_ms : POLL_EVERY_MS;
+    w->owner = queue_owner_id();
+    char *dbpath = trialq_db_path(w->home);
+    int rc = db_open(dbpath, &w->db, e);
     free(dbpath);
-    w.exp_id = xstrdup(exp_id);
-    int found = exp_load(w.db, exp_id, &w.exp, &e);
-    if (found <= 0) {
-        log_error("experiment %s: %s", exp_id, found < 0 ? e.msg : "not found");
-        return 1;
+    if (rc == 0) {
+        int found = exp_load(w->db, exp_id, &w->exp, e);
+        if (found == 0)
+            errf(e, "experiment %s: not found", exp_id);
+        else if (found < 0)
+            errprefix(e, "experiment %s", exp_id);
+        rc = found == 1 ? 0 : -1;
     }
-    w.config = cJSON_Parse(w.exp.config);
-    w.lease_ms = LEASE_MS;
-    w.owner = queue_owner_id();
-    int init_rc = w.ops->init(&w, &e);
-    if (init_rc < 0)
-        log_error("platform %s: %s", platform, e.msg);
-    if (init_rc < 0 || cleanup) {
-        /* nnictl stop: the platform removes what it holds for the experiment */
-        int crc = init_rc < 0 ? -1 : w.ops->cleanup ? w.ops->cleanup(&w, &e) : 0;
-        if (crc < 0 && init_rc == 0)
-            log_error("platform %s: cleanup: %s", platform, e.msg);
-        if (init_rc == 0)
-            w.ops->destroy(&w);
-        cJSON_Delete(w.config);
-        exp_clear(&w.exp);
-        db_close(w.db);
-        free(w.owner);
-        free(w.exp_id);
-        free(w.home);
-        return crc < 0 ? 1 : 0;
+    if (rc < 0) {
+        worker_close(w);
+        return -1;
     }
+    w->config = cJSON_Parse(w->exp.config);
+    return 0;
+}
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-
-    /* our faults reach the user even when the database cannot be written */
-    char *fault_dir = xasprintf("%s/faults", w.exp.exp_dir);
-    char *fault_role = xasprintf("worker-%s", platform);
-    if (fault_publish_to(fault_dir, fault_role) < 0)
-        log_warn("cannot create %s/%s.%d: %s; faults are only logged", fault_dir, fault_role, (int)getpid(),
-                 strerror(errno));
-    free(fault_dir);
-    free(fault_role);
-    char *role = xasprintf("worker:%s", platform);
-    int64_t proc_row = 0;
-    if (proc_register(w.db, exp_id, role, getpid(), proc_start_time(getpid()), &proc_row, &e) < 0)
-        log_warn("cannot register process: %s", e.msg);
-    free(role);
-    log_info("worker %s for experiment %s started", w.owner, exp_id);
-
-    int64_t drain_deadline = 0;
-    if (drain) {
-        /* nnictl stop found trials without a live api: end them all, then exit */
-        drain_deadline = mono_ms() + 25000;
-        /* (hybrid: only this platform's; nnictl stop drains each platform) */
-        sqlite3_stmt *st = db_query(w.db, &e, "SELECT id FROM trial WHERE experiment_id = ? AND platform = ?"
-                                              " AND " SQL_TRIAL_STARTED, "ss", exp_id, w.ops->name);
-        char **ids = NULL;
-        int n = 0;
-        while (st && sqlite3_step(st) == SQLITE_ROW) {
-            ids = xrealloc(ids, sizeof *ids * (size_t)(n + 1));
-            ids[n++] = col_str(st, 0);
-        }
-        if (st)
-            sqlite3_reset(st);
-        for (int i = 0; i < n; i++) {
-            trial_request_kill(w.db, ids[i], "USER_CANCELED", "experiment stopped", &e);
-            free(ids[i]);
-        }
-        free(ids);
-    }
-    refresh_api_pid(&w);
-    adopt(&w);
-    if (!drain)
-        claim_all(&w);
-    int64_t now = mono_ms();
-    int64_t next_collect = now + COLLECT_EVERY_MS, next_kill = now, next_renew = now + w.lease_ms / 3;
-    int64_t next_adopt = now + ADOPT_EVERY_MS, next_status = now + STATUS_EVERY_MS, next_claim = now + CLAIM_EVERY_MS;
-    int exit_code = 0;
-    while (!w.stop) {
-        now = mono_ms();
-        int64_t next = next_collect;
-        if (next_kill < next) next = next_kill;
-        if (next_renew < next) next = next_renew;
-        if (next_adopt < next) next = next_adopt;
-        if (next_status < next) next = next_status;
-        if (next_claim < next) next = next_claim;
-        if (drain && now + 100 < next) next = now + 100;
-        for (int i = 0; i < w.ntrials; i++)
-            if (!w.trials[i].is_child && w.trials[i].next_poll_ms < next)
-                next = w.trials[i].next_poll_ms;
-        int timeout = next > now ? (int)(next - now) : 0;
-        if (w.wake && !drain)
-            timeout = 0; /* a trial ended during the last pass: claim the next one now */
-        struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-        int pr = poll(&pfd, 1, timeout);
-        if (pr < 0 && errno != EINTR)
-            break;
-        int got_chld = 0;
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == sizeof si) {
-            switch (si.ssi_signo) {
-            case SIGCHLD: got_chld = 1; break;
-            case SIGUSR1: w.wake = 1; break;
-            default: w.stop = 1; break;
-            }
-        }
-        if (w.stop)
-            break;
-        if (got_chld)
-            reap(&w);
-        now = mono_ms();
-        if (w.wake || now >= next_kill) {
-            check_kills(&w);
-            next_kill = now + KILLCHECK_EVERY_MS;
-        }
-        if (!drain && (w.wake || now >= next_claim)) {
-            claim_all(&w);
-            next_claim = now + CLAIM_EVERY_MS;
-            w.wake = 0;
-        }
-        for (int i = 0; i < w.ntrials; i++) {
-            struct worker_trial *wt = &w.trials[i];
-            /* our own children report by SIGCHLD; poll them rarely as a safety net */
-            if (wt->next_poll_ms <= now) {
-                wt->next_poll_ms = now + poll_every(&w, wt);
-                int before = w.ntrials;
-                if (wt->submit_pending)
-                    start_trial(&w, wt);
-                else
-                    poll_one(&w, wt);
-                if (w.ntrials < before)
-                    i--; /* the slot now holds another trial */
-            }
-        }
-        if (now >= next_collect) {
-            collect_running(&w);
-            next_collect = now + COLLECT_EVERY_MS;
-        }
-        if (now >= next_renew) {
-            if (queue_renew(w.db, w.owner, w.lease_ms, &e) < 0)
-                log_limited(LOG_ERROR, "renew: %s", e.msg);
-            next_renew = now + w.lease_ms / 3;
-        }
-        if (now >= next_adopt) {
-            adopt(&w);
-            next_adopt = now + ADOPT_EVERY_MS;
-        }
-        if (now >= next_status) {
-            char *st = NULL;
-            int f = db_text(w.db, &e, &st, "SELECT status FROM experiment WHERE id = ?", "s", exp_id);
-            if (f == 0) {
-                log_info("experiment %s is gone; exiting", exp_id);
-                w.stop = 1;
-            }
-            free(st);
-            refresh_api_pid(&w);
-            next_status = now + STATUS_EVERY_MS;
-        }
-        if (drain) {
-            int64_t left = 0;
-            db_int(w.db, &e, &left, "SELECT count(*) FROM trial WHERE experiment_id = ? AND platform = ?"
-                                    " AND " SQL_TRIAL_STARTED, "ss", exp_id, w.ops->name);
-            if (left == 0)
-                break;
-            if (now >= drain_deadline) {
-                log_error("drain: %lld trial(s) did not end", (long long)left);
-                exit_code = 1;
-                break;
-            }
-        }
-    }
-    log_info("worker exiting; %d trial(s) stay with their supervisors", w.ntrials);
-    proc_ended(w.db, proc_row, "exited", &e);
-    w.ops->destroy(&w);
-    for (int i = 0; i < w.ntrials; i++)
-        trial_clear(&w.trials[i].t);
-    free(w.trials);
-    cJSON_Delete(w.config);
-    exp_clear(&w.exp);
-    db_close(w.db);
-    free(w.owner);
-    free(w.exp_id);
-    free(w.home);
-    close(sfd);
-    return exit_code;
+void worker_close(struct worker *w)
+{
+    if (w->platform)
+        w->ops->destroy(w);
+    for (int i = 0; i < w->ntrials; i++)
+        trial_clear(&w->trials[i].t);
+    free(w->trials);
+    cJSON_Delete(w->config);
+    exp_clear(&w->exp);
+    db_close(w->db);
+    free(w->owner);
+    free(w->exp_id);
+    free(w->home);
+    memset(w, 0, sizeof *w);
 }

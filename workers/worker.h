@@ -19,7 +19,8 @@ struct job_state {
     int stop_known;        /* the platform knows whether a stop reached the job: */
     int stopped;           /* ... it did (a kill request then names the end) */
     int64_t end_time;
-    char why[200];         /* optional: why the job vanished (the trial's message) */
+    char why[512];         /* optional: the trial's message: why the job vanished, or why
+                            * a finished job failed (else "exit code N") */
 };
 
 /* What submit found or did (its return value when it succeeds; -1 is an error). Only a
@@ -54,7 +55,15 @@ struct platform_ops {
     int (*submit)(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
     /* A child of ours exited (local): lets the platform map pid -> trial. NULL if unused. */
     const char *(*reaped)(struct worker *w, pid_t pid, int wstatus);
+    /* Looks at the job once: 0 with *js filled (neither finished nor vanished: it runs),
+     * or -1 when the platform could not tell now (its service did not answer; e says
+     * why): the loop polls again after a back-off (worker_backoff_ms, per trial, reset
+     * by a poll that succeeds). The loop paces it: every w->poll_ms per trial. */
     int (*poll)(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
+    /* Asks the job to end (t->kill_request names why): 0 when the request reached the
+     * job or nothing of it runs (the loop then polls soon for its end), -1 when it did
+     * not (e says why): the loop calls kill again after a back-off until it returns 0
+     * or a poll sees the job ended. */
     int (*kill)(struct worker *w, struct trial *t, struct errbuf *e);
     /* Reads metrics reported since the stored offsets and stores them (inside the
      * caller's transaction), advancing t->metrics_offset / t->stdout_offset. at_end: the
@@ -87,9 +96,18 @@ struct platform_ops {
 struct worker_trial {
     struct trial t;
     int is_child;          /* our own child process: its exit comes by SIGCHLD */
-    int kill_sent;
     int submit_pending;    /* submit met a fault (SUBMIT_FAULT): tried again at next_poll_ms */
-    int64_t next_poll_ms;
+    int64_t next_poll_ms;  /* mono ms of its next poll (or submit retry) */
+    int poll_failures;     /* polls failed in a row: the next waits worker_backoff_ms */
+    int kill_wanted;       /* a kill request of it was seen */
+    int kill_sent;         /* ... and the platform confirmed the kill */
+    int kill_failures;     /* kills failed in a row */
+    int64_t next_kill_ms;  /* mono ms of the next try while kill_wanted && !kill_sent */
+};
+
+/* The loop's timers (mono ms of each periodic task's next run). */
+struct worker_timers {
+    int64_t collect, kill, renew, adopt, status, claim;
 };
 
 struct worker {
@@ -102,11 +120,17 @@ struct worker {
     struct experiment exp;
     cJSON *config;           /* canonical config of the experiment */
     int64_t lease_ms;
+    int poll_ms;             /* how often a job is polled: ops->poll_ms (250 when 0); the
+                              * platform's init may change it (TRIALQ_KUBE_POLL_MS) */
     struct worker_trial *trials; /* jobs this worker holds */
     int ntrials, cap;
     pid_t api_pid;           /* to wake with SIGUSR1 (0: none alive) */
     int wake;                /* a wake-up arrived: look for work now */
     int stop;
+    int drain;               /* end every started trial of the platform, then stop */
+    int64_t drain_deadline;
+    int exit_code;           /* of worker_main: 1 when a drain left trials running */
+    struct worker_timers next;
 };
 
 /* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is
@@ -115,6 +139,8 @@ extern const struct platform_ops *const platform_all[];
 const struct platform_ops *platform_find(const char *name);
 /* The platforms' names joined with sep ("local, kubeflow, ..."), in buf; returns buf. */
 const char *platform_names(char *buf, size_t size, const char *sep);
+/* The same as a new string of any length. Caller frees. */
+char *platform_names_dup(const char *sep);
 /* This platform's trainingService entry (the list entry in hybrid mode), and a key of
  * it with the top-level value as fallback (trialCommand, trialCodeDirectory, ...). */
 const cJSON *worker_ts_config(const struct worker *w);
@@ -129,6 +155,15 @@ extern const char trialq_chanrelay_py[];
  * max). Returns how many. */
 int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max);
 
+/* NNI's variables of trial t (workers/trial_env.c) into te: NNI_PLATFORM (the
+ * platform's name), NNI_EXP_ID, NNI_TRIAL_JOB_ID, NNI_TRIAL_SEQ_ID, NNI_SYS_DIR,
+ * NNI_OUTPUT_DIR, NNI_CODE_DIR (the dirs as the trial sees them), MULTI_PHASE, and
+ * CUDA_VISIBLE_DEVICES: the GPUs claimed with the trial, "" (none) with trialGpuNumber
+ * 0, unset without it. The platform changes or adds what is its own. */
+struct trial_env;
+void worker_trial_env(const struct worker *w, const struct trial *t, const char *sys_dir, const char *out_dir,
+                      const char *code_dir, struct trial_env *te);
+
 /* Hybrid mode (workers/hybrid.c): may this worker claim another trial now? Always 1 for
  * a single platform; in a hybrid experiment each live platform gets an equal share of
  * trialConcurrency first, more only for trials the others leave waiting. */
@@ -136,6 +171,31 @@ int hybrid_may_claim(struct worker *w);
 
 /* `trialq worker --platform P --experiment ID` */
 int worker_main(int argc, char **argv);
+
+/* ---- the loop, step by step (worker_main runs it; tests drive it with a fake
+ * platform_ops) ---- */
+/* Opens the database under home, loads the experiment and its config; the platform is
+ * not initialised (ops->init is the caller's). Returns 0, or -1 with e saying why (w is
+ * then closed already). */
+int worker_open(struct worker *w, const struct platform_ops *ops, const char *home, const char *exp_id,
+                struct errbuf *e);
+/* Frees what worker_open and the loop hold; destroys the platform when w->platform is
+ * set. Held trials stay with their jobs (and their leases with the rows). */
+void worker_close(struct worker *w);
+/* The first pass: wakes nobody, adopts the trials of dead owners, claims (unless
+ * draining; drain: asks every started trial of the platform to end), arms the timers. */
+void worker_start(struct worker *w, int64_t now);
+/* One pass of the loop at mono time now: kill requests, claims, each held trial's due
+ * kill retry and poll (or submit retry), metrics, leases, adoption, the experiment's
+ * status, a drain's end. Sets w->stop when the worker should exit. */
+void worker_step(struct worker *w, int64_t now);
+/* When the next pass is due (mono ms): the earliest timer or held trial's poll or kill. */
+int64_t worker_next_due(const struct worker *w);
+/* A child of ours exited: the platform maps it to its trial, which is polled now. */
+void worker_reaped(struct worker *w, pid_t pid, int wstatus);
+/* How long a poll or kill waits after its n-th failure in a row (n >= 1): 500 ms
+ * doubling up to 10 s, never less than base (the platform's poll interval). */
+int64_t worker_backoff_ms(int64_t base, int failures);
 
 /* Reads ME-framed records from buf[0..len) and stores them; *used = bytes consumed
  * (a partial record at the end is left for the next read). */

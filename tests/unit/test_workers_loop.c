@@ -1,0 +1,534 @@
+/* test_workers_loop.c: the worker loop's transitions (workers/worker.c) with a fake
+ * platform_ops on a real database file: what each submit result does to the trial row,
+ * polls that report an end or a vanished job, a failing poll's back-off, a kill retried
+ * until the platform confirms it, the platform's poll interval per trial, and adoption
+ * of the trials of a dead owner. The loop is driven with worker_step at chosen times; no
+ * process is started. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/trialenv.h"
+#include "queue/queue.h"
+#include "tests/unit/db_fixture.h"
+#include "workers/worker.h"
+
+/* ---------------- the fake platform ---------------- */
+
+/* What the fake does for one trial (by the trial id's last digit), and what it saw. */
+struct fake_job {
+    int submit;        /* an enum submit_result, or -1 */
+    int poll_fail;     /* polls that fail before one succeeds */
+    int finished, vanished, exit_code, stop_known, stopped;
+    int kill_fail;     /* kills that fail before one is confirmed */
+    int submits, polls, kills;
+    int64_t last_poll; /* mono ms the loop passed (the fake reads the clock the test set) */
+};
+
+static struct fake_job jobs[10];
+static int64_t clock_ms; /* the time the test passes to worker_step */
+
+static struct fake_job *job_of(const struct trial *t)
+{
+    size_t n = strlen(t->id);
+    return &jobs[(t->id[n - 1] - '0') % 10];
+}
+
+static int fake_init(struct worker *w, struct errbuf *e)
+{
+    (void)e;
+    w->platform = jobs;
+    return 0;
+}
+
+static int fake_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+{
+    (void)w;
+    struct fake_job *j = job_of(t);
+    j->submits++;
+    if (j->submit == -1)
+        return errf(e, "the fake refuses trial %s", t->id);
+    if (j->submit == SUBMIT_FAULT) {
+        errf(e, "fake disk full");
+        return SUBMIT_FAULT;
+    }
+    *job_id = xasprintf("fake:%s:%d", t->id, t->attempt);
+    *trial_dir = xasprintf("/nonexistent/%s", t->id);
+    return j->submit;
+}
+
+static int fake_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    (void)w;
+    struct fake_job *j = job_of(t);
+    j->polls++;
+    j->last_poll = clock_ms;
+    memset(js, 0, sizeof *js);
+    if (j->poll_fail > 0) {
+        j->poll_fail--;
+        return errf(e, "the fake service does not answer");
+    }
+    js->finished = j->finished;
+    js->vanished = j->vanished;
+    js->has_exit = j->finished;
+    js->exit_code = j->exit_code;
+    js->stop_known = j->stop_known;
+    js->stopped = j->stopped;
+    js->end_time = now_ms();
+    return 0;
+}
+
+static int fake_kill(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    (void)w;
+    struct fake_job *j = job_of(t);
+    j->kills++;
+    assert_non_null(t->kill_request); /* the loop says why */
+    if (j->kill_fail > 0) {
+        j->kill_fail--;
+        return errf(e, "the fake service refused the kill");
+    }
+    return 0;
+}
+
+static int fake_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
+{
+    (void)w, (void)t, (void)at_end, (void)e;
+    return 0;
+}
+
+static int fake_pending(struct worker *w, struct trial *t)
+{
+    (void)w, (void)t;
+    return 0;
+}
+
+static void fake_destroy(struct worker *w)
+{
+    w->platform = NULL;
+}
+
+static struct platform_ops fake_ops = {
+    .name = "local", /* the platform of the fixture's rows */
+    .init = fake_init,
+    .submit = fake_submit,
+    .poll = fake_poll,
+    .kill = fake_kill,
+    .collect = fake_collect,
+    .pending = fake_pending,
+    .destroy = fake_destroy,
+    .poll_ms = 1000,
+};
+
+/* ---------------- fixtures ---------------- */
+
+static char *tmpdir;
+static int nexp;
+
+/* A fresh database under a home of its own with one experiment of n WAITING trials
+ * "<exp>0000" .. on the fake platform (named "local": the fixture's platform); the worker
+ * opened on it. */
+static void setup_worker(struct worker *w, int n, int concurrency, int max_attempts)
+{
+    char *home = xasprintf("%s/h%d", tmpdir, nexp);
+    char *id = xasprintf("exp%d", nexp++);
+    assert_int_equal(mkdir_p(home, 0755), 0);
+    char *dbpath = trialq_db_path(home);
+    struct db *db;
+    struct errbuf e;
+    assert_int_equal(db_open(dbpath, &db, &e), 0);
+    fx_add_experiment(db, id, home, "{\"trainingService\": {\"platform\": \"local\"}}", concurrency, 0);
+    fx_add_trials(db, id, n, max_attempts);
+    db_close(db);
+    free(dbpath);
+    memset(jobs, 0, sizeof jobs);
+    assert_int_equal(worker_open(w, &fake_ops, home, id, &e), 0);
+    assert_int_equal(fake_ops.init(w, &e), 0);
+    free(home);
+    free(id);
+}
+
+static char *status_of(struct worker *w, int i)
+{
+    char tid[32], *st = NULL;
+    struct errbuf e;
+    snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
+    assert_int_equal(db_text(w->db, &e, &st, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
+                                             " FROM trial WHERE id = ?", "s", tid), 1);
+    return st;
+}
+
+static void assert_status(struct worker *w, int i, const char *want)
+{
+    char *st = status_of(w, i);
+    if (strncmp(st, want, strlen(want)) != 0)
+        fail_msg("trial %d: '%s', want '%s...'", i, st, want);
+    free(st);
+}
+
+static struct worker_trial *held(struct worker *w, int i)
+{
+    char tid[32];
+    snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
+    for (int k = 0; k < w->ntrials; k++)
+        if (strcmp(w->trials[k].t.id, tid) == 0)
+            return &w->trials[k];
+    return NULL;
+}
+
+/* The first pass; returns the time after it, from which the tests step. */
+static int64_t start(struct worker *w)
+{
+    worker_start(w, mono_ms());
+    return mono_ms();
+}
+
+static void step_at(struct worker *w, int64_t t)
+{
+    clock_ms = t;
+    worker_step(w, t);
+}
+
+/* ---------------- tests ---------------- */
+
+static void test_backoff(void **s)
+{
+    (void)s;
+    assert_int_equal(worker_backoff_ms(250, 1), 500);
+    assert_int_equal(worker_backoff_ms(250, 2), 1000);
+    assert_int_equal(worker_backoff_ms(250, 3), 2000);
+    assert_int_equal(worker_backoff_ms(250, 5), 8000);
+    assert_int_equal(worker_backoff_ms(250, 6), 10000);   /* the cap */
+    assert_int_equal(worker_backoff_ms(250, 1000), 10000);
+    assert_int_equal(worker_backoff_ms(1000, 1), 1000);   /* never below the poll interval */
+    assert_int_equal(worker_backoff_ms(1000, 3), 2000);
+}
+
+/* Each submit result: NEW, ATTACHED and FINISHED and VANISHED are RUNNING (watched), a
+ * refused one FAILED with the platform's reason, a FAULT stays WAITING, ours, and blocks
+ * further claims until its retry succeeds. */
+static void test_submit_results(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 6, 6, 1);
+    jobs[0].submit = SUBMIT_NEW;
+    jobs[1].submit = SUBMIT_ATTACHED;
+    jobs[2].submit = SUBMIT_FINISHED;
+    jobs[2].finished = 1;
+    jobs[3].submit = SUBMIT_VANISHED;
+    jobs[3].vanished = 1;
+    jobs[4].submit = -1;
+    jobs[5].submit = SUBMIT_FAULT;
+    int64_t t0 = start(&w);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(jobs[i].submits, 1);
+    assert_status(&w, 0, "RUNNING 1");
+    assert_status(&w, 1, "RUNNING 1");
+    assert_status(&w, 4, "FAILED 1 the fake refuses trial");
+    assert_status(&w, 5, "WAITING 1");
+    assert_null(held(&w, 4));
+    assert_non_null(held(&w, 5));
+    assert_true(held(&w, 5)->submit_pending);
+    assert_int_equal(w.ntrials, 5);
+
+    /* the first polls record the finished one and retry (here: fail) the vanished one */
+    step_at(&w, t0 + 10);
+    assert_status(&w, 2, "SUCCEEDED 1");
+    assert_status(&w, 3, "FAILED 1 its job vanished");
+    assert_status(&w, 0, "RUNNING 1");
+    assert_int_equal(jobs[0].polls, 1);
+    assert_int_equal(jobs[5].submits, 1); /* not before FAULT_RETRY_MS */
+
+    /* the full disk is gone: the retry starts the trial */
+    jobs[5].submit = SUBMIT_NEW;
+    step_at(&w, t0 + 1100);
+    assert_int_equal(jobs[5].submits, 2);
+    assert_status(&w, 5, "RUNNING 1");
+    assert_false(held(&w, 5)->submit_pending);
+
+    /* ends: exit 0 and exit 3 */
+    jobs[0].finished = 1;
+    jobs[1].finished = 1;
+    jobs[1].exit_code = 3;
+    step_at(&w, t0 + 5000);
+    assert_status(&w, 0, "SUCCEEDED 1");
+    assert_status(&w, 1, "FAILED 1 exit code 3");
+    assert_int_equal(w.ntrials, 1);
+    worker_close(&w);
+}
+
+/* A vanished job with attempts left goes back to WAITING as the next attempt, and is
+ * claimed and submitted again. */
+static void test_vanished_retried(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 1, 1, 3);
+    jobs[0].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    jobs[0].vanished = 1;
+    step_at(&w, t0 + 10);
+    assert_status(&w, 0, "WAITING 2 its job vanished; retry as attempt 2");
+    assert_int_equal(w.ntrials, 0);
+    assert_true(w.wake); /* a slot is free: the next pass claims at once */
+    jobs[0].vanished = 0;
+    step_at(&w, t0 + 20);
+    assert_int_equal(jobs[0].submits, 2);
+    assert_status(&w, 0, "RUNNING 2");
+    worker_close(&w);
+}
+
+/* A poll that fails waits 500 ms, 1 s, 2 s (never less than the 1 s interval) ...; a
+ * success resets it; the interval is the platform's poll_ms. */
+static void test_poll_backoff(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 1, 1, 1);
+    jobs[0].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    assert_int_equal(w.poll_ms, 1000);
+    jobs[0].poll_fail = 3;
+    step_at(&w, t0); /* failure 1: next in 1 s (the interval) */
+    assert_int_equal(jobs[0].polls, 1);
+    assert_int_equal(held(&w, 0)->poll_failures, 1);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t0 + 1000);
+    step_at(&w, t0 + 999);
+    assert_int_equal(jobs[0].polls, 1);
+    step_at(&w, t0 + 1000); /* failure 2: 1 s */
+    assert_int_equal(jobs[0].polls, 2);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t0 + 2000);
+    step_at(&w, t0 + 2000); /* failure 3: 2 s */
+    assert_int_equal(jobs[0].polls, 3);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t0 + 4000);
+    step_at(&w, t0 + 3999);
+    assert_int_equal(jobs[0].polls, 3);
+    step_at(&w, t0 + 4000); /* answers: back to the interval */
+    assert_int_equal(jobs[0].polls, 4);
+    assert_int_equal(held(&w, 0)->poll_failures, 0);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t0 + 5000);
+    assert_true(worker_next_due(&w) <= t0 + 5000);
+    /* a poll that keeps failing is capped at 10 s */
+    jobs[0].poll_fail = 100;
+    int64_t t = t0 + 5000;
+    for (int i = 0; i < 8; i++) {
+        step_at(&w, t);
+        t = held(&w, 0)->next_poll_ms;
+    }
+    assert_int_equal(held(&w, 0)->poll_failures, 8);
+    step_at(&w, t);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t + 10000);
+    assert_status(&w, 0, "RUNNING 1"); /* a service that does not answer fails nothing */
+    worker_close(&w);
+}
+
+/* Each held trial is polled on its own schedule. */
+static void test_poll_interval_per_trial(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 2, 2, 1);
+    jobs[0].submit = jobs[1].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    jobs[1].poll_fail = 3;
+    step_at(&w, t0);
+    assert_int_equal(jobs[0].polls, 1);
+    assert_int_equal(jobs[1].polls, 1);
+    int polls0 = 0;
+    for (int64_t t = t0 + 100; t <= t0 + 3000; t += 100) {
+        step_at(&w, t);
+        polls0 = jobs[0].polls;
+    }
+    assert_int_equal(polls0, 4); /* t0, +1 s, +2 s, +3 s */
+    /* failed at t0, +1 s, +2 s: its next poll waits 2 s */
+    assert_int_equal(jobs[1].polls, 3);
+    assert_int_equal(jobs[1].last_poll, t0 + 2000);
+    worker_close(&w);
+}
+
+/* One running trial (trial 0) with a kill request of kind; its kills fail kill_fail
+ * times. Returns the time after the first pass. */
+static int64_t start_one_to_kill(struct worker *w, const char *kind, int kill_fail)
+{
+    setup_worker(w, 1, 1, 1);
+    jobs[0].submit = SUBMIT_NEW;
+    int64_t t0 = start(w);
+    struct errbuf e;
+    char tid[32];
+    snprintf(tid, sizeof tid, "%s0000", w->exp_id);
+    assert_int_equal(trial_request_kill(w->db, tid, kind, "test", &e), 1);
+    jobs[0].kill_fail = kill_fail;
+    return t0;
+}
+
+/* A kill the platform did not confirm is sent again after a back-off, until confirmed;
+ * then never again, and the job's end carries the request's status. */
+static void test_kill_retried_until_confirmed(void **s)
+{
+    (void)s;
+    struct worker w;
+    int64_t t0 = start_one_to_kill(&w, "USER_CANCELED", 2);
+    step_at(&w, t0 + 1); /* the request is seen and sent: fails */
+    assert_int_equal(jobs[0].kills, 1);
+    assert_true(held(&w, 0)->kill_wanted);
+    assert_false(held(&w, 0)->kill_sent);
+    assert_string_equal(held(&w, 0)->t.kill_request, "USER_CANCELED");
+    assert_int_equal(held(&w, 0)->next_kill_ms, t0 + 1 + 1000);
+    assert_true(worker_next_due(&w) <= t0 + 1001);
+    step_at(&w, t0 + 500);
+    assert_int_equal(jobs[0].kills, 1); /* not before its back-off */
+    step_at(&w, t0 + 1001); /* fails again: 1 s */
+    assert_int_equal(jobs[0].kills, 2);
+    assert_int_equal(held(&w, 0)->kill_failures, 2);
+    step_at(&w, t0 + 2001); /* confirmed */
+    assert_int_equal(jobs[0].kills, 3);
+    assert_true(held(&w, 0)->kill_sent);
+    for (int64_t t = t0 + 2100; t < t0 + 20000; t += 700)
+        step_at(&w, t);
+    assert_int_equal(jobs[0].kills, 3); /* never again */
+    assert_status(&w, 0, "RUNNING 1");
+    jobs[0].finished = 1;
+    jobs[0].exit_code = 143;
+    step_at(&w, t0 + 30000);
+    assert_status(&w, 0, "USER_CANCELED 1");
+    worker_close(&w);
+}
+
+/* A kill that never gets through ends when the job is seen ended. */
+static void test_kill_failing_job_ends(void **s)
+{
+    (void)s;
+    struct worker w;
+    int64_t t0 = start_one_to_kill(&w, "EARLY_STOPPED", 1000);
+    int64_t t = t0 + 1;
+    for (int i = 0; i < 5; i++, t += 10000)
+        step_at(&w, t);
+    assert_int_equal(jobs[0].kills, 5);
+    /* it ended by itself, stop known not to have reached it: its own end */
+    jobs[0].finished = 1;
+    jobs[0].stop_known = 1;
+    step_at(&w, t);
+    assert_status(&w, 0, "SUCCEEDED 1");
+    assert_int_equal(w.ntrials, 0);
+    step_at(&w, t + 20000);
+    assert_int_equal(jobs[0].kills, 6); /* the pass that saw the end sent its due kill first */
+    worker_close(&w);
+}
+
+/* The trials of a dead owner are adopted: a running one is polled (not submitted), a
+ * claimed one not yet started is submitted (idempotent: re-attached); leases renew. */
+static void test_adopt_dead_owner(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 3, 3, 1);
+    struct errbuf e;
+    /* this host, a pid that is not that process: dead; and another host's lease expired */
+    char *dead = xasprintf("%s:%d:1", host_name(), (int)getpid());
+    char t0id[32], t1id[32];
+    snprintf(t0id, sizeof t0id, "%s0000", w.exp_id);
+    snprintf(t1id, sizeof t1id, "%s0001", w.exp_id);
+    assert_int_equal(db_run(w.db, &e, "UPDATE trial SET status = 'RUNNING', lease_owner = ?, lease_expires = ?,"
+                                      " job_id = 'fake:old' WHERE id = ?", "sis", dead, now_ms() + 60000, t0id), 1);
+    assert_int_equal(db_run(w.db, &e, "UPDATE trial SET lease_owner = 'elsewhere:1:1', lease_expires = ?"
+                                      " WHERE id = ?", "is", now_ms() - 1, t1id), 1);
+    free(dead);
+    jobs[0].submit = jobs[1].submit = jobs[2].submit = SUBMIT_ATTACHED;
+    int64_t t0 = start(&w);
+    assert_int_equal(w.ntrials, 3);
+    assert_int_equal(jobs[0].submits, 0); /* running: only polled */
+    assert_int_equal(jobs[1].submits, 1); /* claimed, not started: submitted again */
+    assert_int_equal(jobs[2].submits, 1); /* the free one: claimed */
+    step_at(&w, t0 + 1);
+    assert_int_equal(jobs[0].polls, 1);
+    int64_t owned = 0;
+    assert_int_equal(db_int(w.db, &e, &owned, "SELECT count(*) FROM trial WHERE lease_owner = ?", "s", w.owner), 1);
+    assert_int_equal(owned, 3);
+    /* the lease is renewed every lease_ms / 3 */
+    assert_int_equal(db_run(w.db, &e, "UPDATE trial SET lease_expires = 1 WHERE id = ?", "s", t0id), 1);
+    step_at(&w, t0 + w.lease_ms / 3 + 1);
+    int64_t exp = 0;
+    assert_int_equal(db_int(w.db, &e, &exp, "SELECT lease_expires FROM trial WHERE id = ?", "s", t0id), 1);
+    assert_true(exp > now_ms());
+    worker_close(&w);
+}
+
+/* A deleted experiment stops the worker at its next status check. */
+static void test_experiment_gone(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 0, 1, 1);
+    int64_t t0 = start(&w);
+    step_at(&w, t0 + 100);
+    assert_false(w.stop);
+    struct errbuf e;
+    assert_int_equal(db_run(w.db, &e, "DELETE FROM experiment WHERE id = ?", "s", w.exp_id), 1);
+    step_at(&w, t0 + 5000);
+    assert_true(w.stop);
+    worker_close(&w);
+}
+
+/* NNI's variables of a trial, and its GPUs: claimed ones, none with trialGpuNumber 0,
+ * inherited without trialGpuNumber. */
+static void test_trial_env(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 0, 1, 1);
+    struct trial t = {0};
+    t.id = "Ab3dE";
+    t.experiment_id = w.exp_id;
+    t.sequence = 7;
+    struct trial_env te;
+    trial_env_init(&te);
+    worker_trial_env(&w, &t, "/sys", "/out", "/code", &te);
+    struct strbuf sb;
+    sb_init(&sb);
+    trial_env_export_lines(&te, &sb);
+    char *want = xasprintf("export NNI_PLATFORM=local\nexport NNI_EXP_ID='%s'\nexport NNI_TRIAL_JOB_ID='Ab3dE'\n"
+                           "export NNI_TRIAL_SEQ_ID=7\nexport NNI_SYS_DIR='/sys'\nexport NNI_OUTPUT_DIR='/out'\n"
+                           "export NNI_CODE_DIR='/code'\nexport MULTI_PHASE=false\n", w.exp_id);
+    assert_string_equal(sb.buf, want);
+    free(want);
+    sb_free(&sb);
+    assert_null(trial_env_get(&te, "CUDA_VISIBLE_DEVICES"));
+    t.gpu_indices = "0,2";
+    worker_trial_env(&w, &t, "/sys", "/out", "/code", &te);
+    assert_string_equal(trial_env_get(&te, "CUDA_VISIBLE_DEVICES"), "0,2");
+    t.gpu_indices = NULL;
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(w.config, "trainingService"), "trialGpuNumber", 0);
+    worker_trial_env(&w, &t, "/sys", "/out", "/code", &te);
+    assert_string_equal(trial_env_get(&te, "CUDA_VISIBLE_DEVICES"), "");
+    trial_env_free(&te);
+    worker_close(&w);
+}
+
+int main(void)
+{
+    char tmpl[] = "/tmp/trialq-loop-XXXXXX";
+    tmpdir = mkdtemp(tmpl);
+    log_set_level(LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_submit_results),
+        cmocka_unit_test(test_vanished_retried),
+        cmocka_unit_test(test_poll_backoff),
+        cmocka_unit_test(test_poll_interval_per_trial),
+        cmocka_unit_test(test_kill_retried_until_confirmed),
+        cmocka_unit_test(test_kill_failing_job_ends),
+        cmocka_unit_test(test_adopt_dead_owner),
+        cmocka_unit_test(test_experiment_gone),
+        cmocka_unit_test(test_trial_env),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rm_rf(tmpdir);
+    return rc;
+}
