@@ -25,22 +25,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/trialenv.h"
-#include "schema/nnijson.h"
-#include "workers/nniignore.h"
+#include "workers/mount_share.h"
+#include "workers/rest_client.h"
 #include "workers/openpai.h"
 #include "workers/worker.h"
 
 #define POLL_MS 1000          /* NNI polls PAI every 3 s */
 #define BACKOFF_MIN_MS 500
-#define BACKOFF_MAX_MS 10000
-#define MAX_BODY (8 << 20)
-
-struct pai_job {
-    char *trial_id;
-    int attempt;
-    int need_submit; /* creation not confirmed: GET by name, then POST */
-};
 
 struct pai {
     char *host, *user, *token, *auth_header;
@@ -48,79 +39,22 @@ struct pai {
     char *image, *vc, *storage;
     long long cpu, gpu, mem_mb;
     cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
-    CURL *curl;
-    long timeout_ms;
-    /* the server did not answer: no call before down_until (one timeout per back-off
-     * period, not one per job, so the worker loop keeps renewing its leases) */
-    int64_t down_until;
-    int down_failures;
-    char down_why[256];
-    struct pai_job *jobs;
-    int njobs, capjobs;
+    struct rest_client rest; /* redirects followed, as NNI; the token is not sent to other hosts */
+    struct share_jobs jobs;
 };
 
 /* ---------------- HTTP ---------------- */
-
-static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
-{
-    struct strbuf *sb = ud;
-    if (sb->len + size * n > MAX_BODY)
-        return 0;
-    sb_add(sb, ptr, size * n);
-    return size * n;
-}
 
 /* One request. Returns 0 when the server answered (*status set, *resp the body, caller
  * frees), -1 when no answer came (refused, timeout, TLS; e says which). */
 static int http(struct pai *p, const char *method, const char *url, const char *ctype, const char *body,
                 long *status, char **resp, struct errbuf *e)
 {
-    if (p->down_until && mono_ms() < p->down_until)
-        return errf(e, "%s %s: the server is not answering (%s); next try in %lld ms", method, url, p->down_why,
-                    (long long)(p->down_until - mono_ms()));
-    CURL *c = p->curl;
-    curl_easy_reset(c);
-    struct strbuf sb;
-    sb_init(&sb);
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *h = NULL;
-    h = curl_slist_append(h, p->auth_header);
     char *ct = xasprintf("Content-Type: %s", ctype ? ctype : "application/json");
-    h = curl_slist_append(h, ct);
+    const char *headers[] = {p->auth_header, ct, NULL};
+    int rc = rest_call(&p->rest, method, url, url, headers, body, status, resp, e);
     free(ct);
-    h = curl_slist_append(h, "Expect:");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L); /* as NNI; the token is not sent to other hosts */
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms < 5000 ? p->timeout_ms : 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(h);
-    if (rc != CURLE_OK) {
-        sb_free(&sb);
-        snprintf(p->down_why, sizeof p->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        int64_t d = BACKOFF_MIN_MS;
-        for (int i = 0; i < p->down_failures && d < BACKOFF_MAX_MS; i++)
-            d *= 2;
-        p->down_failures++;
-        p->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
-        return errf(e, "%s %s: %s", method, url, p->down_why);
-    }
-    p->down_failures = 0;
-    p->down_until = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    *resp = sb_detach(&sb);
-    return 0;
+    return rc;
 }
 
 /* The "message" of a PAI error body ({"code": ..., "message": ...}), else the body. */
@@ -137,8 +71,8 @@ static void error_text(const char *body, char *out, size_t outlen)
 
 static char *job_url(struct pai *p, const char *name, const char *suffix)
 {
-    char *u = curl_easy_escape(p->curl, p->user, 0);
-    char *n = curl_easy_escape(p->curl, name, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
+    char *n = curl_easy_escape(p->rest.curl, name, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs/%s~%s%s", p->host, u, n, suffix);
     curl_free(u);
     curl_free(n);
@@ -152,15 +86,6 @@ static int transient(long status)
 
 /* ---------------- configuration ---------------- */
 
-static void report_fatal(struct worker *w, const char *msg)
-{
-    struct errbuf e;
-    log_error("%s", msg);
-    if (exp_transition(w->db, w->exp_id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "ERROR", msg,
-                       &e) == 1)
-        exp_add_error(w->db, w->exp_id, msg, &e);
-}
-
 static const char *cfg_str(struct worker *w, const char *key)
 {
     const cJSON *v = worker_config_item(w, key);
@@ -171,24 +96,6 @@ static long long cfg_int(struct worker *w, const char *key, long long def)
 {
     const cJSON *v = worker_config_item(w, key);
     return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
-}
-
-static char *sdk_dir(void)
-{
-    char *exe = self_exe_path();
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    char *installed = xasprintf("%s/../share/trialq/python", exe);
-    char *probe = xasprintf("%s/nni", installed);
-    free(exe);
-    if (access(probe, R_OK) == 0) {
-        free(probe);
-        return installed;
-    }
-    free(probe);
-    free(installed);
-    return xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
 }
 
 /* The user's job protocol must name its task roles and their commands. */
@@ -224,11 +131,9 @@ static void pai_free(struct pai *p)
     free(p->vc);
     free(p->storage);
     cJSON_Delete(p->protocol);
-    if (p->curl)
-        curl_easy_cleanup(p->curl);
-    for (int i = 0; i < p->njobs; i++)
-        free(p->jobs[i].trial_id);
-    free(p->jobs);
+    if (p->rest.curl)
+        curl_easy_cleanup(p->rest.curl);
+    share_jobs_free(&p->jobs);
     free(p);
 }
 
@@ -236,7 +141,7 @@ static void pai_free(struct pai *p)
  * times when the server does not answer. 0 ok; -1 with e; *rejected set on 401/403. */
 static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
 {
-    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
     *rejected = 0;
@@ -247,7 +152,7 @@ static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
         char *body = NULL;
         if (tries)
             usleep((useconds_t)wait * 1000), wait *= 2;
-        p->down_until = 0; /* this loop paces itself */
+        p->rest.down_until = 0; /* this loop paces itself */
         if (http(p, "GET", url, NULL, NULL, &status, &body, e) < 0) {
             log_warn("OpenPAI at %s does not answer: %s", p->host, e->msg);
             continue;
@@ -291,7 +196,7 @@ static char *host_url(const char *host)
 static void set_timeout(struct pai *p)
 {
     const char *tmo = getenv("TRIALQ_OPENPAI_TIMEOUT"); /* seconds; tests shorten it */
-    p->timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+    p->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
 }
 
 /* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
@@ -311,9 +216,10 @@ static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, co
     p->user = xstrdup(user->valuestring);
     p->auth_header = xasprintf("Authorization: Bearer %s", token->valuestring);
     set_timeout(p);
-    p->curl = curl_easy_init();
+    p->rest.curl = curl_easy_init();
+    p->rest.follow_redirects = 1;
     int rejected = 0;
-    int rc = p->curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
+    int rc = p->rest.curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
     pai_free(p);
     curl_global_cleanup();
     return rc;
@@ -349,14 +255,15 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     const cJSON *proto = worker_config_item(w, "openpaiConfig");
     if (cJSON_IsObject(proto)) {
         if (check_protocol(proto, e) < 0) {
-            report_fatal(w, e->msg);
+            share_fatal(w, e->msg);
             goto fail;
         }
         p->protocol = cJSON_Duplicate(proto, 1);
     }
     set_timeout(p);
-    p->curl = curl_easy_init();
-    if (!p->curl) {
+    p->rest.curl = curl_easy_init();
+    p->rest.follow_redirects = 1;
+    if (!p->rest.curl) {
         errf(e, "cannot initialise libcurl");
         goto fail;
     }
@@ -364,7 +271,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char *m = xasprintf("trainingService.localStorageMountPoint: %s is not a directory (the OpenPAI storage "
                             "'%s' must be mounted there on this host)", lm, storage);
-        report_fatal(w, m);
+        share_fatal(w, m);
         errf(e, "%s", m);
         free(m);
         goto fail;
@@ -378,38 +285,13 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     int rejected = 0;
     if (probe_auth(p, &rejected, e) < 0) {
         if (rejected) /* it will not get better by itself: the experiment says why */
-            report_fatal(w, e->msg);
+            share_fatal(w, e->msg);
         goto fail;
     }
-    /* the code once per experiment (a resumed experiment keeps the first copy: running
-     * trials copied it already, and a retried trial sees the same code) */
-    char *code_dst = xasprintf("%s/nni-code", p->local_root);
-    if (access(code_dst, F_OK) < 0) {
-        const char *src = cfg_str(w, "trialCodeDirectory");
-        char *src_abs = xstrdup(src ? src : ".");
-        int rc = code_copy_tree(src_abs, code_dst, w->exp.config_file, e);
-        free(src_abs);
-        if (rc < 0) {
-            char *m = xasprintf("trialCodeDirectory: %s", e->msg);
-            report_fatal(w, m);
-            errf(e, "%s", m);
-            free(m);
-            free(code_dst);
-            goto fail;
-        }
-        log_info("copied the code directory to %s", code_dst);
+    if (share_prepare(w, p->local_root, e) < 0) {
+        share_fatal(w, e->msg);
+        goto fail;
     }
-    free(code_dst);
-    /* our stdlib SDK beside it, for images without the nni package */
-    char *sdk_dst = xasprintf("%s/nni-sdk", p->local_root);
-    if (access(sdk_dst, F_OK) < 0) {
-        char *src = sdk_dir();
-        if (code_copy_tree(src, sdk_dst, NULL, e) < 0)
-            log_warn("cannot copy the trial SDK to the storage: %s (trials need the nni package in their image)",
-                     e->msg);
-        free(src);
-    }
-    free(sdk_dst);
     log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->local_root, p->cont_root);
     return 0;
 fail:
@@ -427,55 +309,18 @@ static void openpai_destroy(struct worker *w)
 
 /* ---------------- jobs ---------------- */
 
-static char *job_name(struct worker *w, const char *trial_id, int attempt)
-{
-    return attempt <= 1 ? xasprintf("nni_exp_%s_trial_%s", w->exp_id, trial_id)
-                        : xasprintf("nni_exp_%s_trial_%s_attempt%d", w->exp_id, trial_id, attempt);
-}
-
-/* The trial's dir relative to the experiment root: a retry gets a dir of its own. */
-static char *trial_rel(const char *trial_id, int attempt)
-{
-    return attempt <= 1 ? xstrdup(trial_id) : xasprintf("%s.attempt%d", trial_id, attempt);
-}
-
 static char *local_dir(struct pai *p, const struct trial *t)
 {
-    char *rel = trial_rel(t->id, t->attempt);
+    char *rel = share_trial_rel(t);
     char *d = xasprintf("%s/%s", p->local_root, rel);
     free(rel);
     return d;
 }
 
-static struct pai_job *job_of(struct pai *p, const struct trial *t)
+static struct share_job *job_of(struct pai *p, const struct trial *t)
 {
-    for (int i = 0; i < p->njobs; i++)
-        if (strcmp(p->jobs[i].trial_id, t->id) == 0) {
-            if (p->jobs[i].attempt != t->attempt) {
-                p->jobs[i].attempt = t->attempt; /* a retry: start afresh */
-                p->jobs[i].need_submit = 0;
-            }
-            return &p->jobs[i];
-        }
-    if (p->njobs == p->capjobs) {
-        p->capjobs = p->capjobs ? p->capjobs * 2 : 16;
-        p->jobs = xrealloc(p->jobs, sizeof *p->jobs * (size_t)p->capjobs);
-    }
-    struct pai_job *j = &p->jobs[p->njobs++];
-    memset(j, 0, sizeof *j);
-    j->trial_id = xstrdup(t->id);
-    j->attempt = t->attempt;
-    return j;
-}
-
-static void job_forget(struct pai *p, const char *trial_id)
-{
-    for (int i = 0; i < p->njobs; i++)
-        if (strcmp(p->jobs[i].trial_id, trial_id) == 0) {
-            free(p->jobs[i].trial_id);
-            p->jobs[i] = p->jobs[--p->njobs];
-            return;
-        }
+    int fresh;
+    return share_job_of(&p->jobs, t, &fresh);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -484,35 +329,6 @@ static char *marker_path(struct pai *p, const struct trial *t)
     char *m = xasprintf("%s/.nni/submitted", d);
     free(d);
     return m;
-}
-
-/* One task role's command: NNI's environment, then run.sh with the user's command. */
-static char *role_command(struct worker *w, struct pai *p, const struct trial *t, const char *cmd)
-{
-    char *rel = trial_rel(t->id, t->attempt);
-    char *c = xasprintf("%s/%s", p->cont_root, rel);
-    char *out = xasprintf("%s/nnioutput", c);
-    char *code = xasprintf("%s/nni-code", p->cont_root);
-    char *run = xasprintf("%s/run.sh", c);
-    struct trial_env te;
-    trial_env_init(&te);
-    worker_trial_env(w, t, c, out, code, &te);
-    trial_env_set_word(&te, "NNI_PLATFORM", "pai");      /* NNI's name of the platform */
-    trial_env_set(&te, "CUDA_VISIBLE_DEVICES", NULL);    /* PAI places the GPUs */
-    struct strbuf sb;
-    sb_init(&sb);
-    trial_env_export_line(&te, &sb);
-    sb_puts(&sb, " && bash ");
-    sh_quote(&sb, run);
-    sb_puts(&sb, " ");
-    sh_quote(&sb, cmd);
-    trial_env_free(&te);
-    free(rel);
-    free(c);
-    free(out);
-    free(code);
-    free(run);
-    return sb_detach(&sb);
 }
 
 static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *t, const char *name)
@@ -534,7 +350,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
                 sb_puts(&joined, c->valuestring);
             }
             char *jc = sb_detach(&joined);
-            char *line = role_command(w, p, t, jc);
+            char *line = share_job_command(w, t, p->cont_root, "pai", jc);
             cJSON *cmds = cJSON_CreateArray();
             cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
             cJSON_ReplaceItemInObjectCaseSensitive(r, "commands", cmds);
@@ -543,7 +359,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
         }
     } else {
         const cJSON *tc = worker_config_item(w, "trialCommand");
-        char *line = role_command(w, p, t, cJSON_IsString(tc) ? tc->valuestring : "false");
+        char *line = share_job_command(w, t, p->cont_root, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
         j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "protocolVersion", 2);
         cJSON_AddStringToObject(j, "name", name);
@@ -584,38 +400,11 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
     return sb_detach(&sb);
 }
 
-/* The launch script in the trial dir (bash, inside the container): NNI's steps of spec
- * §5 — code copied into $NNI_SYS_DIR/code, our SDK (../nni-sdk beside the trial dirs)
- * when the image has no nni package, stdout/stderr to files on the storage, and
- * "<exit> <end ms> 0 <attempt>" into .nni/state when the command ends. It names no
- * absolute path: everything is relative to $NNI_SYS_DIR. */
-static char *run_script(const struct trial *t)
-{
-    return xasprintf(
-        "#!/bin/bash\n"
-        "# trialq: trial %s attempt %d on OpenPAI; $1 is the trial command\n"
-        "cd \"$NNI_SYS_DIR\" || exit 1\n"
-        "mkdir -p .nni code \"$NNI_OUTPUT_DIR\"\n"
-        "exec 1>>\"$NNI_SYS_DIR/trial.stdout\" 2>>\"$NNI_SYS_DIR/trial.stderr\"\n"
-        "cp -r \"$NNI_CODE_DIR/.\" code || { echo \"trialq: cannot copy $NNI_CODE_DIR\" >&2; exit 1; }\n"
-        "sdk=$(cd \"$NNI_SYS_DIR/../nni-sdk\" 2>/dev/null && pwd)\n"
-        "if [ -n \"$sdk\" ] && ! python3 -c 'import nni' >/dev/null 2>&1; then\n"
-        "    export PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}$sdk\"\n"
-        "fi\n"
-        "cd code\n"
-        "eval \"$1\"\n"
-        "rc=$?\n"
-        "echo \"$rc $(date +%%s%%3N) 0 %d\" > \"$NNI_SYS_DIR/.nni/state.tmp\" &&"
-        " mv -f \"$NNI_SYS_DIR/.nni/state.tmp\" \"$NNI_SYS_DIR/.nni/state\"\n"
-        "exit $rc\n",
-        t->id, t->attempt, t->attempt);
-}
-
 /* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
  * 0: no answer or a 5xx (e says which: try again later); -1: PAI refused it (e). */
-static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const struct trial *t, struct errbuf *e)
+static int try_submit(struct worker *w, struct pai *p, struct share_job *j, const struct trial *t, struct errbuf *e)
 {
-    char *name = job_name(w, t->id, t->attempt);
+    char *name = share_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *body = NULL, msg[320];
     long status = 0;
@@ -684,57 +473,24 @@ static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char
 {
     struct pai *p = w->platform;
     char *dir = local_dir(p, t);
-    char *nni = xasprintf("%s/.nni", dir);
     int rc = -1;
-    if (mkdir_p(nni, 0755) < 0) {
-        errf(e, "cannot create %s: %s", nni, strerror(errno));
+    if (share_write_trial(t, dir, "OpenPAI", e) < 0)
         goto out;
-    }
-    /* parameter.cfg before the job exists (the SDK reads it at start); same content
-     * on every call, so a re-attach rewrites nothing that matters */
-    char *cfg = xasprintf("%s/parameter.cfg", dir);
-    char *rec = nni_param_record(t);
-    int wr = write_file_replace(cfg, rec, strlen(rec), 0644);
-    free(rec);
-    free(cfg);
-    char *runp = xasprintf("%s/run.sh", dir);
-    char *run = run_script(t);
-    if (wr == 0)
-        wr = write_file_replace(runp, run, strlen(run), 0755);
-    free(run);
-    free(runp);
-    if (wr < 0) {
-        errf(e, "cannot write the trial files in %s: %s", dir, strerror(errno));
-        goto out;
-    }
-    struct pai_job *j = job_of(p, t);
+    struct share_job *j = job_of(p, t);
     j->need_submit = 1;
     int s = try_submit(w, p, j, t, e);
     if (s < 0) {
-        job_forget(p, t->id);
+        share_job_forget(&p->jobs, t->id);
         goto out;
     }
     if (s == 0) /* PAI does not answer now; the trial is ours and poll submits it later */
         log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
-    *job_id = job_name(w, t->id, t->attempt);
+    *job_id = share_job_name(w->exp_id, t);
     *trial_dir = xstrdup(dir);
     rc = 0;
 out:
-    free(nni);
     free(dir);
     return rc;
-}
-
-static int read_state(const char *dir, long long v[4])
-{
-    char *path = xasprintf("%s/.nni/state", dir);
-    char *s = read_file(path, NULL);
-    free(path);
-    if (!s)
-        return -1;
-    int n = sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
-    free(s);
-    return n == 4 ? 0 : -1;
 }
 
 static int64_t json_ms(const cJSON *o, const char *key)
@@ -753,7 +509,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
     long long sv[4];
-    int has_state = read_state(dir, sv) == 0 && sv[3] == t->attempt;
+    int has_state = share_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     int64_t done_ms = json_ms(jst, "completedTime");
     if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
         js->finished = 1;
@@ -779,7 +535,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
 
 /* PAI does not know the job (404): it vanished once accepted; one never accepted ended
  * if a kill was asked for, else is submitted (again) by the next poll. */
-static void job_unknown(struct pai *p, struct pai_job *j, struct trial *t, const char *name,
+static void job_unknown(struct pai *p, struct share_job *j, struct trial *t, const char *name,
                         struct job_state *js)
 {
     char *m = marker_path(p, t);
@@ -804,7 +560,7 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 {
     struct pai *p = w->platform;
     memset(js, 0, sizeof *js);
-    struct pai_job *j = job_of(p, t);
+    struct share_job *j = job_of(p, t);
     if (j->need_submit && !t->kill_request) {
         struct errbuf se;
         int s = try_submit(w, p, j, t, &se);
@@ -814,11 +570,11 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
             js->exit_code = 1;
             js->end_time = now_ms();
             snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            job_forget(p, t->id);
+            share_job_forget(&p->jobs, t->id);
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
-    char *name = job_name(w, t->id, t->attempt);
+    char *name = share_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *dir = local_dir(p, t);
     char *body = NULL, msg[320];
@@ -837,7 +593,7 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
         job_reported(w, t, dir, body, js);
     }
     if (js->finished || js->vanished)
-        job_forget(p, t->id);
+        share_job_forget(&p->jobs, t->id);
     free(body);
     free(url);
     free(name);
@@ -849,11 +605,11 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    struct pai_job *j = job_of(p, t);
+    struct share_job *j = job_of(p, t);
     if (j->need_submit)
         /* not known to be on PAI: a poll finds it (then it is stopped) or not (it ends) */
         return errf(e, "stop: job not confirmed by OpenPAI yet");
-    char *name = job_name(w, t->id, t->attempt);
+    char *name = share_job_name(w->exp_id, t);
     char *surl = job_url(p, name, "/executionType");
     char *body = NULL;
     long status = 0;
@@ -869,25 +625,16 @@ static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
     return rc;
 }
 
-static char *trial_dir_of(struct worker *w, struct trial *t)
-{
-    return t->trial_dir ? xstrdup(t->trial_dir) : local_dir(w->platform, t);
-}
-
 static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
-    char *dir = trial_dir_of(w, t);
-    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
-    free(dir);
-    return rc;
+    struct pai *p = w->platform;
+    return share_collect(w, t, p->local_root, at_end, e);
 }
 
 static int openpai_pending(struct worker *w, struct trial *t)
 {
-    char *dir = trial_dir_of(w, t);
-    int r = trial_dir_grew(t, dir, NULL);
-    free(dir);
-    return r;
+    struct pai *p = w->platform;
+    return share_pending(t, p->local_root);
 }
 
 /* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
@@ -895,7 +642,7 @@ static int openpai_pending(struct worker *w, struct trial *t)
 static int openpai_cleanup(struct worker *w, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
     long status = 0;
