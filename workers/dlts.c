@@ -33,6 +33,8 @@
 
 #define POLL_MS 1000 /* NNI polls DLTS every 3 s */
 #define BACKOFF_MIN_MS 500
+#define FAULT_KEY "dlts dashboard"
+#define FAULT_AFTER 3 /* calls failed in a row before the experiment shows it */
 #define LIST_LIMIT 1000 /* ended jobs the team's list shows beside the active ones */
 
 struct dlts {
@@ -42,25 +44,11 @@ struct dlts {
     char *local_root, *cont_root; /* <mount>/<exp> on this host / in the jobs */
     long long gpu;
     struct rest_client rest; /* no redirects: the password is in the URL */
+    int failing;             /* calls failed in a row */
     struct share_jobs jobs;
 };
 
 /* ---------------- HTTP ---------------- */
-
-/* One request to {dashboard}api/<path> (path without the credentials, which are added
- * here only). Returns 0 when the dashboard answered (*status, *resp: the body, caller
- * frees), -1 when no answer came (e says which, naming "api/<path>"). */
-static int http(struct dlts *d, const char *method, const char *path, const char *body, long *status, char **resp,
-                struct errbuf *e)
-{
-    char *url = xasprintf("%sapi/%s%c%s", d->dashboard, path, strchr(path, '?') ? '&' : '?', d->auth_query);
-    char *shown = xasprintf("api/%s", path);
-    const char *headers[] = {"Content-Type: application/json", NULL};
-    int rc = rest_call(&d->rest, method, url, shown, headers, body, status, resp, e);
-    free(url);
-    free(shown);
-    return rc;
-}
 
 /* A short one-line form of an answer's body (Koa's refusals are text). */
 static void body_text(const char *body, char *out, size_t outlen)
@@ -74,6 +62,40 @@ static void body_text(const char *body, char *out, size_t outlen)
 static int transient(long status)
 {
     return status >= 500 || status == 429 || status == 408;
+}
+
+/* One request to {dashboard}api/<path> (path without the credentials, which are added
+ * here only). Returns 0 when the dashboard answered (*status, *resp: the body, caller
+ * frees), -1 when no answer came (e says which, naming "api/<path>"). */
+static int http(struct dlts *d, const char *method, const char *path, const char *body, long *status, char **resp,
+                struct errbuf *e)
+{
+    char *url = xasprintf("%sapi/%s%c%s", d->dashboard, path, strchr(path, '?') ? '&' : '?', d->auth_query);
+    char *shown = xasprintf("api/%s", path);
+    const char *headers[] = {"Content-Type: application/json", NULL};
+    int rc = rest_call(&d->rest, method, url, shown, headers, body, status, resp, e);
+    /* a dashboard that keeps failing (no answer, 5xx, 429, refused credentials) is the
+     * experiment's error (check-status, nnictl experiment status) until a call succeeds */
+    if (rc < 0 || transient(*status) || *status == 401 || *status == 403) {
+        if (++d->failing >= FAULT_AFTER) {
+            char why[400], b[300];
+            if (rc < 0) {
+                snprintf(why, sizeof why, "%.399s", e->msg);
+            } else {
+                body_text(*resp, b, sizeof b);
+                snprintf(why, sizeof why, "%s %s: HTTP %ld: %s", method, shown, *status, b);
+            }
+            fault_set(FAULT_KEY, "DLTS dashboard %s: %s (%d calls in a row failed); trials wait and trialq "
+                      "retries by itself", d->dashboard, why, d->failing);
+        }
+    } else {
+        d->failing = 0;
+        if (fault_has(FAULT_KEY))
+            fault_clear(FAULT_KEY);
+    }
+    free(url);
+    free(shown);
+    return rc;
 }
 
 /* path segment, escaped (caller frees) */
@@ -472,6 +494,7 @@ static int try_submit(struct worker *w, struct dlts *d, struct share_job *j, con
     if (f == 1) {
         log_info("trial %s: re-attached to DLTS job %s (%s)", t->id, id, name);
         job_known(d, j, t, id);
+        id = NULL; /* j owns it */
         rc = 1;
         goto out;
     }

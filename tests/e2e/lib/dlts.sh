@@ -1,4 +1,4 @@
-# dlts.sh: the DLTS test server (tests/servers/dlts_server.py) for tests 86-88. Source
+# dlts.sh: the DLTS test server (tests/servers/dlts_server.py) for tests 86, 86b and 86c. Source
 # after lib.sh. The server runs each job's cmd as a local process with the shared
 # filesystem ($DLTS_LOCAL on this host) where the jobs expect it ($DLTS_CONT).
 
@@ -32,7 +32,9 @@ dlts_stop_server() {
 }
 
 # experiments first (their jobs are killed through the server), then the server
-trap 'rc=$?; nnictl stop --all >/dev/null 2>&1; dlts_stop_server; (exit $rc); cleanup' EXIT
+# ((exit $rc) || cleanup: cleanup reads the test's status from $?, and set -e must not end
+# the trap before it)
+trap 'rc=$?; nnictl stop --all >/dev/null 2>&1; dlts_stop_server; (exit $rc) || cleanup; cleanup' EXIT
 
 dlts_stats() { curl -sf "$DLTS_URL/_test/stats"; }
 # dlts_stat <python expression on the stats s>: e.g. 's["created"]', 's["actions"].get("submit", 0)'
