@@ -3,8 +3,8 @@
 # DLTS job named nni_exp_<exp>_trial_<trial>, submitted once with NNI's body (the GPU
 # type from the cluster's metadata); the metrics come back over the shared filesystem
 # exactly as the trials wrote them. `nnictl trial kill` kills a running job (PUT
-# killing -> USER_CANCELED), a job killed on the cluster is SYS_CANCELED, a failing trial
-# FAILED with its exit code. The password is in no log, error, config show or REST answer.
+# killing -> USER_CANCELED), a job killed on the cluster is SYS_CANCELED, one paused
+# there is killed (SYS_CANCELED, as NNI), a failing trial FAILED with its exit code. The password is in no log, error, config show or REST answer.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/dlts.sh"
 
@@ -67,26 +67,26 @@ pass "the password is redacted in config show and in no log"
 nnictl stop "$id" > /dev/null
 
 # ---- the trial life cycle: kill, a job killed on the cluster, a failing trial ----
-dlts_experiment "$WORK/exp2" 4 4 3
+dlts_experiment "$WORK/exp2" 5 5 3
 cp "$TRIALQ_SRC/tests/e2e/trials/behave.sh" "$WORK/exp2/"
 cat > "$WORK/exp2/run.sh" <<'SH'
 mode=$(sed -n 's/.*"mode":"\([a-z]*\)".*/\1/p' "$NNI_SYS_DIR/parameter.cfg")
 case $mode in
-admin) echo started > "$NNI_SYS_DIR/started"; sleep 60 ;;
+admin | paused) echo started > "$NNI_SYS_DIR/started"; sleep 60 ;;
 *) exec sh behave.sh ;;
 esac
 SH
 sed -i -e 's/^trialCommand: .*/trialCommand: sh run.sh/' -e '/^  x: /d' "$WORK/exp2/config.yml"
-sed -i 's/^searchSpace:/searchSpace:\n  mode: {_type: choice, _value: [ok, fail, slow, admin]}/' "$WORK/exp2/config.yml"
+sed -i 's/^searchSpace:/searchSpace:\n  mode: {_type: choice, _value: [ok, fail, slow, admin, paused]}/' "$WORK/exp2/config.yml"
 sed -i 's/^tuner: .*/tuner: {name: GridSearch}/' "$WORK/exp2/config.yml"
 port=$(free_port)
 nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.out" 2>&1 ||
     { cat "$WORK/create2.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create2.out")
 tid_of() { sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"$1\"%'"; }
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 4 || true
-slow=$(tid_of slow) admin=$(tid_of admin)
-for t in "$slow" "$admin"; do
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 5 || true
+slow=$(tid_of slow) admin=$(tid_of admin) paused=$(tid_of paused)
+for t in "$slow" "$admin" "$paused"; do
     wait_file "$DLTS_LOCAL/$id/$t/started" 60 "trial $t did not start on the server"
 done
 wait_until 10 sql_is "SELECT status FROM trial WHERE id='$slow'" RUNNING || fail "slow trial not RUNNING"
@@ -95,15 +95,21 @@ ajid=$(cat "$DLTS_LOCAL/$id/$admin/.nni/jobid")
 curl -sf -X PUT -H 'Content-Type: application/json' -d '{"status": "killing"}' \
     "$DLTS_URL/api/clusters/c1/jobs/$ajid/status?email=$DLTS_EMAIL&password=$DLTS_PASSWORD" > /dev/null ||
     fail "cannot kill the admin's job"
+pjid=$(cat "$DLTS_LOCAL/$id/$paused/.nni/jobid")
+curl -sf -X PUT -H 'Content-Type: application/json' -d '{"status": "pausing"}' \
+    "$DLTS_URL/api/clusters/c1/jobs/$pjid/status?email=$DLTS_EMAIL&password=$DLTS_PASSWORD" > /dev/null ||
+    fail "cannot pause a job"
 wait_status "$id" DONE 120
 st() { sql "SELECT status || ' ' || coalesce(exit_code, '') || ' ' || coalesce(message, '') FROM trial WHERE id='$(tid_of "$1")'"; }
 [[ "$(st ok)" == "SUCCEEDED 0 " ]] || fail "ok: $(st ok)"
 [[ "$(st fail)" == "FAILED 3 exit code 3" ]] || fail "fail: $(st fail)"
 [[ "$(st slow)" == USER_CANCELED* ]] || fail "slow: $(st slow)"
 [[ "$(st admin)" == SYS_CANCELED* ]] || fail "admin: $(st admin)"
+[[ "$(st paused)" == SYS_CANCELED* ]] || fail "paused: $(st paused)"
+curl -sf "$DLTS_URL/_test/job/$pjid" | grep -q '"jobStatus": "killed"' || fail "the paused job was not killed"
 sjid=$(cat "$DLTS_LOCAL/$id/$slow/.nni/jobid")
 curl -sf "$DLTS_URL/_test/job/$sjid" | grep -q '"jobStatus": "killed"' || fail "the killed job is not killed on the server"
-pass "statuses: SUCCEEDED, FAILED 3, USER_CANCELED (PUT killing), SYS_CANCELED (killed on the cluster)"
+pass "statuses: SUCCEEDED, FAILED 3, USER_CANCELED (PUT killing), SYS_CANCELED (killed or paused on the cluster; a paused job killed)"
 nnictl stop "$id" > /dev/null
 assert_no_leftovers
 echo "86-dlts-experiment: passed"
