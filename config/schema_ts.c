@@ -311,8 +311,8 @@ static int dlts_env_key(struct vctx *c, cJSON *obj, const char *key, const char 
 static int dlts_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
     (void)map;
-    if (dlts_env_key(c, obj, "email", "DLWS_USER_EMAIL") < 0 || dlts_env_key(c, obj, "password", "DLTS_JOB_TOKEN") < 0 ||
-        dlts_env_key(c, obj, "team", "DLWS_VC_NAME") < 0)
+    if (dlts_env_key(c, obj, "email", "DLWS_USER_EMAIL") < 0 ||
+        dlts_env_key(c, obj, "password", "DLTS_JOB_TOKEN") < 0 || dlts_env_key(c, obj, "team", "DLWS_VC_NAME") < 0)
         return -1;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "dashboard");
     const char *u = cJSON_IsString(d) ? d->valuestring : "";

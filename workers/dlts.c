@@ -445,26 +445,45 @@ static int list_jobs(struct dlts *d, cJSON **list, int *fatal, struct errbuf *e)
     return rc;
 }
 
+static int put_killing(struct dlts *d, const char *job_id, struct errbuf *e);
+static int active(const char *s);
+
+static const char *item_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* The jobId of the user's job called name: 1 found (*job_id, new string), 0 not there,
- * -1 could not tell (e; *fatal when refused). */
+ * -1 could not tell (e; *fatal when refused). DLTS allows several jobs of one name (made
+ * by hand, or by another manager): the oldest is the trial's (the list is newest
+ * first), the others still active are killed. */
 static int find_job(struct dlts *d, const char *name, char **job_id, int *fatal, struct errbuf *e)
 {
     cJSON *list;
     if (list_jobs(d, &list, fatal, e) < 0)
         return -1;
-    const cJSON *it;
-    int found = 0;
+    const cJSON *it, *chosen = NULL;
     cJSON_ArrayForEach(it, list) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "jobName");
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "jobId");
-        if (cJSON_IsString(n) && cJSON_IsString(id) && strcmp(n->valuestring, name) == 0) {
-            *job_id = xstrdup(id->valuestring);
-            found = 1;
-            break;
-        }
+        const char *n = item_str(it, "jobName");
+        if (n && item_str(it, "jobId") && strcmp(n, name) == 0)
+            chosen = it;
     }
+    cJSON_ArrayForEach(it, list) {
+        const char *n = item_str(it, "jobName"), *st = item_str(it, "jobStatus");
+        if (!chosen || it == chosen || !n || strcmp(n, name) != 0 || !st || !active(st) ||
+            !item_str(it, "jobId"))
+            continue;
+        struct errbuf ke;
+        log_warn("DLTS has another job named %s: %s, killed (the trial's is the oldest, %s)", name,
+                 item_str(it, "jobId"), item_str(chosen, "jobId"));
+        if (put_killing(d, item_str(it, "jobId"), &ke) < 0)
+            log_warn("%s", ke.msg);
+    }
+    if (chosen)
+        *job_id = xstrdup(item_str(chosen, "jobId"));
     cJSON_Delete(list);
-    return found;
+    return chosen != NULL;
 }
 
 static void job_known(struct dlts *d, struct share_job *j, const struct trial *t, char *job_id)
