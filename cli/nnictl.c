@@ -30,7 +30,7 @@ static const struct {
     const char *name, *why;
 } not_here[] = {
     {"trainingservice", "trialq's training services are built in (local, remote, openpai, kubeflow, "
-                        "frameworkcontroller, adl, hybrid); NNI's Node.js service packages cannot be loaded"},
+                        "frameworkcontroller, adl, dlts, hybrid); NNI's Node.js service packages cannot be loaded"},
     {"package", "it was replaced by `nnictl algo` in NNI; see nnictl algo --help"},
     {"ss_gen", "it generated search spaces from NNI annotations, which NNI 3 and trialq do not support "
                "(useAnnotation); write the search space in the config"},
