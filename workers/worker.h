@@ -137,9 +137,8 @@ struct worker {
  * the default of `trialq worker`. */
 extern const struct platform_ops *const platform_all[];
 const struct platform_ops *platform_find(const char *name);
-/* The platforms' names joined with sep ("local, kubeflow, ..."), in buf; returns buf. */
-const char *platform_names(char *buf, size_t size, const char *sep);
-/* The same as a new string of any length. Caller frees. */
+/* The platforms' names joined with sep ("local, kubeflow, ..."), as a new string of any
+ * length. Caller frees. */
 char *platform_names_dup(const char *sep);
 /* This platform's trainingService entry (the list entry in hybrid mode), and a key of
  * it with the top-level value as fallback (trialCommand, trialCodeDirectory, ...). */
