@@ -19,6 +19,7 @@
 #include "api/dispatcher.h"
 #include "api/guard.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 #define TICK_MS 500
 
@@ -199,9 +200,9 @@ static int resume_keeps_done(struct api *a)
     if (a->action != ACTION_RESUME || strcmp(a->exp.status, "DONE") != 0)
         return 0;
     struct errbuf e;
-    int64_t submitted = a->exp.next_sequence, active = 0;
+    int64_t submitted = a->exp.next_sequence;
     trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
-    exp_trials_active(a->db, a->exp_id, &active, &e);
+    int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e); /* -1: not done */
     return active == 0 && ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                            (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
 }
