@@ -150,9 +150,9 @@ const cJSON *worker_config_item(const struct worker *w, const char *key);
 extern const char trialq_chanrelay_py[];
 
 /* The platforms of an experiment whose platform column is exp_platform: that one, or
- * each entry of a hybrid trainingService list in config_json (new strings, at most
- * max). Returns how many. */
-int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max);
+ * each entry of a hybrid trainingService list in config_json, as many as listed (*n of
+ * them). A new NULL-terminated array of new strings: the caller frees each and it. */
+char **platform_list_of(const char *exp_platform, const char *config_json, int *n);
 
 /* NNI's variables of trial t (workers/trial_env.c) into te: NNI_PLATFORM (the
  * platform's name), NNI_EXP_ID, NNI_TRIAL_JOB_ID, NNI_TRIAL_SEQ_ID, NNI_SYS_DIR,
