@@ -61,6 +61,10 @@ struct api {
 };
 
 int api_main(int argc, char **argv);
+/* Frees what the api holds of its experiment: the tuner and its state, the search space,
+ * the tuner's view, the assessor, the config and the experiment row (not the database,
+ * the event loop or the HTTP server). api_main's end; the unit tests' too. */
+void api_free_state(struct api *a);
 
 /* scheduler.c */
 int sched_load_tuner(struct api *a, struct errbuf *e);

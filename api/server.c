@@ -283,18 +283,27 @@ static void let_go(struct api *a)
     log_info("experiment %s: api exiting", a->exp_id);
 }
 
+void api_free_state(struct api *a)
+{
+    if (a->tuner_state)
+        a->tuner->destroy(a->tuner_state);
+    a->tuner_state = NULL;
+    ss_free(a->space);
+    a->space = NULL;
+    tuner_view_free(a->tuner_view);
+    a->tuner_view = NULL;
+    assess_free(a);
+    config_free(a->cfg);
+    a->cfg = NULL;
+    exp_clear(&a->exp);
+}
+
 static void api_free(struct api *a)
 {
     evhttp_free(a->http);
     guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
     event_base_free(a->base);
-    if (a->tuner_state)
-        a->tuner->destroy(a->tuner_state);
-    ss_free(a->space);
-    tuner_view_free(a->tuner_view);
-    assess_free(a);
-    config_free(a->cfg);
-    exp_clear(&a->exp);
+    api_free_state(a);
     db_close(a->db);
     free(a->home);
 }
