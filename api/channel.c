@@ -181,6 +181,8 @@ static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
 static void chan_push(struct chan *c, char *cmd)
 {
     if (c->nqueued == MAX_QUEUED) { /* a trial that asks and never reads: keep the newest */
+        log_limited(LOG_WARN, "trial channel: trial %s has %d commands unread; the oldest is dropped", c->trial_id,
+                    MAX_QUEUED);
         free(c->queue[0]);
         memmove(c->queue, c->queue + 1, (size_t)(MAX_QUEUED - 1) * sizeof c->queue[0]);
         c->nqueued--;
