@@ -18,6 +18,8 @@ enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 struct dispatcher;
 struct tensorboard;
+struct chan_state;
+struct cconns;
 
 struct child {
     pid_t pid;
@@ -44,6 +46,8 @@ struct api {
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
     struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
     struct tensorboard *tensorboard; /* TensorBoard tasks (tensorboard.c), NULL before the first */
+    struct chan_state *chan;   /* the HTTP trial channel (channel.c), NULL before its first request */
+    struct cconns *cconns;     /* its connections (chan_http.c), NULL before the first */
     enum api_action action;
     int readonly;
     int spawn_workers;
