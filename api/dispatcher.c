@@ -15,6 +15,7 @@
 #include "api/disp.h"
 #include "api/dispatcher.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 #define ANSWER_TIMEOUT_MS 600000   /* default for ID/TR answers; TRIALQ_DISPATCHER_TIMEOUT */
 #define SHUTDOWN_GRACE_MS 5000
@@ -172,10 +173,12 @@ static void disp_destroy(void *state)
 static int64_t free_slots(struct dispatcher *d)
 {
     struct api *a = d->a;
-    int64_t active = 0;
     struct errbuf e;
-    if (exp_trials_active(a->db, a->exp_id, &active, &e) < 0)
+    int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e);
+    if (active < 0) {
         log_warn("dispatcher: %s", e.msg);
+        active = 0;
+    }
     int64_t n = a->exp.concurrency - active;
     if (a->exp.max_trial_number > 0 && a->exp.max_trial_number - a->exp.next_sequence < n)
         n = a->exp.max_trial_number - a->exp.next_sequence;

@@ -19,6 +19,7 @@
 #include "api/dispatcher.h"
 #include "api/guard.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 #define TICK_MS 500
 
@@ -199,9 +200,9 @@ static int resume_keeps_done(struct api *a)
     if (a->action != ACTION_RESUME || strcmp(a->exp.status, "DONE") != 0)
         return 0;
     struct errbuf e;
-    int64_t submitted = a->exp.next_sequence, active = 0;
+    int64_t submitted = a->exp.next_sequence;
     trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
-    exp_trials_active(a->db, a->exp_id, &active, &e);
+    int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e); /* -1: not done */
     return active == 0 && ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                            (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
 }
@@ -282,18 +283,27 @@ static void let_go(struct api *a)
     log_info("experiment %s: api exiting", a->exp_id);
 }
 
+void api_free_state(struct api *a)
+{
+    if (a->tuner_state)
+        a->tuner->destroy(a->tuner_state);
+    a->tuner_state = NULL;
+    ss_free(a->space);
+    a->space = NULL;
+    tuner_view_free(a->tuner_view);
+    a->tuner_view = NULL;
+    assess_free(a);
+    config_free(a->cfg);
+    a->cfg = NULL;
+    exp_clear(&a->exp);
+}
+
 static void api_free(struct api *a)
 {
     evhttp_free(a->http);
     guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
     event_base_free(a->base);
-    if (a->tuner_state)
-        a->tuner->destroy(a->tuner_state);
-    ss_free(a->space);
-    tuner_view_free(a->tuner_view);
-    assess_free(a);
-    config_free(a->cfg);
-    exp_clear(&a->exp);
+    api_free_state(a);
     db_close(a->db);
     free(a->home);
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/trial_status.h"
+
 char *queue_owner_id(void)
 {
     return xasprintf("%s:%d:%llu", host_name(), (int)getpid(),
@@ -58,7 +60,7 @@ static int next_claimable(struct db *db, const char *exp_id, const char *platfor
         " AND lease_owner IS NULL AND platform IN (?2, 'hybrid') AND kill_request IS NULL"
         /* trialConcurrency holds across every worker of the experiment: the api may
          * queue trials ahead, the claim is what starts them */
-        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status IN ('WAITING','RUNNING')"
+        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status IN " SQL_TRIAL_ACTIVE
         "      AND lease_owner IS NOT NULL) < (SELECT concurrency FROM experiment WHERE id = ?1)"
         /* no trial starts once a stop is asked for or under way: it would only be killed
          * again (and, started after the api's kill pass, outlive its grace period) */
@@ -203,7 +205,7 @@ int queue_adopt(struct db *db, const char *exp_id, const char *platform, const c
     sqlite3_stmt *st = db_query(db, e,
         "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? AND platform = ?"
         " AND lease_owner IS NOT NULL AND lease_owner != ?"
-        " AND status IN ('WAITING','RUNNING')",
+        " AND status IN " SQL_TRIAL_ACTIVE,
         "sss", exp_id, platform, owner);
     if (!st)
         TX_FAIL(db);
@@ -327,7 +329,7 @@ int trial_finish(struct db *db, const char *trial_id, const char *owner, const c
         int rc = db_run(db, e,
             "UPDATE trial SET status = ?, exit_code = CASE WHEN ? THEN ? END, end_time = ?,"
             " message = coalesce(?, message), lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-            " WHERE id = ? AND status IN ('WAITING','RUNNING') AND (? IS NULL OR lease_owner = ?)",
+            " WHERE id = ? AND status IN " SQL_TRIAL_ACTIVE " AND (? IS NULL OR lease_owner = ?)",
             "sddisisss", to, has_exit, exit_code, end_time, message, now_ms(), trial_id, owner, owner);
         if (rc < 0 || (rc == 1 && db_event(db, e, exp, trial_id, "trial", from, to, message) < 0)) {
             free(exp); free(from);

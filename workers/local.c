@@ -141,7 +141,7 @@ static void local_destroy(struct worker *w)
 /* Where submit puts a trial's dir (trial_dir_path: the recorded one, else this). */
 static char *trial_dir_of(struct worker *w, const char *trial_id)
 {
-    return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
+    return trial_dir_default(w->exp.exp_dir, trial_id);
 }
 
 /* ---------------- worker side ---------------- */

@@ -26,15 +26,6 @@ const struct platform_ops *platform_find(const char *name)
     return NULL;
 }
 
-const char *platform_names(char *buf, size_t size, const char *sep)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int i = 0; platform_all[i] && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? sep : "", platform_all[i]->name);
-    return buf;
-}
-
 char *platform_names_dup(const char *sep)
 {
     struct strbuf sb;

@@ -112,7 +112,7 @@ struct remote_state {
 
 static char *local_dir_of(struct worker *w, const char *trial_id)
 {
-    return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
+    return trial_dir_default(w->exp.exp_dir, trial_id);
 }
 
 static const char *jstr(const cJSON *o, const char *k)
@@ -601,7 +601,7 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
     if (rc == 0 && n) {
         for (int i = 0; i < n; i++) {
             log_warn("trial %s: attempt %d on %s: killing it: %s", o[i].id, o[i].attempt, m->label, o[i].why);
-            char *rdir = xasprintf("%s/trials/%s", m->root, o[i].id);
+            char *rdir = trial_dir_default(m->root, o[i].id);
             sb_puts(&script, "tq_kill ");
             sh_quote(&script, rdir);
             sb_printf(&script, " %d\n", o[i].attempt); /* only what tq_runs saw as this machine's */
@@ -1030,7 +1030,7 @@ static void pending_add(struct worker *w, struct rmachine *m, struct trial *t)
     memset(l, 0, sizeof *l);
     snprintf(l->id, sizeof l->id, "%s", t->id);
     l->attempt = t->attempt;
-    l->rdir = xasprintf("%s/trials/%s", m->root, t->id);
+    l->rdir = trial_dir_default(m->root, t->id);
     l->script = launch_script(w, m, t, l->rdir);
 }
 
@@ -1150,7 +1150,7 @@ static int batch_build(struct worker *w, struct rmachine *m, struct batch *b)
         int att = 0;
         if (strcmp(t->status, "RUNNING") != 0 || machine_of_job(rs, t->job_id, &att) != m || att != t->attempt)
             continue;
-        char *rdir = xasprintf("%s/trials/%s", m->root, t->id);
+        char *rdir = trial_dir_default(m->root, t->id);
         char *ldir = local_dir_of(w, t->id);
         sb_puts(&b->script, " ");
         sh_quote(&b->script, rdir);
@@ -1451,7 +1451,7 @@ static int remote_kill(struct worker *w, struct trial *t, struct errbuf *e)
     struct strbuf script, out;
     sb_init(&script);
     sb_init(&out);
-    char *rdir = xasprintf("%s/trials/%s", m->root, t->id);
+    char *rdir = trial_dir_default(m->root, t->id);
     char tag[32], marker[48];
     unique_tag(NULL, tag);
     snprintf(marker, sizeof marker, "%s\n", tag);
