@@ -70,11 +70,11 @@ ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id IN ($in_list) AND statu
 all=$(sql "SELECT count(*) FROM trial WHERE experiment_id IN ($in_list)")
 metrics=$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id IN ($in_list)")
 ended=$(sql "SELECT status || ':' || count(*) FROM experiment WHERE id IN ($in_list) GROUP BY status" | tr '\n' ' ')
-busy_log=$(grep -rhiE "SQLITE_BUSY|database is locked" "$NNI_HOME"/*/log/ 2>/dev/null | wc -l)
-busy_err=$(sql "SELECT count(*) FROM experiment, json_each(experiment.errors) WHERE id IN ($in_list)
+busy_log=$(grep -rhiE "SQLITE_BUSY|database is locked" "$NNI_HOME"/*/log/ 2>/dev/null | wc -l || true)
+busy_err=$(sql "SELECT count(*) FROM experiment, json_each(experiment.errors) WHERE experiment.id IN ($in_list)
                 AND (value LIKE '%database is locked%' OR value LIKE '%SQLITE_BUSY%')")
-other_err=$(sql "SELECT count(*) FROM experiment, json_each(experiment.errors) WHERE id IN ($in_list)")
-errlines=$(grep -rhE "\] (ERROR|error)|ERROR " "$NNI_HOME"/*/log/ 2>/dev/null | wc -l)
+other_err=$(sql "SELECT count(*) FROM experiment, json_each(experiment.errors) WHERE experiment.id IN ($in_list)")
+errlines=$(grep -rhE "\] (ERROR|error)|ERROR " "$NNI_HOME"/*/log/ 2>/dev/null | wc -l || true)
 failed=$(sql "SELECT count(*) FROM trial WHERE experiment_id IN ($in_list) AND status NOT IN ('SUCCEEDED')")
 "$NNICTL" stop --all > /dev/null 2>&1 || true
 echo "many_experiments: $(nproc) cores, build $BUILD, experiments=$E (started ${#ids[@]}, create failures $create_fail) trials=$T each concurrency=$CE each steps=$TRIAL_STEPS"
@@ -83,6 +83,7 @@ awk -v t0="$t0" -v tc="$t_created" -v t1="$t1" -v ok="$ok" -v all="$all" -v m="$
     printf "  wall %.1fs (creating all: %.1fs); total %.1f trials/s, %.1f metric rows/s\n", t1 - t0, tc - t0, ok / (t1 - t0), m / (t1 - t0) }'
 sort -k2 -g "$WORK/reads.txt" | awk '{ t[NR] = $2 * 1000; if ($1 != 200) bad++ } END {
     if (NR == 0) { print "  history reads: none"; exit }
+    i99 = int(NR * 0.99) + 1; if (i99 > NR) i99 = NR
     printf "  history read (GET trial-jobs?limit=100, experiment 1) while all write: n=%d p50=%.1fms p99=%.1fms max=%.1fms non-200=%d\n",
-        NR, t[int(NR * 0.5) + 1], t[int(NR * 0.99) + 1 > NR ? NR : int(NR * 0.99) + 1], t[NR], bad }'
+        NR, t[int(NR * 0.5) + 1], t[i99], t[NR], bad + 0 }'
 echo "  SQLITE_BUSY/'database is locked': $busy_log log lines, $busy_err experiment errors (of $other_err experiment errors in all); log lines with ERROR: $errlines; trials not SUCCEEDED: $failed"
