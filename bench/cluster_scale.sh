@@ -15,6 +15,8 @@
 #     metric's time in the database minus the time the server finished the job
 #   - worker CPU per trial (utime+stime of the worker process from /proc, divided by
 #     the trials), worker RSS now and peak (VmRSS, VmHWM), wall time and trials/s
+#   - the test server's CPU and its answer time in the steady state (when it is
+#     saturated, the figures are the Python server's, not trialq's)
 # Needs root (tests/servers/k8s_lib.sh starts the server) and a release build.
 #   usage: bench/cluster_scale.sh [BUILD_DIR] (default build)
 #   env:   N=5000 trials, C=2000 concurrency, DUR=30 seconds a job runs, WINDOW=15
@@ -66,9 +68,27 @@ while :; do
     [ "$(date +%s)" -lt "$deadline" ] || fail "no steady state within an hour"
     sleep 0.5
 done
-ts_a=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-a.json"; cpu_a=$(cpu_s "$wpid"); run_a=$r
+# the server's answer time (before the window, so not counted in it): 20 GETs of one job on one keep-alive connection
+job=$(sql "SELECT job_id FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND job_id IS NOT NULL LIMIT 1")
+lat=$($PY - "$K8S_PORT" "$K8S_TOKEN" "$job" <<'PY'
+import http.client, ssl, sys, time
+c = http.client.HTTPSConnection('127.0.0.1', int(sys.argv[1]), context=ssl._create_unverified_context(), timeout=30)
+ts = []
+for _ in range(20):
+    t = time.time()
+    c.request('GET', '/apis/kubeflow.org/v1/namespaces/default/tfjobs/' + sys.argv[3],
+              headers={'Authorization': 'Bearer ' + sys.argv[2]})
+    c.getresponse().read()
+    ts.append((time.time() - t) * 1000)
+ts.sort()
+print('%.1f/%.1f' % (ts[10], ts[-1]))
+PY
+)
+ts_a=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-a.json"; cpu_a=$(cpu_s "$wpid"); run_a=$(running)
+scpu_a=$(cpu_s "$K8S_PID")
 sleep "$WINDOW"
 ts_b=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-b.json"; cpu_b=$(cpu_s "$wpid"); run_b=$(running)
+scpu_b=$(cpu_s "$K8S_PID")
 wait_until 7200 status_is "$id" 'DONE|ERROR' || fail "experiment $id did not finish"
 t1=$(date +%s.%N)
 cpu_end=$(cpu_s "$wpid")
@@ -82,12 +102,14 @@ sql "SELECT t.job_id, t.submit_time, t.start_time, t.end_time, t.status,
 nnictl stop "$id" > /dev/null 2>&1 || true
 
 echo "cluster_scale: $(nproc) cores, build $BUILD, trials=$N concurrency=$C job_run=${DUR}s poll_ms=${TRIALQ_KUBE_POLL_MS:-default}"
-$PY - "$WORK" "$ts_a" "$ts_b" "$t0" "$t1" "$N" "$run_a" "$run_b" "$cpu_a" "$cpu_b" "$cpu_end" "$rss" "$hwm" <<'PY'
+$PY - "$WORK" "$ts_a" "$ts_b" "$t0" "$t1" "$N" "$run_a" "$run_b" "$cpu_a" "$cpu_b" "$cpu_end" "$rss" "$hwm" \
+    "$scpu_a" "$scpu_b" "$lat" <<'PY'
 import json, sys
 work, ts_a, ts_b, t0, t1 = sys.argv[1], *map(float, sys.argv[2:6])
 n, run_a, run_b = map(int, sys.argv[6:9])
 cpu_a, cpu_b, cpu_end = map(float, sys.argv[9:12])
 rss, hwm = int(sys.argv[12]), int(sys.argv[13])
+scpu_a, scpu_b, lat = float(sys.argv[14]), float(sys.argv[15]), sys.argv[16]
 a = json.load(open(work + '/stats-a.json'))['routes']
 b = json.load(open(work + '/stats-b.json'))['routes']
 end = json.load(open(work + '/stats-end.json'))
@@ -105,6 +127,8 @@ for k in b:
     verbs[k.split()[0]] = verbs.get(k.split()[0], 0) + b[k] - a.get(k, 0)
 print('  total %.1f/s (%s); per running job %.2f/s' % (total / win, ', '.join('%s %.1f/s' % (v, c / win) for v, c in
       sorted(verbs.items())), total / win / max(1, (run_a + run_b) / 2)))
+print('  the test server meanwhile: %.0f%% of a core; a GET of one job p50/max %s ms (20 on one connection)' %
+      ((scpu_b - scpu_a) * 100 / win, lat))
 print('whole run: %d API requests (%s)' % (end['requests'], ', '.join('%s %d' % (k, v) for k, v in
       sorted(end['routes'].items()))))
 

@@ -550,6 +550,9 @@ class Cluster:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
     server_version = 'trialq-k8s-test'
+    # TCP_NODELAY: the head and the body are two writes; with Nagle's algorithm and the
+    # client's delayed ACK each answer on a kept-alive connection would wait ~40 ms
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
