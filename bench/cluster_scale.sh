@@ -9,8 +9,11 @@
 # Prints:
 #   - API requests/s by verb and path pattern in steady state: over WINDOW seconds
 #     starting when C jobs are running (from the server's GET /_test/stats)
-#   - submit->running p50/p99: the server's Running time of a job minus the trial's
-#     submit_time in the database (the worker's submission plus the server's start delay)
+#   - slot refill p50/p99: from the k-th trial's end (end_time in the database) to the
+#     (k+C)-th job created on the server: how long a freed slot stays empty
+#   - queued->created p50/p99: the trial's submit_time in the database to its job's
+#     creation on the server (includes waiting for a free slot: up to a job's run time)
+#   - created->running p50/p99 on the server (its start delay: a check of the server)
 #   - finished->recorded p50/p99: the trial's end_time (SUCCEEDED written) and its FINAL
 #     metric's time in the database minus the time the server finished the job
 #   - worker CPU per trial (utime+stime of the worker process from /proc, divided by
@@ -53,17 +56,19 @@ has_worker() { [ -n "$(worker_pid)" ]; }
 wait_until 60 has_worker || true
 wpid=$(worker_pid)
 [ -n "$wpid" ] || fail "no worker process of $id"
+# running: the jobs running now; with an argument, also how many were created: "R CREATED"
 running() { k8s_hook GET jobtimes | $PY -c '
 import json, sys
-print(sum(1 for v in json.load(sys.stdin).values() if "running" in v and "done" not in v))'; }
+t = json.load(sys.stdin).values()
+print(sum(1 for v in t if "running" in v and "done" not in v), *([len(t)] if len(sys.argv) > 1 else []))' "$@"; }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 
-# steady state: from the first time C jobs run (or the last trial is submitted) for WINDOW seconds
+# steady state: from the first time C jobs run (or all N jobs were created) for WINDOW seconds
 deadline=$(( $(date +%s) + 3600 ))
 while :; do
-    r=$(running)
+    read -r r created <<< "$(running all)"
     [ "$r" -ge "$C" ] && break
-    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")" -ge "$N" ] && [ "$r" -gt 0 ] && break
+    [ "$created" -ge "$N" ] && [ "$r" -gt 0 ] && break
     status_is "$id" 'DONE|STOPPED|ERROR' && fail "experiment ended before it reached $C running jobs"
     [ "$(date +%s)" -lt "$deadline" ] || fail "no steady state within an hour"
     sleep 0.5
@@ -103,7 +108,7 @@ nnictl stop "$id" > /dev/null 2>&1 || true
 
 echo "cluster_scale: $(nproc) cores, build $BUILD, trials=$N concurrency=$C job_run=${DUR}s poll_ms=${TRIALQ_KUBE_POLL_MS:-default}"
 $PY - "$WORK" "$ts_a" "$ts_b" "$t0" "$t1" "$N" "$run_a" "$run_b" "$cpu_a" "$cpu_b" "$cpu_end" "$rss" "$hwm" \
-    "$scpu_a" "$scpu_b" "$lat" <<'PY'
+    "$scpu_a" "$scpu_b" "$lat" "$C" <<'PY'
 import json, sys
 work, ts_a, ts_b, t0, t1 = sys.argv[1], *map(float, sys.argv[2:6])
 n, run_a, run_b = map(int, sys.argv[6:9])
@@ -136,21 +141,33 @@ def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float('nan')
 
-s2r, f2end, f2met, ok = [], [], [], 0
+q2c, c2r, f2end, f2met, ends, ok = [], [], [], [], [], 0
 for line in open(work + '/trials.txt'):
     job, submit, start, endt, status, fin = (line.rstrip('\n').split('|') + [''] * 6)[:6]
     ok += status == 'SUCCEEDED'
     jt = times.get(job)
     if not jt:
         continue
-    if 'running' in jt and submit:
-        s2r.append(jt['running'] * 1000 - int(submit))
+    if endt:
+        ends.append(int(endt))
+    if 'created' in jt and submit:
+        q2c.append(jt['created'] * 1000 - int(submit))
+    if 'running' in jt:
+        c2r.append((jt['running'] - jt['created']) * 1000)
     if 'done' in jt and endt:
         f2end.append(int(endt) - jt['done'] * 1000)
     if 'done' in jt and fin:
         f2met.append(int(fin) - jt['done'] * 1000)
 print('trials: %d succeeded of %d; wall %.1fs (from nnictl create); %.1f trials/s' % (ok, n, t1 - t0, n / (t1 - t0)))
-print('submit->running   p50 %7.0f ms  p99 %7.0f ms  (%d jobs)' % (pct(s2r, .5), pct(s2r, .99), len(s2r)))
+ends.sort()
+creates = sorted(v['created'] * 1000 for v in times.values() if 'created' in v)
+c = int(sys.argv[17])
+refill = [creates[k + c] - ends[k] for k in range(len(ends)) if k + c < len(creates)]
+print('slot refill       p50 %7.0f ms  p99 %7.0f ms  (k-th trial end -> (k+C)-th job created; %d)' %
+      (pct(refill, .5), pct(refill, .99), len(refill)))
+print('queued->created   p50 %7.0f ms  p99 %7.0f ms  (submit_time -> job created, with the wait for a slot)' %
+      (pct(q2c, .5), pct(q2c, .99)))
+print('created->running  p50 %7.0f ms  p99 %7.0f ms  (on the server)' % (pct(c2r, .5), pct(c2r, .99)))
 print('finished->ended   p50 %7.0f ms  p99 %7.0f ms  (trial end_time - job done)' % (pct(f2end, .5), pct(f2end, .99)))
 print('finished->metric  p50 %7.0f ms  p99 %7.0f ms  (FINAL metric time - job done)' % (pct(f2met, .5), pct(f2met, .99)))
 print('worker CPU: %.2f ms per trial over the run, %.1f%% of a core in steady state; worker RSS %.1f MB, peak %.1f MB' %
