@@ -1190,6 +1190,24 @@ static void batch_free(struct batch *b)
     free(b->idx);
 }
 
+const char *remote_status_parse(const char *p, const char *end, int n, struct remote_status *h)
+{
+    if ((size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0)
+        return NULL;
+    p += 7;
+    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
+    for (int i = 0; i < n; i++) {
+        int used = 0;
+        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[i].state, &h[i].rc, &h[i].end, &h[i].stopped,
+                   &h[i].len[0], &h[i].len[1], &h[i].len[2], &used) < 7 || !used)
+            return NULL;
+        p += used;
+    }
+    if ((size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0)
+        return NULL;
+    return p + 5;
+}
+
 /* Applies a machine's answer: submit results, states, new bytes into the mirrors. */
 static void batch_apply(struct worker *w, struct batch *b, const char *p, const char *end)
 {
@@ -1220,27 +1238,17 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
         memmove(m->pending, m->pending + answered, sizeof *m->pending * (size_t)(m->npending - answered));
         m->npending -= answered;
     }
-    if (answered < b->nsub || (size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0) {
+    if (answered < b->nsub) {
         log_warn("machine %s: malformed answer of the runner", m->label);
         return;
     }
-    p += 7;
-    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
-    struct hdr { char state; int rc, stopped; long long end, len[3]; } *h = xcalloc((size_t)b->n + 1, sizeof *h);
-    int nh = 0;
-    for (; nh < b->n; nh++) {
-        int used = 0;
-        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[nh].state, &h[nh].rc, &h[nh].end, &h[nh].stopped,
-                   &h[nh].len[0], &h[nh].len[1], &h[nh].len[2], &used) < 7 || !used)
-            break;
-        p += used;
-    }
-    if (nh < b->n || (size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0) {
+    struct remote_status *h = xcalloc((size_t)b->n + 1, sizeof *h);
+    p = remote_status_parse(p, end, b->n, h);
+    if (!p) {
         log_warn("machine %s: malformed status answer", m->label);
         free(h);
         return;
     }
-    p += 5;
     for (int k = 0; k < b->n; k++) {
         struct trial *t = &w->trials[b->idx[k]].t;
         struct rtrial *r = rtrial_get(rs, t->id, 1);
