@@ -2,10 +2,11 @@
 # bench/fuzz.sh: builds the libFuzzer targets of tests/fuzz (clang, ASan+UBSan, its own
 # build dir) and runs each for SECONDS, one after the other, starting from its seed
 # corpus tests/fuzz/corpus/<target>/ (every seed runs first: the committed regression
-# inputs are checked on every run). New inputs go to a work corpus outside the tree;
-# crashes, leaks, timeouts (an input over 10 s) and out-of-memory (over 2 GB) are kept
-# as <out>/<target>/crash-*, leak-*, timeout-*, oom-*. Prints one line per target and
-# exits 1 when any target found something.
+# inputs are checked on every run), with the words of tests/fuzz/<target>.dict if there
+# is one. New inputs go to a work corpus outside the tree; crashes, leaks, timeouts (an
+# input over 10 s) and out-of-memory (over 2 GB) are kept as <out>/<target>/crash-*,
+# leak-*, timeout-*, oom-*. Prints one line per target (CPU seconds: user + system of
+# the run) and exits 1 when any target found something.
 #   usage: bench/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]
 #   env: FUZZ_BUILD   build dir (default <repo>/build-fuzz)
 #        FUZZ_OUT     work corpora and findings (default $FUZZ_BUILD/fuzz-out)
@@ -51,9 +52,11 @@ for t in "${TARGETS[@]}"; do
     log=$work/log
     t0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
     rc=0
+    dict=()
+    [ ! -f "$SRC/tests/fuzz/$t.dict" ] || dict=(-dict="$SRC/tests/fuzz/$t.dict")
     # the work corpus first (new inputs are written there), the seeds read only
     (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$seeds") >"$log" 2>&1 || rc=$?
+        -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >"$log" 2>&1 || rc=$?
     # CPU time of the finished child (user + system, clock ticks), from this shell's counters
     t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
     cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')
