@@ -6,6 +6,7 @@
  * into the temp dir. */
 #include "tests/fuzz/fuzz.h"
 
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "config/config.h"
@@ -50,8 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(shown);
     char *json = cJSON_PrintUnformatted(cfg->canonical);
     struct exp_config *back = NULL;
-    if (!json || config_from_json(json, &back, &e) < 0)
-        abort(); /* accepted at create, refused by the api that runs it */
+    if (!json || config_from_json(json, &back, &e) < 0) {
+        /* accepted at create, refused by the api that runs it */
+        fprintf(stderr, "config_from_json refused the canonical config: %s\n%s\n", e.msg, json ? json : "");
+        abort();
+    }
     config_free(back);
     free(json);
     config_free(cfg);
