@@ -1177,6 +1177,24 @@ static void batch_free(struct batch *b)
     free(b->idx);
 }
 
+const char *remote_status_parse(const char *p, const char *end, int n, struct remote_status *h)
+{
+    if ((size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0)
+        return NULL;
+    p += 7;
+    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
+    for (int i = 0; i < n; i++) {
+        int used = 0;
+        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[i].state, &h[i].rc, &h[i].end, &h[i].stopped,
+                   &h[i].len[0], &h[i].len[1], &h[i].len[2], &used) < 7 || !used)
+            return NULL;
+        p += used;
+    }
+    if ((size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0)
+        return NULL;
+    return p + 5;
+}
+
 /* Applies a machine's answer: submit results, states, new bytes into the mirrors. */
 /* The runner's answers to the batch's starts ("submit ok" / "submit error <why>"), one
  * line each: the answered starts leave the queue (the rest go again next time). Returns
@@ -1211,16 +1229,9 @@ static const char *apply_submits(struct remote_state *rs, struct batch *b, const
     return answered < b->nsub ? NULL : p;
 }
 
-/* One trial's status line: "<state> <rc> <end> <stopped> <n1> <n2> <n3>". */
-struct status_hdr {
-    char state;
-    int rc, stopped;
-    long long end, len[3];
-};
-
 /* Appends the bytes each mirrored file gained (h->len[f] of them at *p) to the trial's
  * local mirror; r->complete when no file hit STATUS_CAP. -1: fewer bytes than announced. */
-static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r, const struct status_hdr *h,
+static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r, const struct remote_status *h,
                        const char **p, const char *end)
 {
     char *ldir = local_dir_of(w, t->id);
@@ -1248,7 +1259,7 @@ static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r
 
 /* The state the runner reports for trial t on machine m. */
 static void apply_state(struct worker *w, struct rmachine *m, struct trial *t, struct rtrial *r,
-                        const struct status_hdr *h)
+                        const struct remote_status *h)
 {
     if (r->state == 'E')
         return; /* keeps the reason until poll reports it */
@@ -1281,27 +1292,17 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
     struct remote_state *rs = w->platform;
     struct rmachine *m = b->m;
     p = apply_submits(rs, b, p, end);
-    if (!p || (size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0) {
+    if (!p) {
         log_warn("machine %s: malformed answer of the runner", m->label);
         return;
     }
-    p += 7;
-    /* the headers, then "data" and the bytes in order */
-    struct status_hdr *h = xcalloc((size_t)b->n + 1, sizeof *h);
-    int nh = 0;
-    for (; nh < b->n; nh++) {
-        int used = 0;
-        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[nh].state, &h[nh].rc, &h[nh].end, &h[nh].stopped,
-                   &h[nh].len[0], &h[nh].len[1], &h[nh].len[2], &used) < 7 || !used)
-            break;
-        p += used;
-    }
-    if (nh < b->n || (size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0) {
+    struct remote_status *h = xcalloc((size_t)b->n + 1, sizeof *h);
+    p = remote_status_parse(p, end, b->n, h);
+    if (!p) {
         log_warn("machine %s: malformed status answer", m->label);
         free(h);
         return;
     }
-    p += 5;
     for (int k = 0; k < b->n; k++) {
         struct trial *t = &w->trials[b->idx[k]].t;
         struct rtrial *r = rtrial_get(rs, t->id, 1);
