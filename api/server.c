@@ -25,6 +25,22 @@
 #define EXIT_PORT_BUSY 3
 #define EXIT_CONFIG 4
 
+/* A write at start that met a fault of the database (a full disk, an I/O error: common/
+ * fault.c, already logged) is tried again every 100 ms for up to a minute, instead of
+ * the api exiting (the experiment would not start) or going on without it (an
+ * experiment left INITIALIZED, which never schedules a trial). */
+static int retry_at_start(int rc, int64_t *until)
+{
+    if (rc >= 0 || !fault_has("database"))
+        return 0;
+    if (*until == 0)
+        *until = mono_ms() + 60000;
+    if (mono_ms() >= *until)
+        return 0;
+    usleep(100000);
+    return 1;
+}
+
 static void on_signal(evutil_socket_t sig, short ev, void *arg)
 {
     (void)ev;
@@ -194,11 +210,18 @@ int api_main(int argc, char **argv)
                      (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
     }
     /* this process now owns the experiment */
-    if (db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
-                          " desired_status = NULL, end_time = CASE WHEN ? THEN end_time END WHERE id = ?",
-               "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
-               a->exp_id) < 0 ||
-        proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e) < 0) {
+    int64_t until = 0;
+    do
+        rc = db_run(a->db, &e, "UPDATE experiment SET api_pid = ?, api_start = ?, api_heartbeat = ?,"
+                               " desired_status = NULL, end_time = CASE WHEN ? THEN end_time END WHERE id = ?",
+                    "diiis", (int)getpid(), (int64_t)proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
+                    a->exp_id);
+    while (retry_at_start(rc, &until));
+    if (rc >= 0)
+        do
+            rc = proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e);
+        while (retry_at_start(rc, &until));
+    if (rc < 0) {
         log_error("%s", e.msg);
         return 1;
     }
@@ -214,10 +237,14 @@ int api_main(int argc, char **argv)
     /* view changes nothing stored: the api answers VIEWED, the row keeps its status */
     if (a->action == ACTION_RESUME) {
         /* resume from any state; "DONE" re-checks its budgets on the first tick */
-        db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
+        do
+            rc = db_run(a->db, &e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", a->exp_id);
+        while (retry_at_start(rc, &until));
     }
     if (!a->readonly && !keep_done)
-        exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
+        do
+            rc = exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
+        while (retry_at_start(rc, &until));
     exp_clear(&a->exp);
     exp_load(a->db, a->exp_id, &a->exp, &e);
     log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, action, a->exp.bind_address, port);
