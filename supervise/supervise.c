@@ -106,9 +106,22 @@ int main(int argc, char **argv)
     int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
                      (unsigned long long)proc_start_time(pid), (int)getpid(),
                      (unsigned long long)proc_start_time(getpid()));
-    if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
-        fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
-    /* recorded (or not recordable: then the trial still runs, as before): release it */
+    /* a full disk, an I/O error, a read-only filesystem: the trial waits (it has not
+     * started) until the record can be written, as its end does (lead.c); a trial run
+     * without it would be taken for vanished by a later worker and run again */
+    int said = 0;
+    while (ftruncate(LOCK_FD, 0) < 0 || pwrite(LOCK_FD, job, (size_t)n, 0) != n) {
+        if (!trial_write_fault(errno)) {
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s\n", dir, strerror(errno));
+            break;
+        }
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s; retrying until it can\n", dir,
+                    strerror(errno));
+        sleep(1);
+    }
+    /* recorded (or not recordable for another reason: then the trial still runs, as
+     * before): release it */
     while (write(go[1], "g", 1) < 0 && errno == EINTR)
         ;
     close(go[1]);
