@@ -105,6 +105,9 @@ int ws_frame_parse(const unsigned char *buf, size_t n, uint64_t max_len, int req
         return errf(e, "unmasked WebSocket frame from a client");
     uint64_t len = buf[1] & 0x7F;
     size_t hl = 2;
+    /* a header that is not all there yet: header_len says how long it is at least, so
+     * that a caller looking only at header_len + len never takes it for a whole frame */
+    f->header_len = (len == 126 ? 4 : len == 127 ? 10 : 2) + (f->masked ? 4 : 0);
     if (len == 126) {
         if (n < 4)
             return 0;
