@@ -82,7 +82,7 @@ id=$("$BUILD/nnictl" create --config "$WORK/code/config.yml" --port "$port" | se
 api_pid() { sql "SELECT coalesce(api_pid, '') FROM experiment WHERE id='$id'"; }
 worker_pid() { pgrep -f "trialq worker .*--experiment $id" | head -n1 || true; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0; }
-fds() { ls "/proc/$1/fd" 2> /dev/null | wc -l; }
+fds() { { ls "/proc/$1/fd" 2> /dev/null || true; } | wc -l; }
 
 echo "soak: $TRIALS trials at concurrency $CONC, a kill every ${KILL_EVERY}s, a row every ${SAMPLE_EVERY}s ($(nproc) cores, build $BUILD)"
 printf '%7s %8s %9s %9s %7s %7s %9s %8s %8s  %s\n' time ended api_rss worker_rss api_fd wrk_fd db_kb rate/s bytes/tr killed
