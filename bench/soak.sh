@@ -79,7 +79,7 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 id=$("$BUILD/nnictl" create --config "$WORK/code/config.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
 [ -n "$id" ] || { echo "soak: nnictl create failed" >&2; exit 1; }
 
-api_pid() { sql "SELECT coalesce(api_pid, '') FROM experiment WHERE id='$id'"; }
+api_pid() { sql "SELECT coalesce(api_pid, '') FROM experiment WHERE id='$id'" || true; }
 worker_pid() { pgrep -f "trialq worker .*--experiment $id" | head -n1 || true; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0; }
 fds() { { ls "/proc/$1/fd" 2> /dev/null || true; } | wc -l; }
@@ -90,7 +90,8 @@ t0=$SECONDS next_kill=$((SECONDS + KILL_EVERY)) next_row=$((SECONDS + SAMPLE_EVE
 killed="" rows="$WORK/rows"
 : > "$rows"
 while :; do
-    st=$(sql "SELECT status FROM experiment WHERE id='$id'")
+    # (a query that meets a lock beyond its timeout is only a missed look, not the end)
+    st=$(sql "SELECT status FROM experiment WHERE id='$id'" || true)
     [ "$st" = DONE ] && break
     a=$(api_pid)
     if [ -z "$a" ] || ! kill -0 "$a" 2> /dev/null; then
@@ -108,7 +109,7 @@ while :; do
     fi
     if [ "$SECONDS" -ge "$next_row" ]; then
         next_row=$((SECONDS + SAMPLE_EVERY))
-        ended=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND end_time IS NOT NULL")
+        ended=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND end_time IS NOT NULL" || echo "$last_ended")
         a=$(api_pid) w=$(worker_pid)
         ar=$( [ -n "$a" ] && rss_kb "$a" || echo 0) wr=$( [ -n "$w" ] && rss_kb "$w" || echo 0)
         af=$( [ -n "$a" ] && fds "$a" || echo 0) wf=$( [ -n "$w" ] && fds "$w" || echo 0)
