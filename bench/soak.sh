@@ -11,12 +11,12 @@
 # fails (exit 1) when
 #   - RSS of the api or the worker grows from the lowest it had in the first third of
 #     the run to the highest of the last third by more than RSS_BOUND_KB (default 20480)
-#     plus RSS_PER_TRIAL bytes (default 1024) for each trial ended in between: the
+#     plus RSS_PER_TRIAL bytes (default 512) for each trial ended in between: the
 #     Random tuner keeps every suggestion it gave, to never give one twice (NNI's does
-#     too), about 0.6 KB each in the api; a restarted api computes them again. A leak of
-#     a few hundred bytes per trial hides in that allowance; the per-trial figure is
-#     printed (a process restarted by a kill starts low again: each row holds what the
-#     live processes hold),
+#     too), about 250 bytes each in the api (200,000-trial run); a restarted api
+#     computes them again. A leak smaller than the allowance hides in it: the per-trial
+#     figure is printed (a process restarted by a kill starts low again: each row holds
+#     what the live processes hold),
 #   - open fds of the api or the worker grow beyond FD_BOUND (default 16) above the
 #     lowest of the first third,
 #   - the trial rate of the last third falls below RATE_FLOOR (default 0.7) times that
@@ -28,7 +28,7 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$SRC/build TRIALS=200000 CONC=16 KILL_EVERY=30 SAMPLE_EVERY=10 KEEP=""
-RSS_BOUND_KB=${RSS_BOUND_KB:-20480} RSS_PER_TRIAL=${RSS_PER_TRIAL:-1024} FD_BOUND=${FD_BOUND:-16} RATE_FLOOR=${RATE_FLOOR:-0.7}
+RSS_BOUND_KB=${RSS_BOUND_KB:-20480} RSS_PER_TRIAL=${RSS_PER_TRIAL:-512} FD_BOUND=${FD_BOUND:-16} RATE_FLOOR=${RATE_FLOOR:-0.7}
 while [ $# -gt 0 ]; do
     case $1 in
     --trials) TRIALS=$2; shift 2 ;;
@@ -81,7 +81,8 @@ id=$("$BUILD/nnictl" create --config "$WORK/code/config.yml" --port "$port" | se
 
 api_pid() { sql "SELECT coalesce(api_pid, '') FROM experiment WHERE id='$id'" || true; }
 worker_pid() { pgrep -f "trialq worker .*--experiment $id" | head -n1 || true; }
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0; }
+# (a process that just died, a zombie, has no VmRSS: 0, never an empty field)
+rss_kb() { awk '/^VmRSS/ {v = $2} END {print v + 0}' "/proc/$1/status" 2> /dev/null || echo 0; }
 fds() { { ls "/proc/$1/fd" 2> /dev/null || true; } | wc -l; }
 
 echo "soak: $TRIALS trials at concurrency $CONC, a kill every ${KILL_EVERY}s, a row every ${SAMPLE_EVERY}s ($(nproc) cores, build $BUILD)"
@@ -117,7 +118,7 @@ while :; do
         rate=$(awk -v n=$((ended - last_ended)) -v s=$((SECONDS - last_t)) 'BEGIN { printf "%.1f", s ? n / s : 0 }')
         per=$(( ended > 0 ? dbkb * 1024 / ended : 0 ))
         printf '%6ds %8d %8dk %8dk %7d %7d %9d %8s %8d  %s\n' $((SECONDS - t0)) "$ended" "$ar" "$wr" "$af" "$wf" "$dbkb" "$rate" "$per" "${killed# }"
-        echo "$ended $ar $wr $af $wf $rate" >> "$rows"
+        echo "${ended:-0} ${ar:-0} ${wr:-0} ${af:-0} ${wf:-0} ${rate:-0}" >> "$rows"
         last_ended=$ended last_t=$SECONDS killed=""
     fi
     sleep 1
