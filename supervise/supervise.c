@@ -43,6 +43,20 @@ static volatile sig_atomic_t g_term, g_alarm;
 static void on_term(int sig) { (void)sig; g_term = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
 
+/* trial.stdout or trial.stderr. On a full disk (an I/O error, a read-only filesystem)
+ * the trial waits until it can be opened, as for its job record below: it has not
+ * started, and without the file its output would go to the experiment's own log. */
+static int open_output(const char *path)
+{
+    int fd, said = 0;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 && trial_write_fault(errno)) {
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot open %s: %s; retrying until it can\n", path, strerror(errno));
+        sleep(1);
+    }
+    return fd;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 6) {
@@ -60,8 +74,8 @@ int main(int argc, char **argv)
     char out[4096], err[4096];
     snprintf(out, sizeof out, "%s/trial.stdout", dir);
     snprintf(err, sizeof err, "%s/trial.stderr", dir);
-    int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int ofd = open_output(out);
+    int efd = open_output(err);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
      * and ends without running anything */

@@ -105,6 +105,10 @@ for t in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     [ "$(sql "SELECT final_metric = parameters->>'x' FROM trial WHERE id='$t'")" = 1 ] || fail "final metric of $t"
 done
 pass "every trial ran once; every metric it wrote is stored once, nothing else"
+# each trial's output went to its own trial.stdout, never into the experiment's logs
+! grep -l "seq .* done" "$NNI_HOME/$id"/log/*.log || fail "trial output in the experiment's logs"
+[ "$(cat "$NNI_HOME/$id"/trials/*/trial.stdout | grep -c "seq .* done")" = "$trials" ] || fail "a trial.stdout lacks its output"
+pass "each trial's output is in its trial.stdout"
 
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 pass "integrity_check ok"
