@@ -52,7 +52,7 @@ kill_randomly() {
         t=$(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='RUNNING' ORDER BY random() LIMIT 1")
         [ -z "$t" ] || { curl -s -o /dev/null --max-time 5 -X DELETE "http://127.0.0.1:$port/api/v1/nni/trial-jobs/$t" || true
                          echo "$t" >> "$WORK/kills"; }
-        sleep "0.$((RANDOM % 150))"
+        sleep "$(printf '0.%03d' $((RANDOM % 150)))"
     done
 }
 
