@@ -42,6 +42,17 @@ int queue_owner_dead(const char *owner)
             return -1;                                     \
         return (rv);                                       \
     } while (0)
+/* TX_END_OK of a claim: a commit that fails (a full disk) claimed nothing, and the
+ * trial read into OUT is freed */
+#define TX_END_CLAIM(db, e, rv, out)                       \
+    do {                                                   \
+        if (own_tx_ && db_commit((db), (e)) < 0) {         \
+            if ((rv) > 0)                                  \
+                trial_clear(out);                          \
+            return -1;                                     \
+        }                                                  \
+        return (rv);                                       \
+    } while (0)
 #define TX_FAIL(db)                                        \
     do {                                                   \
         if (own_tx_)                                       \
@@ -126,7 +137,7 @@ int queue_claim_on(struct db *db, const char *exp_id, const char *platform, cons
     }
     free(id);
     /* no event: a claim changes no status; the RUNNING event names the worker */
-    TX_END_OK(db, e, got);
+    TX_END_CLAIM(db, e, got, out);
 }
 
 int queue_set_waiting_reason(struct db *db, const char *exp_id, const char *platform, const char *reason,
@@ -174,7 +185,7 @@ static int claim(struct db *db, const char *exp_id, const char *platform, const 
                             sizeof reason, e);
     if (rc < 0 || (rc == 0 && reason[0] && queue_set_waiting_reason(db, exp_id, platform, reason, e) < 0))
         TX_FAIL(db);
-    TX_END_OK(db, e, rc);
+    TX_END_CLAIM(db, e, rc, out);
 }
 
 int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,

@@ -80,8 +80,20 @@ static void record_job(const char *dir, int attempt, pid_t pid)
     int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
                      (unsigned long long)proc_start_time(pid), (int)getpid(),
                      (unsigned long long)proc_start_time(getpid()));
-    if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
-        fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
+    /* a full disk, an I/O error, a read-only filesystem: the trial waits (it has not
+     * started) until the record can be written, as its end does (lead.c); a trial run
+     * without it would be taken for vanished by a later worker and run again */
+    int said = 0;
+    while (ftruncate(LOCK_FD, 0) < 0 || pwrite(LOCK_FD, job, (size_t)n, 0) != n) {
+        if (!trial_write_fault(errno)) {
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s\n", dir, strerror(errno));
+            break;
+        }
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s; retrying until it can\n", dir,
+                    strerror(errno));
+        sleep(1);
+    }
 }
 
 /* Wait for the leader's end, passing a stop on to its group (SIGINT, then SIGKILL after
@@ -110,6 +122,20 @@ static int wait_leader(pid_t pid, const sigset_t *waiting, int *status)
     return forwarded;
 }
 
+/* trial.stdout or trial.stderr. On a full disk (an I/O error, a read-only filesystem)
+ * the trial waits until it can be opened, as for its job record (record_job): it has not
+ * started, and without the file its output would go to the experiment's own log. */
+static int open_output(const char *path)
+{
+    int fd, said = 0;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 && trial_write_fault(errno)) {
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot open %s: %s; retrying until it can\n", path, strerror(errno));
+        sleep(1);
+    }
+    return fd;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 6) {
@@ -127,8 +153,8 @@ int main(int argc, char **argv)
     char out[4096], err[4096];
     snprintf(out, sizeof out, "%s/trial.stdout", dir);
     snprintf(err, sizeof err, "%s/trial.stderr", dir);
-    int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int ofd = open_output(out);
+    int efd = open_output(err);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
      * and ends without running anything */
@@ -148,7 +174,8 @@ int main(int argc, char **argv)
     }
     setpgid(pid, pid); /* both sides set it: no race with an early kill */
     record_job(dir, attempt, pid);
-    /* recorded (or not recordable: then the trial still runs, as before): release it */
+    /* recorded (or not recordable for another reason: then the trial still runs, as
+     * before): release it */
     while (write(go[1], "g", 1) < 0 && errno == EINTR)
         ;
     close(go[1]);
