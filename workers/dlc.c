@@ -201,6 +201,13 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (d->ca_bundle)
         curl_easy_setopt(c, CURLOPT_CAINFO, d->ca_bundle);
+    if (strcmp(method, "GET") != 0) {
+        /* libcurl sends a request again, unchanged, when a reused connection closes before
+         * any answer: a CreateJob DLC handled would be sent twice (and its nonce refused).
+         * A new connection for what changes something: a lost answer is ours to handle. */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -244,7 +251,9 @@ static void error_text(const char *body, char *out, size_t outlen)
     cJSON_Delete(j);
 }
 
-/* A refusal that may pass: 5xx, 429, 408, throttling, ServiceUnavailable. */
+/* A refusal that may pass: 5xx, 429, 408, throttling, ServiceUnavailable, and a nonce
+ * seen before (libcurl resent a GET on a reused connection that closed unanswered: the
+ * next try is signed again). */
 static int transient(long status, const char *body)
 {
     if (status >= 500 || status == 429 || status == 408)
@@ -253,7 +262,8 @@ static int transient(long status, const char *body)
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "Code");
     int t = cJSON_IsString(code) && (str_starts(code->valuestring, "Throttling") ||
                                      strcmp(code->valuestring, "ServiceUnavailable") == 0 ||
-                                     strcmp(code->valuestring, "InternalError") == 0);
+                                     strcmp(code->valuestring, "InternalError") == 0 ||
+                                     strcmp(code->valuestring, "SignatureNonceUsed") == 0);
     cJSON_Delete(j);
     return t;
 }
