@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/acs_sign.h"
+#include "schema/worker_rows.h"
 #include "workers/nas_trial.h"
 #include "workers/worker.h"
 
@@ -56,6 +57,8 @@ struct dlc {
     char *local_root, *cont_root, *cont_mount;
     CURL *curl;
     long timeout_ms;
+    struct worker *w;   /* NULL at nnictl create (preflight) */
+    int fail_streak;    /* calls in a row that got no answer or a passing refusal */
     int64_t down_until; /* no call before this after the endpoint did not answer */
     int down_failures;
     char down_why[256];
@@ -155,6 +158,43 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
 
 /* ---------------- HTTP ---------------- */
 
+/* A refusal that may pass: 5xx, 429, 408, throttling, ServiceUnavailable, and a nonce
+ * seen before (libcurl resent a GET on a reused connection that closed unanswered: the
+ * next try is signed again). */
+static int transient(long status, const char *body)
+{
+    if (status >= 500 || status == 429 || status == 408)
+        return 1;
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "Code");
+    int t = cJSON_IsString(code) && (str_starts(code->valuestring, "Throttling") ||
+                                     strcmp(code->valuestring, "ServiceUnavailable") == 0 ||
+                                     strcmp(code->valuestring, "InternalError") == 0 ||
+                                     strcmp(code->valuestring, "SignatureNonceUsed") == 0);
+    cJSON_Delete(j);
+    return t;
+}
+
+/* DLC keeps failing (FAIL_STREAK calls in a row got no answer or a passing refusal): the
+ * experiment's errors say so (nnictl, check-status, the web UI), once per kind of fault. */
+#define FAIL_STREAK 5
+static void note_call(struct dlc *d, const char *fault)
+{
+    if (!fault) {
+        d->fail_streak = 0;
+        return;
+    }
+    if (++d->fail_streak != FAIL_STREAK || !d->w)
+        return;
+    char *msg = xasprintf("dlc: DLC at %s keeps failing (%s); the calls are retried with back-off", d->endpoint,
+                          fault);
+    struct errbuf xe;
+    log_warn("%s", msg);
+    if (exp_add_error_once(d->w->db, d->w->exp_id, msg, &xe) < 0)
+        log_warn("cannot keep the error with the experiment: %s", xe.msg);
+    free(msg);
+}
+
 /* One signed request (a new signature and nonce every time). Returns 0 when DLC
  * answered (*status, *resp: the body, caller frees), -1 when no answer came (e). */
 static int call(struct dlc *d, const char *method, const char *path, const struct acs_kv *q, size_t nq,
@@ -225,6 +265,7 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
         d->down_until = mono_ms() + (wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS);
         errf(e, "%s %s: %s", method, url, d->down_why);
         free(url);
+        note_call(d, "no answer");
         return -1;
     }
     free(url);
@@ -232,6 +273,16 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
     d->down_until = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     *resp = sb_detach(&sb);
+    if (transient(*status, *resp)) {
+        char fault[64];
+        cJSON *j = cJSON_Parse(*resp);
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "Code");
+        snprintf(fault, sizeof fault, "HTTP %ld %.40s", *status, cJSON_IsString(code) ? code->valuestring : "");
+        cJSON_Delete(j);
+        note_call(d, fault);
+    } else {
+        note_call(d, NULL);
+    }
     return 0;
 }
 
@@ -249,23 +300,6 @@ static void error_text(const char *body, char *out, size_t outlen)
         if (*q == '\n' || *q == '\r')
             *q = ' ';
     cJSON_Delete(j);
-}
-
-/* A refusal that may pass: 5xx, 429, 408, throttling, ServiceUnavailable, and a nonce
- * seen before (libcurl resent a GET on a reused connection that closed unanswered: the
- * next try is signed again). */
-static int transient(long status, const char *body)
-{
-    if (status >= 500 || status == 429 || status == 408)
-        return 1;
-    cJSON *j = cJSON_Parse(body);
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "Code");
-    int t = cJSON_IsString(code) && (str_starts(code->valuestring, "Throttling") ||
-                                     strcmp(code->valuestring, "ServiceUnavailable") == 0 ||
-                                     strcmp(code->valuestring, "InternalError") == 0 ||
-                                     strcmp(code->valuestring, "SignatureNonceUsed") == 0);
-    cJSON_Delete(j);
-    return t;
 }
 
 /* ListJobs with DisplayName filter name (a part-of-the-name match), newest first. Returns
@@ -355,6 +389,7 @@ static int dlc_init(struct worker *w, struct errbuf *e)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct dlc *d = xcalloc(1, sizeof *d);
     w->platform = d;
+    d->w = w;
     const cJSON *ts = worker_ts_config(w);
     const char *lm = ts_str(ts, "localStorageMountPoint"), *cm = ts_str(ts, "containerStorageMountPoint");
     const char *image = ts_str(ts, "image"), *ecs = ts_str(ts, "ecsSpec");

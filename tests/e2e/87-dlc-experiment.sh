@@ -12,10 +12,8 @@ dlc_start_server
 port=$(free_port)
 dlc_experiment "$WORK/exp" 4 12 11
 
-nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
-    { cat "$WORK/create.out"; fail "create failed"; }
-id=$(exp_id_of "$WORK/create.out")
-[ -n "$id" ] || { cat "$WORK/create.out"; fail "no experiment id"; }
+dlc_create "$WORK/exp" "$port"
+id=$DLC_ID
 
 wait_status "$id" DONE 180
 pass "experiment reached DONE"
@@ -69,13 +67,11 @@ pass "CreateJob: job spec, data source and the trial's command as configured"
 # metrics: the rows are what the trials wrote on the NAS
 for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
-    want=$(sort "$dir/written.log")
-    got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
-    [ -n "$want" ] && [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
     x=$(sed -n 's/.*"x":\([0-9]*\).*/\1/p' "$dir/parameter.cfg")
     fm=$(sql "SELECT final_metric FROM trial WHERE id='$tid'")
     [ "${fm%.0}" = "$x" ] || fail "final metric of $tid is $fm, parameter x is $x"
 done
+assert_dir_metrics "$id"
 pass "metric rows equal what the trials wrote on the NAS"
 
 nnictl trial ls "$id" > "$WORK/ls.json"
@@ -86,9 +82,8 @@ nnictl stop "$id" > /dev/null
 # a job stopped on DLC (as in the console) ends its trial, and nnictl stop stops what runs
 dlc_experiment "$WORK/exp2" 2 4 12
 sed -i 's/^trialCommand: .*/trialCommand: sleep 300/' "$WORK/exp2/config.yml"
-nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.out" 2>&1 ||
-    { cat "$WORK/create2.out"; fail "create 2 failed"; }
-id2=$(exp_id_of "$WORK/create2.out")
+dlc_create "$WORK/exp2" "$port"
+id2=$DLC_ID
 running() { [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ]; }
 wait_until 60 running || fail "2 trials do not run"
 t1=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' LIMIT 1")

@@ -16,9 +16,8 @@ dlc_experiment "$WORK/exp" 4 16 5
 # the first 3 CreateJob: handled, then the connection drops before the answer
 dlc_fail '{"mode": "drop_after", "count": 3, "action": "CreateJob"}'
 
-nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
-    { cat "$WORK/create.out"; fail "create failed"; }
-id=$(exp_id_of "$WORK/create.out")
+dlc_create "$WORK/exp" "$port"
+id=$DLC_ID
 crash_and_resume dlc "$id" "$port"
 
 total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")
@@ -31,12 +30,7 @@ ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCE
 [ "$(dlc_stat "s['refused']")" = "{}" ] || fail "the server refused requests: $(dlc_stat "s['refused']")"
 grep -qs "re-attached" "$NNI_HOME/$id"/log/*.log || fail "no re-attach logged"
 assert_final_once "$id"
-for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
-    dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
-    want=$(sort "$dir/written.log")
-    got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
-    [ -n "$want" ] && [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
-done
+assert_dir_metrics "$id"
 pass "16 jobs, one per trial (3 lost CreateJob answers found by name), re-attached; no metric lost or doubled"
 
 nnictl stop "$id" > /dev/null

@@ -70,3 +70,11 @@ dlc_assert_no_secret() {
         ! grep -a -q -F "$DLC_SECRET" "$f" || fail "the access key secret appears in $f"
     done
 }
+
+# dlc_create <dir> <port>: nnictl create of <dir>/config.yml; sets DLC_ID, the experiment
+dlc_create() {
+    nnictl create --config "$1/config.yml" --port "$2" > "$1.create.out" 2>&1 ||
+        { cat "$1.create.out"; fail "create of $1 failed"; }
+    DLC_ID=$(exp_id_of "$1.create.out")
+    [ -n "$DLC_ID" ] || { cat "$1.create.out"; fail "no experiment id"; }
+}
