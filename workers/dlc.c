@@ -144,6 +144,10 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
                        "ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET");
     d->key_id = xstrdup(id);
     d->key_secret = xstrdup(secret);
+    const char *ecs = ts_str(ts, "ecsSpec");
+    if (ecs && !str_starts(ecs, "ecs."))
+        return errf(e, "trainingService.ecsSpec: '%.100s' is not an ECS instance type (ecs.*); a dedicated resource "
+                       "group ({'resource_id': ...}) is not supported yet", ecs);
     const char *ws = ts_str(ts, "workspaceId");
     d->workspace = ws && strcmp(ws, "None") != 0 ? xstrdup(ws) : NULL;
     const char *ca = ts_str(ts, "caBundle");

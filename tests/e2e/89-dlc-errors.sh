@@ -32,6 +32,7 @@ refused "no NAS mounted here" "is not a directory (the NAS data source must be m
     "s|localStorageMountPoint: .*|localStorageMountPoint: $WORK/no-such-mount|"
 refused "plain http to another host" "plain http" "s|endpoint: .*|endpoint: http://192.0.2.1:80|"
 refused "no access key" "no access key" "/accessKey/d"
+refused "a dedicated resource group" "is not supported yet" "s/ecsSpec: .*/ecsSpec: \"{'resource_id': 'rg-1', 'cpu': 4}\"/"
 
 # the access key from the environment, not the config; the secret shown nowhere
 dlc_experiment "$WORK/env" 2 3 3
