@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # PAI-DLC at `nnictl create`: a wrong secret, an unknown AccessKey ID, a workspace the
 # account lacks, a NAS not mounted here, plain http to another host, no access key at
-# all: each is refused with a clear message, nothing is created (no experiment, no job),
-# and the secret is in no message. The access key from ALIBABA_CLOUD_ACCESS_KEY_ID /
-# _SECRET instead of the config runs trials. The secret is in no log, no answer of the
+# all, a resource group as ecsSpec, the default endpoints (of a region, of `share`) out
+# of reach: each is refused with a clear message, nothing is created (no experiment, no
+# job), and the secret is in no message. The access key from ALIBABA_CLOUD_ACCESS_KEY_ID
+# / _SECRET instead of the config runs trials. The secret is in no log, no answer of the
 # REST API, nor `nnictl config show`.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/dlc.sh"
@@ -32,6 +33,10 @@ refused "no NAS mounted here" "is not a directory (the NAS data source must be m
     "s|localStorageMountPoint: .*|localStorageMountPoint: $WORK/no-such-mount|"
 refused "plain http to another host" "plain http" "s|endpoint: .*|endpoint: http://192.0.2.1:80|"
 refused "no access key" "no access key" "/accessKey/d"
+# the default endpoints (not reachable from the tests: the error names them)
+refused "region cn-test, no endpoint" "cannot reach DLC at https://pai-dlc.cn-test.aliyuncs.com" "/endpoint:/d"
+refused "region share, no endpoint" "cannot reach DLC at https://pai-dlc-share.aliyuncs.com" \
+    "/endpoint:/d; s/region: .*/region: share/"
 refused "a dedicated resource group" "is not supported yet" "s/ecsSpec: .*/ecsSpec: \"{'resource_id': 'rg-1', 'cpu': 4}\"/"
 
 # the access key from the environment, not the config; the secret shown nowhere
