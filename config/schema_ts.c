@@ -321,10 +321,16 @@ static const struct field dlc_fields[] = {
     {.name = "workspaceId", .type = FT_STR},
     {.name = "nasDataSourceId", .type = FT_STR},
     {.name = "ossDataSourceId", .type = FT_STR},
-    {.name = "accessKeyId", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
-    {.name = "accessKeySecret", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* else ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (workers/dlc.c) */
+    {.name = "accessKeyId", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "accessKeySecret", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},
     {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* trialq: the API's address (default https://pai-dlc.<region>.aliyuncs.com), a CA
+     * bundle for it, and plain http:// beyond 127.0.0.1 */
+    {.name = "endpoint", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "caBundle", .type = FT_FILE},
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
 };
 
@@ -658,7 +664,7 @@ static const struct ts_platform {
     {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
      TS_MACHINES_NONE},
     {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
-    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
     /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted
      * here (loginNode) */

@@ -27,14 +27,13 @@
 
 #include "common/trialenv.h"
 #include "schema/nnijson.h"
-#include "workers/nniignore.h"
+#include "workers/nas_trial.h"
 #include "workers/openpai.h"
 #include "workers/worker.h"
 
 #define POLL_MS 1000          /* NNI polls PAI every 3 s */
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
-#define MAX_BODY (8 << 20)
 
 struct pai_job {
     char *trial_id;
@@ -60,15 +59,6 @@ struct pai {
 };
 
 /* ---------------- HTTP ---------------- */
-
-static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
-{
-    struct strbuf *sb = ud;
-    if (sb->len + size * n > MAX_BODY)
-        return 0;
-    sb_add(sb, ptr, size * n);
-    return size * n;
-}
 
 /* One request. Returns 0 when the server answered (*status set, *resp the body, caller
  * frees), -1 when no answer came (refused, timeout, TLS; e says which). */
@@ -97,7 +87,7 @@ static int http(struct pai *p, const char *method, const char *url, const char *
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms < 5000 ? p->timeout_ms : 5000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, nas_curl_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (body) {
@@ -152,15 +142,6 @@ static int transient(long status)
 
 /* ---------------- configuration ---------------- */
 
-static void report_fatal(struct worker *w, const char *msg)
-{
-    struct errbuf e;
-    log_error("%s", msg);
-    if (exp_transition(w->db, w->exp_id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "ERROR", msg,
-                       &e) == 1)
-        exp_add_error(w->db, w->exp_id, msg, &e);
-}
-
 static const char *cfg_str(struct worker *w, const char *key)
 {
     const cJSON *v = worker_config_item(w, key);
@@ -171,24 +152,6 @@ static long long cfg_int(struct worker *w, const char *key, long long def)
 {
     const cJSON *v = worker_config_item(w, key);
     return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
-}
-
-static char *sdk_dir(void)
-{
-    char *exe = self_exe_path();
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    char *installed = xasprintf("%s/../share/trialq/python", exe);
-    char *probe = xasprintf("%s/nni", installed);
-    free(exe);
-    if (access(probe, R_OK) == 0) {
-        free(probe);
-        return installed;
-    }
-    free(probe);
-    free(installed);
-    return xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
 }
 
 /* The user's job protocol must name its task roles and their commands. */
@@ -349,7 +312,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     const cJSON *proto = worker_config_item(w, "openpaiConfig");
     if (cJSON_IsObject(proto)) {
         if (check_protocol(proto, e) < 0) {
-            report_fatal(w, e->msg);
+            nas_report_fatal(w, e->msg);
             goto fail;
         }
         p->protocol = cJSON_Duplicate(proto, 1);
@@ -364,7 +327,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char *m = xasprintf("trainingService.localStorageMountPoint: %s is not a directory (the OpenPAI storage "
                             "'%s' must be mounted there on this host)", lm, storage);
-        report_fatal(w, m);
+        nas_report_fatal(w, m);
         errf(e, "%s", m);
         free(m);
         goto fail;
@@ -378,38 +341,15 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     int rejected = 0;
     if (probe_auth(p, &rejected, e) < 0) {
         if (rejected) /* it will not get better by itself: the experiment says why */
-            report_fatal(w, e->msg);
+            nas_report_fatal(w, e->msg);
         goto fail;
     }
     /* the code once per experiment (a resumed experiment keeps the first copy: running
      * trials copied it already, and a retried trial sees the same code) */
-    char *code_dst = xasprintf("%s/nni-code", p->local_root);
-    if (access(code_dst, F_OK) < 0) {
-        const char *src = cfg_str(w, "trialCodeDirectory");
-        char *src_abs = xstrdup(src ? src : ".");
-        int rc = code_copy_tree(src_abs, code_dst, w->exp.config_file, e);
-        free(src_abs);
-        if (rc < 0) {
-            char *m = xasprintf("trialCodeDirectory: %s", e->msg);
-            report_fatal(w, m);
-            errf(e, "%s", m);
-            free(m);
-            free(code_dst);
-            goto fail;
-        }
-        log_info("copied the code directory to %s", code_dst);
+    if (nas_ship_code(w, p->local_root, e) < 0) {
+        nas_report_fatal(w, e->msg);
+        goto fail;
     }
-    free(code_dst);
-    /* our stdlib SDK beside it, for images without the nni package */
-    char *sdk_dst = xasprintf("%s/nni-sdk", p->local_root);
-    if (access(sdk_dst, F_OK) < 0) {
-        char *src = sdk_dir();
-        if (code_copy_tree(src, sdk_dst, NULL, e) < 0)
-            log_warn("cannot copy the trial SDK to the storage: %s (trials need the nni package in their image)",
-                     e->msg);
-        free(src);
-    }
-    free(sdk_dst);
     log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->local_root, p->cont_root);
     return 0;
 fail:
@@ -433,18 +373,9 @@ static char *job_name(struct worker *w, const char *trial_id, int attempt)
                         : xasprintf("nni_exp_%s_trial_%s_attempt%d", w->exp_id, trial_id, attempt);
 }
 
-/* The trial's dir relative to the experiment root: a retry gets a dir of its own. */
-static char *trial_rel(const char *trial_id, int attempt)
-{
-    return attempt <= 1 ? xstrdup(trial_id) : xasprintf("%s.attempt%d", trial_id, attempt);
-}
-
 static char *local_dir(struct pai *p, const struct trial *t)
 {
-    char *rel = trial_rel(t->id, t->attempt);
-    char *d = xasprintf("%s/%s", p->local_root, rel);
-    free(rel);
-    return d;
+    return nas_trial_dir(p->local_root, t);
 }
 
 static struct pai_job *job_of(struct pai *p, const struct trial *t)
@@ -489,30 +420,7 @@ static char *marker_path(struct pai *p, const struct trial *t)
 /* One task role's command: NNI's environment, then run.sh with the user's command. */
 static char *role_command(struct worker *w, struct pai *p, const struct trial *t, const char *cmd)
 {
-    char *rel = trial_rel(t->id, t->attempt);
-    char *c = xasprintf("%s/%s", p->cont_root, rel);
-    char *out = xasprintf("%s/nnioutput", c);
-    char *code = xasprintf("%s/nni-code", p->cont_root);
-    char *run = xasprintf("%s/run.sh", c);
-    struct trial_env te;
-    trial_env_init(&te);
-    worker_trial_env(w, t, c, out, code, &te);
-    trial_env_set_word(&te, "NNI_PLATFORM", "pai");      /* NNI's name of the platform */
-    trial_env_set(&te, "CUDA_VISIBLE_DEVICES", NULL);    /* PAI places the GPUs */
-    struct strbuf sb;
-    sb_init(&sb);
-    trial_env_export_line(&te, &sb);
-    sb_puts(&sb, " && bash ");
-    sh_quote(&sb, run);
-    sb_puts(&sb, " ");
-    sh_quote(&sb, cmd);
-    trial_env_free(&te);
-    free(rel);
-    free(c);
-    free(out);
-    free(code);
-    free(run);
-    return sb_detach(&sb);
+    return nas_job_command(w, p->cont_root, t, "pai", cmd); /* NNI's name of the platform */
 }
 
 static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *t, const char *name)
@@ -582,33 +490,6 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
     pai_yaml_emit(&sb, j);
     cJSON_Delete(j);
     return sb_detach(&sb);
-}
-
-/* The launch script in the trial dir (bash, inside the container): NNI's steps of spec
- * §5 — code copied into $NNI_SYS_DIR/code, our SDK (../nni-sdk beside the trial dirs)
- * when the image has no nni package, stdout/stderr to files on the storage, and
- * "<exit> <end ms> 0 <attempt>" into .nni/state when the command ends. It names no
- * absolute path: everything is relative to $NNI_SYS_DIR. */
-static char *run_script(const struct trial *t)
-{
-    return xasprintf(
-        "#!/bin/bash\n"
-        "# trialq: trial %s attempt %d on OpenPAI; $1 is the trial command\n"
-        "cd \"$NNI_SYS_DIR\" || exit 1\n"
-        "mkdir -p .nni code \"$NNI_OUTPUT_DIR\"\n"
-        "exec 1>>\"$NNI_SYS_DIR/trial.stdout\" 2>>\"$NNI_SYS_DIR/trial.stderr\"\n"
-        "cp -r \"$NNI_CODE_DIR/.\" code || { echo \"trialq: cannot copy $NNI_CODE_DIR\" >&2; exit 1; }\n"
-        "sdk=$(cd \"$NNI_SYS_DIR/../nni-sdk\" 2>/dev/null && pwd)\n"
-        "if [ -n \"$sdk\" ] && ! python3 -c 'import nni' >/dev/null 2>&1; then\n"
-        "    export PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}$sdk\"\n"
-        "fi\n"
-        "cd code\n"
-        "eval \"$1\"\n"
-        "rc=$?\n"
-        "echo \"$rc $(date +%%s%%3N) 0 %d\" > \"$NNI_SYS_DIR/.nni/state.tmp\" &&"
-        " mv -f \"$NNI_SYS_DIR/.nni/state.tmp\" \"$NNI_SYS_DIR/.nni/state\"\n"
-        "exit $rc\n",
-        t->id, t->attempt, t->attempt);
 }
 
 /* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
@@ -684,29 +565,9 @@ static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char
 {
     struct pai *p = w->platform;
     char *dir = local_dir(p, t);
-    char *nni = xasprintf("%s/.nni", dir);
     int rc = -1;
-    if (mkdir_p(nni, 0755) < 0) {
-        errf(e, "cannot create %s: %s", nni, strerror(errno));
+    if (nas_write_trial_files(dir, t, "OpenPAI", e) < 0)
         goto out;
-    }
-    /* parameter.cfg before the job exists (the SDK reads it at start); same content
-     * on every call, so a re-attach rewrites nothing that matters */
-    char *cfg = xasprintf("%s/parameter.cfg", dir);
-    char *rec = nni_param_record(t);
-    int wr = write_file_replace(cfg, rec, strlen(rec), 0644);
-    free(rec);
-    free(cfg);
-    char *runp = xasprintf("%s/run.sh", dir);
-    char *run = run_script(t);
-    if (wr == 0)
-        wr = write_file_replace(runp, run, strlen(run), 0755);
-    free(run);
-    free(runp);
-    if (wr < 0) {
-        errf(e, "cannot write the trial files in %s: %s", dir, strerror(errno));
-        goto out;
-    }
     struct pai_job *j = job_of(p, t);
     j->need_submit = 1;
     int s = try_submit(w, p, j, t, e);
@@ -720,21 +581,8 @@ static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char
     *trial_dir = xstrdup(dir);
     rc = 0;
 out:
-    free(nni);
     free(dir);
     return rc;
-}
-
-static int read_state(const char *dir, long long v[4])
-{
-    char *path = xasprintf("%s/.nni/state", dir);
-    char *s = read_file(path, NULL);
-    free(path);
-    if (!s)
-        return -1;
-    int n = sscanf(s, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
-    free(s);
-    return n == 4 ? 0 : -1;
 }
 
 static int64_t json_ms(const cJSON *o, const char *key)
@@ -753,7 +601,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
     long long sv[4];
-    int has_state = read_state(dir, sv) == 0 && sv[3] == t->attempt;
+    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     int64_t done_ms = json_ms(jst, "completedTime");
     if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
         js->finished = 1;
@@ -869,25 +717,14 @@ static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
     return rc;
 }
 
-static char *trial_dir_of(struct worker *w, struct trial *t)
-{
-    return t->trial_dir ? xstrdup(t->trial_dir) : local_dir(w->platform, t);
-}
-
 static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
-    char *dir = trial_dir_of(w, t);
-    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
-    free(dir);
-    return rc;
+    return nas_collect(w, t, ((struct pai *)w->platform)->local_root, at_end, e);
 }
 
 static int openpai_pending(struct worker *w, struct trial *t)
 {
-    char *dir = trial_dir_of(w, t);
-    int r = trial_dir_grew(t, dir, NULL);
-    free(dir);
-    return r;
+    return nas_pending(w, t, ((struct pai *)w->platform)->local_root);
 }
 
 /* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the

@@ -252,6 +252,23 @@ assert_metrics_match() {
     done
 }
 
+# assert_dir_metrics <exp>: for every SUCCEEDED trial of the experiment, on any platform,
+# the metric rows of its current attempt are exactly what trials/metrics.sh wrote into its
+# trial dir (trial.trial_dir: on the storage of a cluster platform): no loss, no duplicate
+assert_dir_metrics() {
+    local tid dir want got n=0
+    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED'"); do
+        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
+        [ -f "$dir/written.log" ] || fail "trial $tid: no $dir/written.log"
+        want=$(sort "$dir/written.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'
+                   AND attempt = (SELECT attempt FROM trial WHERE id='$tid')" | sort)
+        [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] || fail "no trial succeeded"
+}
+
 # webui_artifacts: sets ART, this test's screenshot folder, emptied:
 # <ctest's working dir>/webui-artifacts/<test name> (WEBUI_ARTIFACTS overrides)
 webui_artifacts() {
@@ -321,4 +338,44 @@ kill_api_at() {
         WAIT_STEP=0.05 wait_until 5 gone "$p" || true
         nnictl resume "$id" --port "$port" > /dev/null
     done
+}
+
+# crash_and_resume PLATFORM ID PORT: a cluster platform's crash drill (82 OpenPAI, 88 DLC):
+# its worker is killed with SIGKILL while 4 jobs run (the api restarts it), then, once 6
+# trials succeeded, the whole manager (api + worker) while jobs still run; after a pause
+# (some jobs end while no manager watches) `nnictl resume`, and the experiment must reach
+# DONE
+crash_and_resume() {
+    local platform=$1 id=$2 port=$3 w a before
+    _worker_pid() { pgrep -f "trialq worker --platform $platform --experiment $id" | head -n1 || true; }
+    _running() {
+        wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" ">=$1" ||
+            fail "fewer than $1 trials RUNNING"
+    }
+    _running 4
+    w=$(_worker_pid)
+    [ -n "$w" ] || fail "no $platform worker"
+    kill -9 "$w"
+    pass "worker $w killed with 4 jobs running"
+    wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
+    _running 2
+    w=$(_worker_pid) a=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
+    [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
+    kill -9 "$w" "$a"
+    wait_until 5 gone "$a" || true
+    before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
+    pass "api $a and worker $w killed with $before jobs in flight"
+    sleep 1.5
+    nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
+    wait_status "$id" DONE 180
+    pass "experiment reached DONE after resume"
+}
+
+# assert_final_once ID: every trial of the experiment reached a final state exactly once
+assert_final_once() {
+    local multi
+    multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$1' AND entity='trial'
+                 AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
+                 GROUP BY trial_id HAVING count(*) != 1)")
+    [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
 }

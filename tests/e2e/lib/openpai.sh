@@ -63,19 +63,5 @@ pai_trial_dirs() {
     done
 }
 
-# pai_assert_metrics <exp>: for every trial of the experiment, on any platform, the metric
-# rows of its current attempt are exactly what trials/metrics.sh wrote into its trial dir
-# (trial.trial_dir: on the storage for openpai): no loss, no duplicate
-pai_assert_metrics() {
-    local tid dir want got n=0
-    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED'"); do
-        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
-        [ -f "$dir/written.log" ] || fail "trial $tid: no $dir/written.log"
-        want=$(sort "$dir/written.log")
-        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'
-                   AND attempt = (SELECT attempt FROM trial WHERE id='$tid')" | sort)
-        [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
-        n=$((n + 1))
-    done
-    [ "$n" -gt 0 ] || fail "no trial succeeded"
-}
+# pai_assert_metrics <exp>: assert_dir_metrics (lib.sh) of the experiment
+pai_assert_metrics() { assert_dir_metrics "$@"; }
