@@ -193,6 +193,19 @@ static int disp_suggest(void *state, int64_t index, const struct tuner_history *
     disp_start(d);
     if (d->state != D_READY)
         return 2; /* not connected yet, or failed: the experiment's status says which */
+    /* index was handed a suggestion already, and is asked again: the trial's insert
+     * failed (a database fault) and the scheduler retries. The same suggestion again,
+     * not the next: taken off the queue, it would be lost (an advisor waiting for a
+     * whole bracket would wait forever). */
+    const struct disp_pmap *given = disp_map_find(d, index);
+    if (given && given->payload) {
+        char *id = NULL;
+        struct errbuf pe;
+        if (disp_parse_tr(given->payload, params, &id, &pe) == 0) {
+            free(id);
+            return 1;
+        }
+    }
     if (d->nqueue) {
         struct disp_tr t = d->queue[0];
         memmove(d->queue, d->queue + 1, sizeof *d->queue * (size_t)(d->nqueue - 1));
