@@ -33,10 +33,17 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd build-asan
 echo "ctest${*:+ $*} (in build-asan/)"
 # ctest's output as it comes, but its closing summary held back so that it stays last
-rm -rf Testing/Temporary/LastTestsFailed.log test-logs
+rm -rf Testing/Temporary/LastTestsFailed.log test-logs fuzz-table.txt
 rc=0
 ctest --timeout 900 "$@" 2>&1 | tee ctest.log |
     awk '/^[0-9]+% tests passed/ { hold = 1 } !hold { print; fflush() }' || rc=$?
+
+# what the fuzz targets did in their short runs (ctest fuzz/short, bench/fuzz.sh)
+if [ -s fuzz-table.txt ]; then
+    echo
+    echo "Fuzz targets (tests/fuzz, 15 s each from their corpus):"
+    sed 's/^/    /' fuzz-table.txt
+fi
 
 # each failed test's output, cut out of ctest's LastTest.log
 if [ -s Testing/Temporary/LastTestsFailed.log ]; then

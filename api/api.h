@@ -18,6 +18,8 @@ enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 struct dispatcher;
 struct tensorboard;
+struct chan_state;
+struct cconns;
 
 struct child {
     pid_t pid;
@@ -44,6 +46,8 @@ struct api {
     struct assess_state *assess; /* the assessor, when the config has one (assess.c) */
     struct dispatcher *disp;   /* NNI's dispatcher process, when the config needs it (dispatcher.c) */
     struct tensorboard *tensorboard; /* TensorBoard tasks (tensorboard.c), NULL before the first */
+    struct chan_state *chan;   /* the HTTP trial channel (channel.c), NULL before its first request */
+    struct cconns *cconns;     /* its connections (chan_http.c), NULL before the first */
     enum api_action action;
     int readonly;
     int spawn_workers;
@@ -61,6 +65,10 @@ struct api {
 };
 
 int api_main(int argc, char **argv);
+/* Frees what the api holds of its experiment: the tuner and its state, the search space,
+ * the tuner's view, the assessor, the config and the experiment row (not the database,
+ * the event loop or the HTTP server). api_main's end; the unit tests' too. */
+void api_free_state(struct api *a);
 
 /* scheduler.c */
 int sched_load_tuner(struct api *a, struct errbuf *e);

@@ -62,8 +62,11 @@ struct cconn {
     int64_t last_ms;
 };
 
-static struct cconn *conns;
-static struct event *sweep_ev;
+/* The api's connections (a->cconns). */
+struct cconns {
+    struct cconn *list;
+    struct event *sweep_ev;
+};
 
 /* ---------------- writing ---------------- */
 
@@ -72,7 +75,7 @@ static void conn_free(struct cconn *c)
     if (c->prev)
         c->prev->next = c->next;
     else
-        conns = c->next;
+        c->a->cconns->list = c->next;
     if (c->next)
         c->next->prev = c->prev;
     event_free(c->rev);
@@ -320,9 +323,10 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what; (void)arg;
+    (void)fd; (void)what;
+    struct cconns *set = arg;
     int64_t now = mono_ms();
-    for (struct cconn *c = conns, *next; c; c = next) {
+    for (struct cconn *c = set->list, *next; c; c = next) {
         next = c->next;
         if (!c->pending && out_empty(c) && now - c->last_ms > IDLE_MS)
             conn_free(c);
@@ -364,29 +368,34 @@ struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
     c->wev = event_new(a->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
     c->kick = event_new(a->base, -1, 0, on_kick, c);
     event_add(c->rev, NULL);
-    c->next = conns;
-    if (conns)
-        conns->prev = c;
-    conns = c;
-    if (!sweep_ev) {
-        sweep_ev = event_new(a->base, -1, EV_PERSIST, on_sweep, NULL);
+    if (!a->cconns) {
+        a->cconns = xcalloc(1, sizeof *a->cconns);
+        a->cconns->sweep_ev = event_new(a->base, -1, EV_PERSIST, on_sweep, a->cconns);
         struct timeval tv = {SWEEP_MS / 1000, 0};
-        event_add(sweep_ev, &tv);
+        event_add(a->cconns->sweep_ev, &tv);
     }
+    struct cconns *set = a->cconns;
+    c->next = set->list;
+    if (set->list)
+        set->list->prev = c;
+    set->list = c;
     c->pending = 1; /* the request it was adopted with */
     return c;
 }
 
-void cconn_close_all(void)
+void cconn_close_all(struct api *a)
 {
-    while (conns) {
-        struct cconn *c = conns;
+    struct cconns *set = a->cconns;
+    if (!set)
+        return;
+    while (set->list) {
+        struct cconn *c = set->list;
         if (!out_empty(c) && !c->peer_gone) /* the loop has ended: one last try */
             if (send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
             }
         conn_free(c);
     }
-    if (sweep_ev)
-        event_free(sweep_ev);
-    sweep_ev = NULL;
+    event_free(set->sweep_ev);
+    free(set);
+    a->cconns = NULL;
 }

@@ -41,6 +41,6 @@ void cconn_error(struct cconn *c, int code, const char *fmt, ...) __attribute__(
 int cconn_alive(struct cconn *c);
 /* At api exit, after channel.c answered what was pending: writes what is left and
  * closes every connection. */
-void cconn_close_all(void);
+void cconn_close_all(struct api *a);
 
 #endif

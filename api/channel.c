@@ -35,6 +35,7 @@
  * memory does not grow with the trials that ever polled. */
 struct chan {
     struct chan *next;      /* in its bucket */
+    struct chan_state *s;   /* the api's channel state it is in */
     char *trial_id;
     char *queue[MAX_QUEUED];
     int nqueued;
@@ -76,13 +77,14 @@ struct chan_state {
     int64_t stored, batches;
 };
 
+/* The api's channel state, made at its first use. */
 static struct chan_state *state_of(struct api *a)
 {
-    static struct chan_state st;
-    if (!st.a) {
-        st.a = a;
+    if (!a->chan) {
+        a->chan = xcalloc(1, sizeof *a->chan);
+        a->chan->a = a;
     }
-    return &st;
+    return a->chan;
 }
 
 static int closed(struct api *a)
@@ -111,6 +113,7 @@ static struct chan *chan_get(struct chan_state *s, const char *trial_id)
     struct chan **pp = chan_slot(s, trial_id);
     if (!*pp) {
         *pp = xcalloc(1, sizeof **pp);
+        (*pp)->s = s;
         (*pp)->trial_id = xstrdup(trial_id);
     }
     return *pp;
@@ -131,7 +134,7 @@ static void chan_release(struct chan *c)
 {
     if (c->waiting || c->nqueued)
         return;
-    struct chan **pp = chan_slot(state_of(NULL), c->trial_id);
+    struct chan **pp = chan_slot(c->s, c->trial_id);
     if (*pp == c) {
         *pp = c->next;
         chan_free(c);
@@ -169,7 +172,7 @@ static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
 {
     (void)fd; (void)ev;
     struct chan *c = arg;
-    struct chan_state *s = state_of(NULL);
+    struct chan_state *s = c->s;
     if (!c->waiting)
         return;
     struct cconn *r = c->waiting;
@@ -181,6 +184,8 @@ static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
 static void chan_push(struct chan *c, char *cmd)
 {
     if (c->nqueued == MAX_QUEUED) { /* a trial that asks and never reads: keep the newest */
+        log_limited(LOG_WARN, "trial channel: trial %s has %d commands unread; the oldest is dropped", c->trial_id,
+                    MAX_QUEUED);
         free(c->queue[0]);
         memmove(c->queue, c->queue + 1, (size_t)(MAX_QUEUED - 1) * sizeof c->queue[0]);
         c->nqueued--;
@@ -477,8 +482,10 @@ void channel_shutdown(struct api *a)
         event_free(s->window);
     }
     s->flush = s->window = NULL;
-    cconn_close_all();
+    cconn_close_all(a);
     if (s->stored)
         log_info("trial channel: %lld metrics stored in %lld transactions", (long long)s->stored,
                  (long long)s->batches);
+    free(s);
+    a->chan = NULL;
 }

@@ -21,6 +21,7 @@
 #include "api/disp.h"
 #include "schema/dispatch.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 extern char **environ;
 
@@ -383,10 +384,12 @@ static void fail_gone(struct dispatcher *d)
  * scheduler wants no more trials (budget used, DONE). Then the deadline moves on. */
 static void extend_trials_deadline(struct dispatcher *d, int64_t now)
 {
-    int64_t active = 0;
     struct errbuf e;
-    if (exp_trials_active(d->a->db, d->a->exp_id, &active, &e) < 0)
+    int64_t active = trials_count(d->a->db, d->a->exp_id, COUNT_ACTIVE, NULL, &e);
+    if (active < 0) {
         log_warn("dispatcher: %s", e.msg);
+        active = 0;
+    }
     if (active > 0 || !d->a->exp.status || strcmp(d->a->exp.status, "RUNNING") != 0)
         d->deadline_ms = now + d->answer_timeout_ms;
 }

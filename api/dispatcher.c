@@ -15,6 +15,7 @@
 #include "api/disp.h"
 #include "api/dispatcher.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 #define ANSWER_TIMEOUT_MS 600000   /* default for ID/TR answers; TRIALQ_DISPATCHER_TIMEOUT */
 #define SHUTDOWN_GRACE_MS 5000
@@ -172,10 +173,12 @@ static void disp_destroy(void *state)
 static int64_t free_slots(struct dispatcher *d)
 {
     struct api *a = d->a;
-    int64_t active = 0;
     struct errbuf e;
-    if (exp_trials_active(a->db, a->exp_id, &active, &e) < 0)
+    int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e);
+    if (active < 0) {
         log_warn("dispatcher: %s", e.msg);
+        active = 0;
+    }
     int64_t n = a->exp.concurrency - active;
     if (a->exp.max_trial_number > 0 && a->exp.max_trial_number - a->exp.next_sequence < n)
         n = a->exp.max_trial_number - a->exp.next_sequence;
@@ -190,6 +193,19 @@ static int disp_suggest(void *state, int64_t index, const struct tuner_history *
     disp_start(d);
     if (d->state != D_READY)
         return 2; /* not connected yet, or failed: the experiment's status says which */
+    /* index was handed a suggestion already, and is asked again: the trial's insert
+     * failed (a database fault) and the scheduler retries. The same suggestion again,
+     * not the next: taken off the queue, it would be lost (an advisor waiting for a
+     * whole bracket would wait forever). */
+    const struct disp_pmap *given = disp_map_find(d, index);
+    if (given && given->payload) {
+        char *id = NULL;
+        struct errbuf pe;
+        if (disp_parse_tr(given->payload, params, &id, &pe) == 0) {
+            free(id);
+            return 1;
+        }
+    }
     if (d->nqueue) {
         struct disp_tr t = d->queue[0];
         memmove(d->queue, d->queue + 1, sizeof *d->queue * (size_t)(d->nqueue - 1));

@@ -307,15 +307,6 @@ void guard_take_held(struct guard *g, struct bufferevent *bev, struct evbuffer *
 
 /* ---------------- reading heads ---------------- */
 
-struct head {
-    enum evhttp_cmd_type method;
-    int bodied;            /* a method whose body evhttp reads (POST, PUT, PATCH) */
-    char *target;
-    int64_t content_length; /* -1: none */
-    int chunked;           /* any Transfer-Encoding */
-    char *token;
-};
-
 static const struct {
     const char *name;
     enum evhttp_cmd_type m;
@@ -334,9 +325,7 @@ static void trim(char **s, char **e)
         (*e)--;
 }
 
-/* Parses a complete head (NUL-terminated, lines ending in LF or CRLF, the last one
- * empty). Returns NULL or what is wrong with it. */
-static const char *head_parse(char *text, struct head *h)
+const char *guard_head_parse(char *text, struct guard_head *h)
 {
     memset(h, 0, sizeof *h);
     h->content_length = -1;
@@ -443,8 +432,8 @@ static int take_head(struct gconn *c, struct evbuffer *src, size_t head_len, str
     char *text = xmalloc(head_len + 1);
     evbuffer_copyout(src, text, head_len);
     text[head_len] = '\0';
-    struct head h;
-    const char *bad = head_parse(text, &h);
+    struct guard_head h;
+    const char *bad = guard_head_parse(text, &h);
     int ok = 0;
     if (bad) {
         g->bad_head++;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <event2/bufferevent.h>
+#include <event2/http.h>
 #include <event2/listener.h>
 
 struct api;
@@ -38,5 +39,18 @@ void guard_passthrough(struct guard *g, struct bufferevent *bev);
 /* A connection another reader takes over (api/chan_http.c reads its socket itself):
  * moves the bytes the guard still holds, not yet handed to evhttp, onto to. */
 void guard_take_held(struct guard *g, struct bufferevent *bev, struct evbuffer *to);
+
+/* A request's head as the guard reads it before evhttp does. */
+struct guard_head {
+    enum evhttp_cmd_type method;
+    int bodied;             /* a method whose body evhttp reads (POST, PUT, PATCH) */
+    char *target;
+    int64_t content_length; /* -1: none */
+    int chunked;            /* any Transfer-Encoding */
+    char *token;
+};
+/* Parses a complete head (NUL-terminated, lines ending in LF or CRLF, the last one
+ * empty), in place: h's strings point into text. Returns NULL or what is wrong with it. */
+const char *guard_head_parse(char *text, struct guard_head *h);
 
 #endif

@@ -116,6 +116,11 @@ static int submit_one(struct api *a, struct errbuf *e)
 
 static void set_error(struct api *a, const char *msg)
 {
+    /* a write that met a fault of the database (a full disk, an I/O error) is no error
+     * of the experiment: the fault is shown (common/fault.c) and the next tick tries
+     * again; the tuner's suggestion of that index is asked for again */
+    if (fault_has("database"))
+        return;
     struct errbuf e;
     log_error("experiment error: %s", msg);
     exp_add_error(a->db, a->exp_id, msg, &e);

@@ -19,12 +19,29 @@
 #include "api/dispatcher.h"
 #include "api/guard.h"
 #include "schema/exp_api.h"
+#include "schema/trial_sets.h"
 
 #define TICK_MS 500
 
 /* exit codes nnictl understands */
 #define EXIT_PORT_BUSY 3
 #define EXIT_CONFIG 4
+
+/* A write at start that met a fault of the database (a full disk, an I/O error: common/
+ * fault.c, already logged) is tried again every 100 ms for up to a minute, instead of
+ * the api exiting (the experiment would not start) or going on without it (an
+ * experiment left INITIALIZED, which never schedules a trial). */
+static int retry_at_start(int rc, int64_t *until)
+{
+    if (rc >= 0 || !fault_has("database"))
+        return 0;
+    if (*until == 0)
+        *until = mono_ms() + 60000;
+    if (mono_ms() >= *until)
+        return 0;
+    usleep(100000);
+    return 1;
+}
 
 static void on_signal(evutil_socket_t sig, short ev, void *arg)
 {
@@ -199,9 +216,9 @@ static int resume_keeps_done(struct api *a)
     if (a->action != ACTION_RESUME || strcmp(a->exp.status, "DONE") != 0)
         return 0;
     struct errbuf e;
-    int64_t submitted = a->exp.next_sequence, active = 0;
+    int64_t submitted = a->exp.next_sequence;
     trials_submitted(a->db, a->exp_id, a->exp.next_sequence, &submitted, &e);
-    exp_trials_active(a->db, a->exp_id, &active, &e);
+    int64_t active = trials_count(a->db, a->exp_id, COUNT_ACTIVE, NULL, &e); /* -1: not done */
     return active == 0 && ((a->exp.max_trial_number > 0 && submitted >= a->exp.max_trial_number) ||
                            (a->exp.max_exec_seconds > 0 && a->exp.exec_duration_ms >= a->exp.max_exec_seconds * 1000));
 }
@@ -212,9 +229,18 @@ static int take_experiment(struct api *a, const char *action)
 {
     struct errbuf e;
     int keep_done = resume_keeps_done(a);
-    if (exp_api_take(a->db, a->exp_id, (int)getpid(), proc_start_time(getpid()), now_ms(), a->readonly || keep_done,
-                     &e) < 0 ||
-        proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e) < 0) {
+    /* a database fault at start (a full disk) is waited out for a while (retry_at_start) */
+    int64_t until = 0;
+    int rc;
+    do
+        rc = exp_api_take(a->db, a->exp_id, (int)getpid(), proc_start_time(getpid()), now_ms(),
+                          a->readonly || keep_done, &e);
+    while (retry_at_start(rc, &until));
+    if (rc >= 0)
+        do
+            rc = proc_register(a->db, a->exp_id, "api", getpid(), proc_start_time(getpid()), &a->proc_row, &e);
+        while (retry_at_start(rc, &until));
+    if (rc < 0) {
         log_error("%s", e.msg);
         return 1;
     }
@@ -230,9 +256,13 @@ static int take_experiment(struct api *a, const char *action)
     /* view changes nothing stored: the api answers VIEWED, the row keeps its status.
      * A resume comes from any state; "DONE" re-checks its budgets on the first tick. */
     if (a->action == ACTION_RESUME)
-        exp_tuner_revive(a->db, a->exp_id, &e);
+        do
+            rc = exp_tuner_revive(a->db, a->exp_id, &e);
+        while (retry_at_start(rc, &until));
     if (!a->readonly && !keep_done)
-        exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
+        do
+            rc = exp_transition(a->db, a->exp_id, NULL, "RUNNING", action, &e);
+        while (retry_at_start(rc, &until));
     exp_clear(&a->exp);
     exp_load(a->db, a->exp_id, &a->exp, &e);
     return 0;
@@ -282,18 +312,27 @@ static void let_go(struct api *a)
     log_info("experiment %s: api exiting", a->exp_id);
 }
 
+void api_free_state(struct api *a)
+{
+    if (a->tuner_state)
+        a->tuner->destroy(a->tuner_state);
+    a->tuner_state = NULL;
+    ss_free(a->space);
+    a->space = NULL;
+    tuner_view_free(a->tuner_view);
+    a->tuner_view = NULL;
+    assess_free(a);
+    config_free(a->cfg);
+    a->cfg = NULL;
+    exp_clear(&a->exp);
+}
+
 static void api_free(struct api *a)
 {
     evhttp_free(a->http);
     guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
     event_base_free(a->base);
-    if (a->tuner_state)
-        a->tuner->destroy(a->tuner_state);
-    ss_free(a->space);
-    tuner_view_free(a->tuner_view);
-    assess_free(a);
-    config_free(a->cfg);
-    exp_clear(&a->exp);
+    api_free_state(a);
     db_close(a->db);
     free(a->home);
 }

@@ -106,14 +106,21 @@ int ws_frame_parse(const unsigned char *buf, size_t n, uint64_t max_len, int req
         return errf(e, "unmasked WebSocket frame from a client");
     uint64_t len = buf[1] & 0x7F;
     size_t hl = 2;
+    /* a header still incomplete says so too: header_len beyond the n bytes there are
+     * (callers that pass only the first bytes compare header_len and len with what
+     * they hold; a zero header_len and len would read as an empty frame, again and again) */
     if (len == 126) {
-        if (n < 4)
+        if (n < 4) {
+            f->header_len = 4;
             return 0;
+        }
         len = (uint64_t)buf[2] << 8 | buf[3];
         hl = 4;
     } else if (len == 127) {
-        if (n < 10)
+        if (n < 10) {
+            f->header_len = 10;
             return 0;
+        }
         len = 0;
         for (int i = 0; i < 8; i++)
             len = len << 8 | buf[2 + i];

@@ -26,7 +26,8 @@ struct ws_frame {
 };
 
 /* Parses one frame header at buf (n bytes available). Returns 1 with *f filled when the
- * whole frame (header + payload) is in buf, 0 when more bytes are needed, -1 on a
+ * whole frame (header + payload) is in buf, 0 when more bytes are needed (then either
+ * f->header_len > n, the header itself incomplete, or f->header_len + f->len > n), -1 on a
  * protocol error (message in e): reserved bits set, a control frame that is fragmented
  * or longer than 125 bytes, a payload over max_len, an unmasked frame when require_mask. */
 int ws_frame_parse(const unsigned char *buf, size_t n, uint64_t max_len, int require_mask, struct ws_frame *f,

@@ -1,42 +1,70 @@
 #!/usr/bin/env bash
 # bench/remote_throughput: N trivial trials (a POSIX sh trial writing one ME-framed final
-# metric) at concurrency C on the remote platform over 2 "machines": two real sshd on
-# loopback with two non-root accounts (password and ed25519 key), as the e2e tests set
-# them up. Prints trials/s and the SSH connections opened (sshd's own login count;
-# nnictl create's check logs in once per machine, the worker should add one per machine
-# plus reconnects). Needs root (sshd, useradd).
-#   usage: bench/remote_throughput.sh [BUILD_DIR] (default build)   env: N=500 C=8
+# metric) at concurrency C on the remote platform over M "machines": M real sshd on
+# loopback (tests/e2e/lib/remote.sh), the odd ones logged into as tqremote1 by password,
+# the even ones as tqremote2 by ed25519 key (so machines of one account share its home,
+# as cluster nodes with an NFS home do). Prints trials/s, the trials per machine, the SSH
+# logins per machine (sshd's own "Accepted" count less the one of nnictl create's check:
+# the worker's connections, which must stay 1 per machine without faults), the worker's
+# "SSH connection opened" log lines, and the worker's CPU per trial (utime+stime from
+# /proc) and peak RSS. Needs root (sshd, useradd).
+#   usage: bench/remote_throughput.sh [BUILD_DIR] (default build)   env: N=500 C=8 M=2
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
 N=${N:-500}
 C=${C:-8}
+M=${M:-2}
+[ "$M" -ge 1 ] || { echo "M must be at least 1" >&2; exit 2; }
 export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/e2e/lib.sh"
 . "$SRC/tests/e2e/lib/remote.sh"
 remote_machines
+for ((i = 3; i <= M; i++)); do remote_sshd "$i"; done
 
 mkdir -p "$WORK/code"
 cp "$SRC/examples/quickstart/trial.sh" "$WORK/code/trial.sh"
-remote_config "$WORK/code/config.yml" "$C" "$N"
-sed -i 's/^trialCommand: .*/trialCommand: sh trial.sh/; s/_type: randint, _value: \[0, 100000\]/_type: uniform, _value: [0, 1000]/' \
-    "$WORK/code/config.yml"
+for ((i = 1; i <= M; i++)); do remote_known_host "$i"; done > "$WORK/known_hosts"
+ts=$(printf '\n  platform: remote\n  knownHostsFile: %s\n  machineList:' "$WORK/known_hosts"
+    for ((i = 1; i <= M; i++)); do
+        if ((i % 2)); then
+            printf '\n    - {host: 127.0.0.1, port: %s, user: tqremote1, password: %s}' "${SSHD_PORT[$i]}" "$REMOTE_PASS"
+        else
+            printf '\n    - {host: 127.0.0.1, port: %s, user: tqremote2, sshKeyFile: %s}' "${SSHD_PORT[$i]}" "$WORK/id_ed25519"
+        fi
+    done)
+write_config "$WORK/code/config.yml" trialCommand='sh trial.sh' trialConcurrency="$C" maxTrialNumber="$N" \
+    searchSpace=$'\n  x: {_type: uniform, _value: [0, 1000]}' tuner='{name: Random, classArgs: {seed: 11}}' \
+    trainingService="$ts"
 t0=$(date +%s.%N)
 nnictl create --config "$WORK/code/config.yml" --port "$(free_port)" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; exit 1; }
 id=$(exp_id_of "$WORK/create.out")
 REMOTE_EXPS="$id"
-while [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
+worker_pid() { sql "SELECT pid FROM process WHERE experiment_id='$id' AND role LIKE 'worker%' AND ended_at IS NULL LIMIT 1"; }
+has_worker() { [ -n "$(worker_pid)" ]; }
+wait_until 60 has_worker || true
+wpid=$(worker_pid)
+while [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.2; done
 t1=$(date +%s.%N)
+cpu=$(awk '{printf "%.3f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$wpid/stat" 2>/dev/null || echo nan)
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$wpid/status" 2>/dev/null || echo 0)
 ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")
 fin=$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id' AND m.type='FINAL'")
-m1=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND machine='127.0.0.1:${SSHD_PORT[1]}'")
-m2=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND machine='127.0.0.1:${SSHD_PORT[2]}'")
-l1=$(grep -c "Accepted " "$WORK/sshd-1.log" || true)
-l2=$(grep -c "Accepted " "$WORK/sshd-2.log" || true)
+per=() logins=()
+for ((i = 1; i <= M; i++)); do
+    per+=("$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND machine='127.0.0.1:${SSHD_PORT[$i]}'")")
+    logins+=("$(( $(grep -c "Accepted " "$WORK/sshd-$i.log" || true) - 1 ))")
+done
 wk=$(grep -rh "SSH connection opened" "$NNI_HOME/$id/log/" | wc -l)
 nnictl stop "$id" > /dev/null
-awk -v n="$N" -v c="$C" -v t0="$t0" -v t1="$t1" -v ok="$ok" -v fin="$fin" -v m1="$m1" -v m2="$m2" \
-    -v l1="$l1" -v l2="$l2" -v wk="$wk" 'BEGIN {
-    printf "remote trials=%d concurrency=%d machines=2 succeeded=%d final_metrics=%d per_machine=%d/%d wall=%.2fs (from nnictl create) throughput=%.1f trials/s ssh_logins machine1=%d machine2=%d (incl. 1 each by nnictl create) worker_connections=%d\n",
-        n, c, ok, fin, m1, m2, t1 - t0, n / (t1 - t0), l1, l2, wk }'
+lmin=$(printf '%s\n' "${logins[@]}" | sort -n | head -n1)
+lmax=$(printf '%s\n' "${logins[@]}" | sort -n | tail -n1)
+awk -v n="$N" -v c="$C" -v m="$M" -v t0="$t0" -v t1="$t1" -v ok="$ok" -v fin="$fin" -v per="${per[*]}" \
+    -v logins="${logins[*]}" -v lmin="$lmin" -v lmax="$lmax" -v wk="$wk" -v cpu="$cpu" -v hwm="$hwm" 'BEGIN {
+    printf "remote trials=%d concurrency=%d machines=%d succeeded=%d final_metrics=%d wall=%.2fs (from nnictl create) throughput=%.1f trials/s\n",
+        n, c, m, ok, fin, t1 - t0, n / (t1 - t0)
+    printf "  trials per machine: %s\n", per
+    printf "  worker ssh logins per machine (sshd Accepted - 1 of nnictl create): min=%d max=%d [%s]; worker_connections=%d\n",
+        lmin, lmax, logins, wk
+    printf "  worker cpu=%.2fs (%.2f ms per trial) peak_rss=%.1fMB\n", cpu, cpu * 1000 / n, hwm / 1024 }'

@@ -369,13 +369,9 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
             proc_terminate(x.api_pid, (uint64_t)x.api_start, 0);
         }
     }
-    /* the experiment's platforms: one, or each of a hybrid list (room for every entry) */
-    cJSON *cfg = cJSON_Parse(x.config);
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService");
-    int room = cJSON_IsArray(ts) ? cJSON_GetArraySize(ts) : 1;
-    cJSON_Delete(cfg);
-    char **plats = xcalloc((size_t)room + 1, sizeof *plats);
-    int nplat = platform_list_of(x.platform, x.config, plats, room);
+    /* the experiment's platforms: one, or each of a hybrid list */
+    int nplat;
+    char **plats = platform_list_of(x.platform, x.config, &nplat);
     for (int i = 0; i < nplat; i++) {
         /* trials left behind by a dead api: end them through a worker of their platform */
         int left = trials_count(db, id, COUNT_STARTED, plats[i], &e) > 0;

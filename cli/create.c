@@ -208,9 +208,11 @@ static int check_platforms(struct exp_config *cfg)
         const char *name = cJSON_IsString(pn) ? pn->valuestring : cfg->platform;
         const struct platform_ops *ops = platform_find(name);
         if (!ops) {
-            char names[256];
-            return cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
-                             cfg->source_path, name, platform_names(names, sizeof names, ", "));
+            char *names = platform_names_dup(", ");
+            int rc = cli_error("%s: trainingService.platform: '%s' is not supported yet (supported: %s)",
+                               cfg->source_path, name, names);
+            free(names);
+            return rc;
         }
         /* the platform's own check (OpenPAI: its token; remote: every machine; a
          * cluster: kubeconfig, server, credentials, CRD, storage): a bad one is

@@ -105,10 +105,9 @@ static int cmd_trial_fn(int argc, char **argv)
     if (!trial_id)
         printf("All of trial log info:\n");
     for (int i = 0; i < n; i++) {
-        if (l.dirs[i])
-            printf("id:%s path:%s\n", l.ids[i], l.dirs[i]);
-        else
-            printf("id:%s path:%s/trials/%s\n", l.ids[i], t.x.exp_dir, l.ids[i]);
+        char *dir = l.dirs[i] ? xstrdup(l.dirs[i]) : trial_dir_default(t.x.exp_dir, l.ids[i]);
+        printf("id:%s path:%s\n", l.ids[i], dir);
+        free(dir);
     }
     if (!rc)
         id_list_free(&l);

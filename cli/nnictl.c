@@ -1,5 +1,6 @@
 /* nnictl.c: the command table and the dispatch of both faces of the binary. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -27,15 +28,16 @@ static void usage(void)
 
 /* NNI commands that have no meaning for trialq, with what to do instead. */
 static const struct {
-    const char *name, *why;
+    const char *name, *why, *tail;
 } not_here[] = {
-    {"trainingservice", "trialq's training services are built in (local, remote, openpai, kubeflow, "
-                        "frameworkcontroller, adl, dlts, hybrid); NNI's Node.js service packages cannot be loaded"},
-    {"package", "it was replaced by `nnictl algo` in NNI; see nnictl algo --help"},
+    /* with a tail: why, the platforms of the registry (workers/platforms.c), tail */
+    {"trainingservice", "trialq's training services are built in (",
+     ", and hybrid lists of them); NNI's Node.js service packages cannot be loaded"},
+    {"package", "it was replaced by `nnictl algo` in NNI; see nnictl algo --help", NULL},
     {"ss_gen", "it generated search spaces from NNI annotations, which NNI 3 and trialq do not support "
-               "(useAnnotation); write the search space in the config"},
-    {"jupyter-extension", "trialq has no Jupyter extension; its web UI is at the experiment's port"},
-    {"hello", "the bundled example is examples/quickstart (./quickstart.sh runs it)"},
+               "(useAnnotation); write the search space in the config", NULL},
+    {"jupyter-extension", "trialq has no Jupyter extension; its web UI is at the experiment's port", NULL},
+    {"hello", "the bundled example is examples/quickstart (./quickstart.sh runs it)", NULL},
 };
 
 /* --help anywhere among a command's arguments (up to "--"), or -h as its only one
@@ -99,7 +101,10 @@ int nnictl_main(int argc, char **argv)
         rc = group_usage(argv[1], argc == 3);
     for (size_t i = 0; rc < 0 && i < sizeof not_here / sizeof not_here[0]; i++)
         if (strcmp(argv[1], not_here[i].name) == 0) {
-            fprintf(stderr, "ERROR: nnictl %s is not supported by trialq: %s\n", argv[1], not_here[i].why);
+            char *names = not_here[i].tail ? platform_names_dup(", ") : NULL;
+            fprintf(stderr, "ERROR: nnictl %s is not supported by trialq: %s%s%s\n", argv[1], not_here[i].why,
+                    names ? names : "", names ? not_here[i].tail : "");
+            free(names);
             rc = 2;
         }
     if (rc < 0) {

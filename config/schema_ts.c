@@ -316,12 +316,12 @@ static int dlts_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         return -1;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "dashboard");
     const char *u = cJSON_IsString(d) ? d->valuestring : "";
-    int insecure = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "allowInsecureHttp"));
+    int insecure = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "insecure"));
     if (str_starts(u, "http://")) {
         const char *h = u + 7;
         if (!insecure && !(str_starts(h, "127.0.0.1") && strchr(":/", h[9] ? h[9] : '/')))
             return cfg_err_here(c, "dashboard", AT_VALUE, "plain http:// sends the password unencrypted; "
-                                "use https://, or set allowInsecureHttp: true (http://127.0.0.1 is accepted)");
+                                "use https://, or set insecure: true (http://127.0.0.1 is accepted)");
     } else if (!str_starts(u, "https://")) {
         return cfg_err_here(c, "dashboard", AT_VALUE, "must be the dashboard's URL (https://...)");
     }
@@ -349,7 +349,7 @@ static const struct field dlts_fields[] = {
     {.name = "localStorageMountPoint", .type = FT_DIR, .flags = F_REQUIRED},
     {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     /* trialq: plain http:// beyond 127.0.0.1, and a private CA for https:// */
-    {.name = "allowInsecureHttp", .type = FT_BOOL, .def = "false"},
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = "caBundle", .type = FT_FILE},
     {.name = NULL},
 };
@@ -383,10 +383,16 @@ static const struct field dlc_fields[] = {
     {.name = "workspaceId", .type = FT_STR},
     {.name = "nasDataSourceId", .type = FT_STR},
     {.name = "ossDataSourceId", .type = FT_STR},
-    {.name = "accessKeyId", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
-    {.name = "accessKeySecret", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* else ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (workers/dlc.c) */
+    {.name = "accessKeyId", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "accessKeySecret", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},
     {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* trialq: the API's address (default https://pai-dlc.<region>.aliyuncs.com), a CA
+     * bundle for it, and plain http:// beyond 127.0.0.1 */
+    {.name = "endpoint", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "caBundle", .type = FT_FILE},
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
 };
 
@@ -720,7 +726,7 @@ static const struct ts_platform {
     {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
      TS_MACHINES_NONE},
     {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
-    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},
     /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted

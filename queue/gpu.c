@@ -146,6 +146,136 @@ static void first_line(const char *buf, size_t len, char *out, size_t size)
     out[j - i] = '\0';
 }
 
+/* Where a parse stands: the input, whether the root element was seen, the first error. */
+struct xstate {
+    const char *buf, *end;
+    int saw_root;
+    const char *err;
+    size_t err_at;
+};
+
+static int x_fail(struct xstate *s, const char *err, const char *at)
+{
+    s->err = err;
+    s->err_at = (size_t)(at - s->buf);
+    return -1;
+}
+
+/* Text from p to the next '<': kept inside an element; outside it, only white space may
+ * follow the root, and anything before the root ends the parse (e.g. the tool's "failed
+ * because..." message). Returns where the parse goes on. */
+static const char *x_text(struct xparse *x, struct xstate *s, const char *p)
+{
+    const char *lt = memchr(p, '<', (size_t)(s->end - p));
+    if (!lt)
+        lt = s->end;
+    if (x->depth > 0) {
+        sb_add(&x->text, p, (size_t)(lt - p));
+        return lt;
+    }
+    for (const char *q = p; q < lt; q++)
+        if (!isspace((unsigned char)*q)) {
+            if (!s->saw_root)
+                return s->end;
+            x_fail(s, "text after the root element", q);
+            break;
+        }
+    return lt;
+}
+
+/* The first `mark` (3 characters) at or after from, or NULL. */
+static const char *x_find3(const char *from, const char *end, const char *mark)
+{
+    for (const char *q = from; q + 3 <= end; q++)
+        if (memcmp(q, mark, 3) == 0)
+            return q;
+    return NULL;
+}
+
+/* A comment or a CDATA section at p (its text kept): where the parse goes on; p itself when
+ * p starts neither; NULL on an error. */
+static const char *x_special(struct xparse *x, struct xstate *s, const char *p)
+{
+    size_t rest = (size_t)(s->end - p);
+    if (rest >= 4 && memcmp(p, "<!--", 4) == 0) {
+        const char *c = x_find3(p + 4, s->end, "-->");
+        if (!c)
+            x_fail(s, "unterminated comment", p);
+        return c ? c + 3 : NULL;
+    }
+    if (rest >= 9 && memcmp(p, "<![CDATA[", 9) == 0) {
+        const char *c = x_find3(p + 9, s->end, "]]>");
+        if (!c) {
+            x_fail(s, "unterminated CDATA", p);
+            return NULL;
+        }
+        sb_add(&x->text, p + 9, (size_t)(c - p - 9));
+        return c + 3;
+    }
+    return p;
+}
+
+/* The end tag at p, named ns (nl bytes). */
+static int x_close(struct xparse *x, struct xstate *s, const char *p, const char *ns, size_t nl)
+{
+    if (x->depth == 0 || x->len[x->depth - 1] != nl ||
+        strncmp(x->stack[x->depth - 1], ns, nl < XNAME ? nl : XNAME - 1) != 0)
+        return x_fail(s, "end tag does not match its start tag", p);
+    char *t = sb_detach(&x->text);
+    on_end(x, t);
+    free(t);
+    x->depth--;
+    return 0;
+}
+
+/* The start tag at p, named ns (nl bytes); the root must be <nvidia_smi_log>. */
+static int x_open(struct xparse *x, struct xstate *s, const char *p, const char *ns, size_t nl, int self_closing)
+{
+    if (x->depth == 0) {
+        if (s->saw_root)
+            return x_fail(s, "a second root element", p);
+        s->saw_root = 1;
+        if (nl != 14 || strncmp(ns, "nvidia_smi_log", 14) != 0)
+            return x_fail(s, "the root element is not <nvidia_smi_log>", p);
+    }
+    if (x->depth == XDEPTH)
+        return x_fail(s, "elements nested too deeply", p);
+    snprintf(x->stack[x->depth], XNAME, "%.*s", (int)(nl < XNAME ? nl : XNAME - 1), ns);
+    x->len[x->depth] = nl;
+    x->depth++;
+    sb_free(&x->text);
+    sb_init(&x->text);
+    on_start(x);
+    if (self_closing) {
+        on_end(x, (char[]){""});
+        x->depth--;
+    }
+    return 0;
+}
+
+/* The tag at p (*p == '<'): where the parse goes on, or NULL on an error. */
+static const char *x_tag(struct xparse *x, struct xstate *s, const char *p)
+{
+    const char *gt = memchr(p, '>', (size_t)(s->end - p));
+    if (!gt) {
+        x_fail(s, "unterminated tag", p);
+        return NULL;
+    }
+    if (p[1] == '?' || p[1] == '!') /* <?xml ...?>, <!DOCTYPE ...> */
+        return gt + 1;
+    int closing = p[1] == '/';
+    const char *ns = p + 1 + closing, *ne = ns;
+    while (ne < gt && !isspace((unsigned char)*ne) && *ne != '/')
+        ne++;
+    size_t nl = (size_t)(ne - ns);
+    if (nl == 0) {
+        x_fail(s, "empty tag name", p);
+        return NULL;
+    }
+    int rc = closing ? x_close(x, s, p, ns, nl) : x_open(x, s, p, ns, nl, gt[-1] == '/');
+    return rc < 0 ? NULL : gt + 1;
+}
+
 int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, struct errbuf *e)
 {
     *out = NULL;
@@ -153,141 +283,30 @@ int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, 
     struct xparse x;
     memset(&x, 0, sizeof x);
     sb_init(&x.text);
-    const char *p = buf, *end = buf + len;
-    int saw_root = 0;
-    const char *err = NULL;
-    size_t err_at = 0;
-    while (p < end && !err) {
+    struct xstate s = {.buf = buf, .end = buf + len};
+    const char *p = buf;
+    while (p && p < s.end && !s.err) {
         if (*p != '<') {
-            const char *lt = memchr(p, '<', (size_t)(end - p));
-            if (!lt)
-                lt = end;
-            if (x.depth > 0)
-                sb_add(&x.text, p, (size_t)(lt - p));
-            else {
-                for (const char *q = p; q < lt && !err; q++)
-                    if (!isspace((unsigned char)*q)) {
-                        if (!saw_root) { /* e.g. the tool's "failed because..." message */
-                            lt = end;
-                            break;
-                        }
-                        err = "text after the root element";
-                        err_at = (size_t)(q - buf);
-                    }
-            }
-            p = lt;
+            p = x_text(&x, &s, p);
             continue;
         }
-        size_t rest = (size_t)(end - p);
-        if (rest >= 4 && memcmp(p, "<!--", 4) == 0) {
-            const char *c = NULL;
-            for (const char *q = p + 4; q + 3 <= end; q++)
-                if (memcmp(q, "-->", 3) == 0) {
-                    c = q;
-                    break;
-                }
-            if (!c) {
-                err = "unterminated comment";
-                err_at = (size_t)(p - buf);
-                break;
-            }
-            p = c + 3;
-            continue;
-        }
-        if (rest >= 9 && memcmp(p, "<![CDATA[", 9) == 0) {
-            const char *c = NULL;
-            for (const char *q = p + 9; q + 3 <= end; q++)
-                if (memcmp(q, "]]>", 3) == 0) {
-                    c = q;
-                    break;
-                }
-            if (!c) {
-                err = "unterminated CDATA";
-                err_at = (size_t)(p - buf);
-                break;
-            }
-            sb_add(&x.text, p + 9, (size_t)(c - p - 9));
-            p = c + 3;
-            continue;
-        }
-        const char *gt = memchr(p, '>', rest);
-        if (!gt) {
-            err = "unterminated tag";
-            err_at = (size_t)(p - buf);
-            break;
-        }
-        if (p[1] == '?' || p[1] == '!') { /* <?xml ...?>, <!DOCTYPE ...> */
-            p = gt + 1;
-            continue;
-        }
-        int closing = p[1] == '/';
-        const char *ns = p + 1 + closing, *ne = ns;
-        while (ne < gt && !isspace((unsigned char)*ne) && *ne != '/')
-            ne++;
-        size_t nl = (size_t)(ne - ns);
-        int self_closing = !closing && gt > p && gt[-1] == '/';
-        if (nl == 0) {
-            err = "empty tag name";
-            err_at = (size_t)(p - buf);
-            break;
-        }
-        if (closing) {
-            if (x.depth == 0 || x.len[x.depth - 1] != nl ||
-                strncmp(x.stack[x.depth - 1], ns, nl < XNAME ? nl : XNAME - 1) != 0) {
-                err = "end tag does not match its start tag";
-                err_at = (size_t)(p - buf);
-                break;
-            }
-            char *t = sb_detach(&x.text);
-            on_end(&x, t);
-            free(t);
-            x.depth--;
-        } else {
-            if (x.depth == 0) {
-                if (saw_root) {
-                    err = "a second root element";
-                    err_at = (size_t)(p - buf);
-                    break;
-                }
-                saw_root = 1;
-                if (nl != 14 || strncmp(ns, "nvidia_smi_log", 14) != 0) {
-                    err = "the root element is not <nvidia_smi_log>";
-                    err_at = (size_t)(p - buf);
-                    break;
-                }
-            }
-            if (x.depth == XDEPTH) {
-                err = "elements nested too deeply";
-                err_at = (size_t)(p - buf);
-                break;
-            }
-            snprintf(x.stack[x.depth], XNAME, "%.*s", (int)(nl < XNAME ? nl : XNAME - 1), ns);
-            x.len[x.depth] = nl;
-            x.depth++;
-            sb_free(&x.text);
-            sb_init(&x.text);
-            on_start(&x);
-            if (self_closing) {
-                on_end(&x, (char[]){""});
-                x.depth--;
-            }
-        }
-        p = gt + 1;
+        const char *after = x_special(&x, &s, p);
+        p = after != p ? after : x_tag(&x, &s, p);
     }
     sb_free(&x.text);
-    if (!err && !saw_root) {
+    if (!s.err && !s.saw_root) {
         char line[120];
         first_line(buf, len, line, sizeof line);
         free(x.gpus);
         return errf(e, "not nvidia-smi XML output%s%s", *line ? ": " : " (empty)", line);
     }
-    if (!err && x.depth != 0) {
-        err = "the output ends inside an element";
-        err_at = len;
+    if (!s.err && x.depth != 0) {
+        s.err = "the output ends inside an element";
+        s.err_at = len;
     }
-    if (err) {
+    if (s.err) {
         free(x.gpus);
-        return errf(e, "nvidia-smi XML: %s (at byte %zu)", err, err_at);
+        return errf(e, "nvidia-smi XML: %s (at byte %zu)", s.err, s.err_at);
     }
     *out = x.gpus;
     *n = x.n;
@@ -691,50 +710,63 @@ static int int_cmp(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-int gpu_pick(struct db *db, int64_t machine_id, const struct gpu_need *need, char *idx_text, size_t idx_size,
-             char *reason, size_t reason_size, struct errbuf *e)
+/* What the messages of gpu_pick say about a machine. */
+struct gpu_host {
+    char *host, *gpu_error;
+    int64_t checked;
+};
+
+static void gpu_host_free(struct gpu_host *h)
 {
-    idx_text[0] = '\0';
-    if (reason_size)
-        reason[0] = '\0';
-    char *host = NULL, *gpu_error = NULL;
-    int64_t checked = 0;
+    free(h->host);
+    free(h->gpu_error);
+}
+
+static int gpu_host_load(struct db *db, int64_t machine_id, struct gpu_host *h, struct errbuf *e)
+{
+    memset(h, 0, sizeof *h);
     sqlite3_stmt *st = db_query(db, e, "SELECT host, gpu_error, coalesce(gpu_checked, 0) FROM machine WHERE id = ?",
                                 "i", machine_id);
     if (!st)
         return -1;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        host = col_str(st, 0);
-        gpu_error = col_str(st, 1);
-        checked = col_i64(st, 2);
+        h->host = col_str(st, 0);
+        h->gpu_error = col_str(st, 1);
+        h->checked = col_i64(st, 2);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
-        free(host);
-        free(gpu_error);
-        return rc == SQLITE_DONE ? errf(e, "machine %lld: no such row", (long long)machine_id)
-                                 : errf(e, "machine: %s", sqlite3_errmsg(db->h));
-    }
-    st = db_query(db, e,
-                  "SELECT g.idx, g.active_procs, coalesce(g.utilization, 0), coalesce(g.memory_util, 0),"
-                  " (SELECT coalesce(sum(c.share), 0) FROM gpu_claim c WHERE c.machine_id = g.machine_id"
-                  "  AND c.gpu_idx = g.idx AND EXISTS " LIVE_CLAIM "),"
-                  " (SELECT count(*) FROM gpu_claim c WHERE c.machine_id = g.machine_id"
-                  "  AND c.gpu_idx = g.idx AND EXISTS " LIVE_CLAIM ")"
-                  " FROM gpu g WHERE g.machine_id = ? ORDER BY g.idx",
-                  "i", machine_id);
-    if (!st) {
-        free(host);
-        free(gpu_error);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? errf(e, "machine %lld: no such row", (long long)machine_id)
+                             : errf(e, "machine: %s", sqlite3_errmsg(db->h));
+}
+
+/* A machine's GPUs that the need may take (c[0..n)), and the counts its messages give. */
+struct gpu_cands {
+    struct cand *c;
+    int n, cap, total, usable, idle, busy_foreign;
+};
+
+static int gpu_cands_load(struct db *db, int64_t machine_id, const struct gpu_need *need, struct gpu_cands *k,
+                          struct errbuf *e)
+{
+    memset(k, 0, sizeof *k);
+    sqlite3_stmt *st = db_query(db, e,
+                                "SELECT g.idx, g.active_procs, coalesce(g.utilization, 0), coalesce(g.memory_util, 0),"
+                                " (SELECT coalesce(sum(c.share), 0) FROM gpu_claim c WHERE c.machine_id = g.machine_id"
+                                "  AND c.gpu_idx = g.idx AND EXISTS " LIVE_CLAIM "),"
+                                " (SELECT count(*) FROM gpu_claim c WHERE c.machine_id = g.machine_id"
+                                "  AND c.gpu_idx = g.idx AND EXISTS " LIVE_CLAIM ")"
+                                " FROM gpu g WHERE g.machine_id = ? ORDER BY g.idx",
+                                "i", machine_id);
+    if (!st)
         return -1;
-    }
-    struct cand *c = NULL;
-    int n = 0, cap = 0, total = 0, usable = 0, idle = 0, busy_foreign = 0;
     double share = 1.0 / need->max_per_gpu;
+    int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        total++;
-        struct cand k = {
+        k->total++;
+        struct cand g = {
             .idx = (int)col_i64(st, 0),
             .active = (int)col_i64(st, 1),
             .util = sqlite3_column_double(st, 2),
@@ -742,68 +774,100 @@ int gpu_pick(struct db *db, int64_t machine_id, const struct gpu_need *need, cha
             .held = sqlite3_column_double(st, 4),
             .claims = (int)col_i64(st, 5),
         };
-        if (!allowed(need, k.idx))
+        if (!allowed(need, g.idx))
             continue;
-        usable++;
-        if (k.claims == 0 && k.active == 0)
-            idle++;
+        k->usable++;
+        if (g.claims == 0 && g.active == 0)
+            k->idle++;
         /* processes on a GPU our trials hold are taken to be theirs (NNI's rule) */
-        if (!need->use_active && k.active > 0 && k.claims == 0) {
-            busy_foreign++;
+        if (!need->use_active && g.active > 0 && g.claims == 0) {
+            k->busy_foreign++;
             continue;
         }
-        if (k.held + share > 1.0 + 1e-9)
+        if (g.held + share > 1.0 + 1e-9)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            c = xrealloc(c, sizeof *c * (size_t)cap);
+        if (k->n == k->cap) {
+            k->cap = k->cap ? k->cap * 2 : 16;
+            k->c = xrealloc(k->c, sizeof *k->c * (size_t)k->cap);
         }
-        c[n++] = k;
+        k->c[k->n++] = g;
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        free(c);
-        free(host);
-        free(gpu_error);
-        return errf(e, "gpu rows: %s", sqlite3_errmsg(db->h));
-    }
+    if (rc == SQLITE_DONE)
+        return 0;
+    free(k->c);
+    k->c = NULL;
+    return errf(e, "gpu rows: %s", sqlite3_errmsg(db->h));
+}
+
+/* The best `want` candidates as "0,2" (indices ascending) in idx_text: 0, or -1 when the
+ * list does not fit. */
+static int gpu_pick_text(struct gpu_cands *k, int want, char *idx_text, size_t idx_size, struct errbuf *e)
+{
+    qsort(k->c, (size_t)k->n, sizeof *k->c, cand_cmp);
+    int *pick = xmalloc(sizeof *pick * (size_t)want);
+    for (int i = 0; i < want; i++)
+        pick[i] = k->c[i].idx;
+    qsort(pick, (size_t)want, sizeof *pick, int_cmp);
+    size_t len = 0;
+    for (int i = 0; i < want && len < idx_size; i++)
+        len += (size_t)snprintf(idx_text + len, idx_size - len, "%s%d", i ? "," : "", pick[i]);
+    free(pick);
+    if (len < idx_size)
+        return 0;
+    return errf(e, "GPU index list longer than %zu bytes", idx_size);
+}
+
+/* Why the machine cannot give the need its GPUs now. */
+static void gpu_pick_reason(const struct gpu_need *need, const struct gpu_host *h, const struct gpu_cands *k,
+                            char *reason, size_t reason_size)
+{
     int want = need->count;
-    int got = 0;
-    if (n >= want) {
-        qsort(c, (size_t)n, sizeof *c, cand_cmp);
-        int *pick = xmalloc(sizeof *pick * (size_t)want);
-        for (int i = 0; i < want; i++)
-            pick[i] = c[i].idx;
-        qsort(pick, (size_t)want, sizeof *pick, int_cmp);
-        size_t k = 0;
-        for (int i = 0; i < want && k < idx_size; i++)
-            k += (size_t)snprintf(idx_text + k, idx_size - k, "%s%d", i ? "," : "", pick[i]);
-        free(pick);
-        got = k < idx_size;
-        if (!got)
-            errf(e, "GPU index list longer than %zu bytes", idx_size);
-    } else if (reason_size) {
-        const char *s = want == 1 ? "" : "s";
-        char filter[256];
-        gpu_need_describe_filter(need, filter, sizeof filter);
-        if (total == 0 && !checked)
-            snprintf(reason, reason_size, "needs %d GPU%s; host %s: no GPU information yet", want, s, host);
-        else if (total == 0)
-            snprintf(reason, reason_size, "needs %d GPU%s; host %s has no GPU (%s)", want, s, host,
-                     gpu_error ? gpu_error : "nvidia-smi lists none");
-        else if (usable < want && need->has_filter)
-            snprintf(reason, reason_size, "needs %d GPU%s; host %s has only %d of gpuIndices %s", want, s,
-                     host, usable, filter);
-        else if (usable < want)
-            snprintf(reason, reason_size, "needs %d GPU%s; host %s has only %d", want, s, host, usable);
-        else
-            snprintf(reason, reason_size, "needs %d GPU%s; host %s has %d free, %d idle%s", want, s, host, n,
-                     idle, busy_foreign ? " (others busy with processes not ours; useActiveGpu is false)" : "");
+    const char *s = want == 1 ? "" : "s";
+    char filter[256];
+    gpu_need_describe_filter(need, filter, sizeof filter);
+    if (k->total == 0 && !h->checked)
+        snprintf(reason, reason_size, "needs %d GPU%s; host %s: no GPU information yet", want, s, h->host);
+    else if (k->total == 0)
+        snprintf(reason, reason_size, "needs %d GPU%s; host %s has no GPU (%s)", want, s, h->host,
+                 h->gpu_error ? h->gpu_error : "nvidia-smi lists none");
+    else if (k->usable < want && need->has_filter)
+        snprintf(reason, reason_size, "needs %d GPU%s; host %s has only %d of gpuIndices %s", want, s, h->host,
+                 k->usable, filter);
+    else if (k->usable < want)
+        snprintf(reason, reason_size, "needs %d GPU%s; host %s has only %d", want, s, h->host, k->usable);
+    else
+        snprintf(reason, reason_size, "needs %d GPU%s; host %s has %d free, %d idle%s", want, s, h->host, k->n,
+                 k->idle, k->busy_foreign ? " (others busy with processes not ours; useActiveGpu is false)" : "");
+}
+
+int gpu_pick(struct db *db, int64_t machine_id, const struct gpu_need *need, char *idx_text, size_t idx_size,
+             char *reason, size_t reason_size, struct errbuf *e)
+{
+    idx_text[0] = '\0';
+    if (reason_size)
+        reason[0] = '\0';
+    struct gpu_host h;
+    if (gpu_host_load(db, machine_id, &h, e) < 0) {
+        gpu_host_free(&h);
+        return -1;
     }
-    free(c);
-    free(host);
-    free(gpu_error);
-    return n >= want ? (got ? 1 : -1) : 0;
+    struct gpu_cands k;
+    if (gpu_cands_load(db, machine_id, need, &k, e) < 0) {
+        gpu_host_free(&h);
+        return -1;
+    }
+    int rc;
+    if (k.n >= need->count) {
+        rc = gpu_pick_text(&k, need->count, idx_text, idx_size, e) < 0 ? -1 : 1;
+    } else {
+        rc = 0;
+        if (reason_size)
+            gpu_pick_reason(need, &h, &k, reason, reason_size);
+    }
+    free(k.c);
+    gpu_host_free(&h);
+    return rc;
 }
 
 int gpu_claim_write(struct db *db, int64_t machine_id, const struct gpu_need *need, const char *idx_text,

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/trial_status.h"
+
 char *queue_owner_id(void)
 {
     return xasprintf("%s:%d:%llu", host_name(), (int)getpid(),
@@ -40,6 +42,17 @@ int queue_owner_dead(const char *owner)
             return -1;                                     \
         return (rv);                                       \
     } while (0)
+/* TX_END_OK of a claim: a commit that fails (a full disk) claimed nothing, and the
+ * trial read into OUT is freed */
+#define TX_END_CLAIM(db, e, rv, out)                       \
+    do {                                                   \
+        if (own_tx_ && db_commit((db), (e)) < 0) {         \
+            if ((rv) > 0)                                  \
+                trial_clear(out);                          \
+            return -1;                                     \
+        }                                                  \
+        return (rv);                                       \
+    } while (0)
 #define TX_FAIL(db)                                        \
     do {                                                   \
         if (own_tx_)                                       \
@@ -58,7 +71,7 @@ static int next_claimable(struct db *db, const char *exp_id, const char *platfor
         " AND lease_owner IS NULL AND platform IN (?2, 'hybrid') AND kill_request IS NULL"
         /* trialConcurrency holds across every worker of the experiment: the api may
          * queue trials ahead, the claim is what starts them */
-        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status IN ('WAITING','RUNNING')"
+        " AND (SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status IN " SQL_TRIAL_ACTIVE
         "      AND lease_owner IS NOT NULL) < (SELECT concurrency FROM experiment WHERE id = ?1)"
         /* no trial starts once a stop is asked for or under way: it would only be killed
          * again (and, started after the api's kill pass, outlive its grace period) */
@@ -124,7 +137,7 @@ int queue_claim_on(struct db *db, const char *exp_id, const char *platform, cons
     }
     free(id);
     /* no event: a claim changes no status; the RUNNING event names the worker */
-    TX_END_OK(db, e, got);
+    TX_END_CLAIM(db, e, got, out);
 }
 
 int queue_set_waiting_reason(struct db *db, const char *exp_id, const char *platform, const char *reason,
@@ -172,7 +185,7 @@ static int claim(struct db *db, const char *exp_id, const char *platform, const 
                             sizeof reason, e);
     if (rc < 0 || (rc == 0 && reason[0] && queue_set_waiting_reason(db, exp_id, platform, reason, e) < 0))
         TX_FAIL(db);
-    TX_END_OK(db, e, rc);
+    TX_END_CLAIM(db, e, rc, out);
 }
 
 int queue_claim(struct db *db, const char *exp_id, const char *platform, const char *owner,
@@ -203,7 +216,7 @@ int queue_adopt(struct db *db, const char *exp_id, const char *platform, const c
     sqlite3_stmt *st = db_query(db, e,
         "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ? AND platform = ?"
         " AND lease_owner IS NOT NULL AND lease_owner != ?"
-        " AND status IN ('WAITING','RUNNING')",
+        " AND status IN " SQL_TRIAL_ACTIVE,
         "sss", exp_id, platform, owner);
     if (!st)
         TX_FAIL(db);
@@ -327,7 +340,7 @@ int trial_finish(struct db *db, const char *trial_id, const char *owner, const c
         int rc = db_run(db, e,
             "UPDATE trial SET status = ?, exit_code = CASE WHEN ? THEN ? END, end_time = ?,"
             " message = coalesce(?, message), lease_owner = NULL, lease_expires = NULL, updated_at = ?"
-            " WHERE id = ? AND status IN ('WAITING','RUNNING') AND (? IS NULL OR lease_owner = ?)",
+            " WHERE id = ? AND status IN " SQL_TRIAL_ACTIVE " AND (? IS NULL OR lease_owner = ?)",
             "sddisisss", to, has_exit, exit_code, end_time, message, now_ms(), trial_id, owner, owner);
         if (rc < 0 || (rc == 1 && db_event(db, e, exp, trial_id, "trial", from, to, message) < 0)) {
             free(exp); free(from);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trial_status.h"
 #include "queue/worker_queue.h"
 
 int queue_kill_requests(struct db *db, const char *owner, struct kill_request **out, int *n, struct errbuf *e)
@@ -82,7 +83,7 @@ int64_t queue_leased_count(struct db *db, const char *exp_id, const char *platfo
 {
     int64_t n = 0;
     if (db_int(db, e, &n, "SELECT count(*) FROM trial WHERE experiment_id = ? AND platform = ?"
-                          " AND status IN ('WAITING','RUNNING') AND lease_owner IS NOT NULL",
+                          " AND status IN " SQL_TRIAL_ACTIVE " AND lease_owner IS NOT NULL",
                "ss", exp_id, platform) < 0)
         return -1;
     return n;

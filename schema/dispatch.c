@@ -1,5 +1,6 @@
 /* dispatch.c: the rows NNI's dispatcher process is fed from (schema/dispatch.h). */
 #include "schema/dispatch.h"
+#include "common/trial_status.h"
 
 #define TEXT(st, i) ((const char *)sqlite3_column_text((st), (i)))
 
@@ -55,7 +56,7 @@ int disp_succeeded(struct db *db, const char *exp_id, disp_result_fn *fn, void *
 int disp_active(struct db *db, const char *exp_id, disp_active_fn *fn, void *arg, struct errbuf *e)
 {
     sqlite3_stmt *st = db_query(db, e, "SELECT parameter_id, parameters, parameter_label FROM trial"
-                                       " WHERE experiment_id = ? AND status IN ('WAITING','RUNNING')"
+                                       " WHERE experiment_id = ? AND status IN " SQL_TRIAL_ACTIVE
                                        " AND parameter_id IS NOT NULL ORDER BY sequence", "s", exp_id);
     if (!st)
         return -1;

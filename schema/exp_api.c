@@ -32,10 +32,3 @@ int exp_tuner_revive(struct db *db, const char *id, struct errbuf *e)
 {
     return db_run(db, e, "UPDATE experiment SET tuner_exhausted = 0 WHERE id = ?", "s", id) < 0 ? -1 : 0;
 }
-
-int exp_trials_active(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
-{
-    *out = 0;
-    return db_int(db, e, out, "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN ('WAITING','RUNNING')",
-                  "s", exp_id) < 0 ? -1 : 0;
-}

@@ -20,7 +20,5 @@ int exp_api_take(struct db *db, const char *id, int pid, uint64_t pid_start, int
 int exp_api_release(struct db *db, const char *id, int pid, struct errbuf *e);
 /* A resume asks the tuner again: tuner_exhausted cleared. */
 int exp_tuner_revive(struct db *db, const char *id, struct errbuf *e);
-/* The trials of exp_id WAITING or RUNNING. */
-int exp_trials_active(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e);
 
 #endif

@@ -71,6 +71,9 @@ int trial_load(struct db *db, const char *id, struct trial *out, struct errbuf *
 void trial_clear(struct trial *t);
 /* The trial's directory on this host: the one recorded, else <exp_dir>/trials/<id>. */
 char *trial_dir_path(const struct trial *t, const char *exp_dir);
+/* <exp_dir>/trials/<id>: where a trial's directory is when none is recorded (on this host, or
+ * below a remote machine's experiment dir). Caller frees. */
+char *trial_dir_default(const char *exp_dir, const char *trial_id);
 /* Fills t from a row whose columns are TRIAL_COLUMNS, in order. */
 void trial_from_row(sqlite3_stmt *st, struct trial *t);
 #define TRIAL_COLUMNS                                                                     \

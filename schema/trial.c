@@ -69,7 +69,12 @@ int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
 
 char *trial_dir_path(const struct trial *t, const char *exp_dir)
 {
-    return t->trial_dir ? xstrdup(t->trial_dir) : xasprintf("%s/trials/%s", exp_dir, t->id);
+    return t->trial_dir ? xstrdup(t->trial_dir) : trial_dir_default(exp_dir, t->id);
+}
+
+char *trial_dir_default(const char *exp_dir, const char *trial_id)
+{
+    return xasprintf("%s/trials/%s", exp_dir, trial_id);
 }
 
 void trial_clear(struct trial *t)

@@ -86,6 +86,11 @@ void exit_of(int status, int *code, int *sig)
     }
 }
 
+int trial_write_fault(int err)
+{
+    return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS;
+}
+
 void trial_state_write(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
 {
     char state[128], path[4096];
@@ -100,8 +105,7 @@ void trial_state_write(const char *dir, int code, int64_t end, int sig, int atte
      * until it can be written, then go on. Any other failure (the dir removed) is
      * final. */
     int said = 0;
-    while (write_file_replace(path, state, (size_t)n, 0644) < 0 &&
-           (errno == ENOSPC || errno == EDQUOT || errno == EIO || errno == EROFS)) {
+    while (write_file_replace(path, state, (size_t)n, 0644) < 0 && trial_write_fault(errno)) {
         if (!said++)
             fprintf(stderr, "trialq: cannot record the trial's end in %s: %s; retrying until it can\n", path,
                     strerror(errno));

@@ -16,6 +16,8 @@ void catch_stop_signals(void (*stop)(int), void (*alarm_)(int), sigset_t *waitin
 void default_signals(void);
 /* A wait status as the end record has it: exit code (128 + signal when killed), signal. */
 void exit_of(int status, int *code, int *sig);
+/* ENOSPC, EDQUOT, EIO, EROFS: a write of the trial's records that is waited out. */
+int trial_write_fault(int err);
 /* Writes DIR/.nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>" atomically;
  * on a full disk, an I/O error or a read-only filesystem it waits until it can. */
 void trial_state_write(const char *dir, int code, int64_t end, int sig, int attempt, int stopped);

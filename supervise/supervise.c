@@ -43,6 +43,99 @@ static volatile sig_atomic_t g_term, g_alarm;
 static void on_term(int sig) { (void)sig; g_term = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
 
+/* The forked child: once released through go (its pid recorded), it becomes the trial's
+ * group leader, with stdin from /dev/null and stdout/stderr to fds ofd and efd. */
+static void run_leader(int go[2], int nullfd, int ofd, int efd, const char *dir, int attempt, const char *shell,
+                       const char *code_dir, const char *command) __attribute__((noreturn));
+static void run_leader(int go[2], int nullfd, int ofd, int efd, const char *dir, int attempt, const char *shell,
+                       const char *code_dir, const char *command)
+{
+    setpgid(0, 0);
+    /* the default dispositions, then no signal blocked, before the wait: a stop
+     * forwarded early ends us */
+    default_signals();
+    close(go[1]);
+    char c;
+    ssize_t got;
+    while ((got = read(go[0], &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (got != 1)
+        _exit(125);
+    if (nullfd >= 0) dup2(nullfd, 0);
+    if (ofd >= 0) dup2(ofd, 1);
+    if (efd >= 0) dup2(efd, 2);
+    close_fds_from(3); /* the job lock stays with the supervisor only */
+    if (chdir(code_dir) < 0) {
+        fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", code_dir, strerror(errno));
+        _exit(126);
+    }
+    trial_lead(dir, attempt, shell, command);
+}
+
+/* The job lock file says which process group is the trial's (its leader records the end
+ * when we are gone), and who we are (our pid is also the session's id). */
+static void record_job(const char *dir, int attempt, pid_t pid)
+{
+    char job[160];
+    int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
+                     (unsigned long long)proc_start_time(pid), (int)getpid(),
+                     (unsigned long long)proc_start_time(getpid()));
+    /* a full disk, an I/O error, a read-only filesystem: the trial waits (it has not
+     * started) until the record can be written, as its end does (lead.c); a trial run
+     * without it would be taken for vanished by a later worker and run again */
+    int said = 0;
+    while (ftruncate(LOCK_FD, 0) < 0 || pwrite(LOCK_FD, job, (size_t)n, 0) != n) {
+        if (!trial_write_fault(errno)) {
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s\n", dir, strerror(errno));
+            break;
+        }
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s; retrying until it can\n", dir,
+                    strerror(errno));
+        sleep(1);
+    }
+}
+
+/* Wait for the leader's end, passing a stop on to its group (SIGINT, then SIGKILL after
+ * the grace). Returns whether a stop was passed on; *status is the leader's. */
+static int wait_leader(pid_t pid, const sigset_t *waiting, int *status)
+{
+    int forwarded = 0;
+    *status = 0;
+    for (;;) {
+        if (g_term && !forwarded) {
+            kill(-pid, SIGINT);
+            alarm(KILL_GRACE_SECONDS);
+            forwarded = 1;
+        }
+        if (g_alarm) {
+            kill(-pid, SIGKILL);
+            g_alarm = 0;
+        }
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            break;
+        sigsuspend(waiting); /* returns after any handled signal, SIGCHLD included */
+    }
+    return forwarded;
+}
+
+/* trial.stdout or trial.stderr. On a full disk (an I/O error, a read-only filesystem)
+ * the trial waits until it can be opened, as for its job record (record_job): it has not
+ * started, and without the file its output would go to the experiment's own log. */
+static int open_output(const char *path)
+{
+    int fd, said = 0;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 && trial_write_fault(errno)) {
+        if (!said++)
+            fprintf(stderr, "trialq-supervise: cannot open %s: %s; retrying until it can\n", path, strerror(errno));
+        sleep(1);
+    }
+    return fd;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 6) {
@@ -60,8 +153,8 @@ int main(int argc, char **argv)
     char out[4096], err[4096];
     snprintf(out, sizeof out, "%s/trial.stdout", dir);
     snprintf(err, sizeof err, "%s/trial.stderr", dir);
-    int ofd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int ofd = open_output(out);
+    int efd = open_output(err);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
      * and ends without running anything */
@@ -72,65 +165,23 @@ int main(int argc, char **argv)
     }
 
     pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        /* the default dispositions, then no signal blocked, before the wait: a stop
-         * forwarded early ends us */
-        default_signals();
-        close(go[1]);
-        char c;
-        ssize_t got;
-        while ((got = read(go[0], &c, 1)) < 0 && errno == EINTR)
-            ;
-        if (got != 1)
-            _exit(125);
-        if (nullfd >= 0) dup2(nullfd, 0);
-        if (ofd >= 0) dup2(ofd, 1);
-        if (efd >= 0) dup2(efd, 2);
-        close_fds_from(3); /* the job lock stays with the supervisor only */
-        if (chdir(code_dir) < 0) {
-            fprintf(stderr, "trialq: cannot enter trialCodeDirectory %s: %s\n", code_dir, strerror(errno));
-            _exit(126);
-        }
-        trial_lead(dir, attempt, shell, command);
-    }
+    if (pid == 0)
+        run_leader(go, nullfd, ofd, efd, dir, attempt, shell, code_dir, command);
     close(go[0]);
     if (pid < 0) {
         trial_state_write(dir, 127, now_ms(), 0, attempt, 0);
         return 1;
     }
     setpgid(pid, pid); /* both sides set it: no race with an early kill */
-    /* the job lock file says which process group is the trial's (its leader records the
-     * end when we are gone), and who we are (our pid is also the session's id) */
-    char job[160];
-    int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
-                     (unsigned long long)proc_start_time(pid), (int)getpid(),
-                     (unsigned long long)proc_start_time(getpid()));
-    if (ftruncate(LOCK_FD, 0) == 0 && pwrite(LOCK_FD, job, (size_t)n, 0) != n)
-        fprintf(stderr, "trialq-supervise: cannot record the job in %s\n", dir);
-    /* recorded (or not recordable: then the trial still runs, as before): release it */
+    record_job(dir, attempt, pid);
+    /* recorded (or not recordable for another reason: then the trial still runs, as
+     * before): release it */
     while (write(go[1], "g", 1) < 0 && errno == EINTR)
         ;
     close(go[1]);
 
-    int forwarded = 0, status = 0;
-    for (;;) {
-        if (g_term && !forwarded) {
-            kill(-pid, SIGINT);
-            alarm(KILL_GRACE_SECONDS);
-            forwarded = 1;
-        }
-        if (g_alarm) {
-            kill(-pid, SIGKILL);
-            g_alarm = 0;
-        }
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            break;
-        sigsuspend(&waiting); /* returns after any handled signal, SIGCHLD included */
-    }
+    int status;
+    int forwarded = wait_leader(pid, &waiting, &status);
     if (trial_state_of(dir, attempt))
         return 0; /* the leader recorded the trial's end and ended the group */
     /* the leader itself was killed (by our escalation, or by someone else): the trial

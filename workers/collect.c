@@ -80,7 +80,8 @@ int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const c
         if (linelen && line[linelen - 1] == '\r')
             linelen--;
         const char *t = memmem(line, linelen, tag, sizeof tag - 1);
-        if (t && linelen > 0 && line[linelen - 1] == '\'') {
+        /* the closing quote after the tag's own: a bare "NNISDK_MEb'" is no record */
+        if (t && (size_t)(t - line) + (sizeof tag - 1) < linelen && line[linelen - 1] == '\'') {
             const char *json = t + sizeof tag - 1;
             size_t jlen = (size_t)(line + linelen - 1 - json);
             if (store_one(db, trial_id, attempt, json, jlen, e) < 0)

@@ -3,7 +3,7 @@
  * request authenticated by ?email=&password= in its query string.
  *
  * Files go through a filesystem that the jobs and this host share, as on OpenPAI
- * (workers/mount_share.h): L = <localStorageMountPoint>/<exp>/<trial> here is
+ * (workers/nas_trial.h): L = <localStorageMountPoint>/<exp>/<trial> here is
  * C = <containerStorageMountPoint>/<exp>/<trial> in the job; the trial writes its
  * metrics and its exit status (.nni/state) there, so the cluster never reaches us.
  *
@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workers/mount_share.h"
+#include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/worker.h"
 
@@ -45,7 +45,7 @@ struct dlts {
     long long gpu;
     struct rest_client rest; /* no redirects: the password is in the URL */
     int failing;             /* calls failed in a row */
-    struct share_jobs jobs;
+    struct nas_jobs jobs;
 };
 
 /* ---------------- HTTP ---------------- */
@@ -151,7 +151,7 @@ static void dlts_free(struct dlts *d)
     free(d->cont_root);
     if (d->rest.curl)
         curl_easy_cleanup(d->rest.curl);
-    share_jobs_free(&d->jobs);
+    nas_jobs_free(&d->jobs);
     free(d);
 }
 
@@ -304,23 +304,19 @@ static int dlts_init(struct worker *w, struct errbuf *e)
         goto fail;
     }
     if (check_mount(lm, e) < 0) {
-        share_fatal(w, e->msg);
+        nas_report_fatal(w, e->msg);
         goto fail;
     }
-    d->local_root = xasprintf("%s/%s", lm, w->exp_id);
-    d->cont_root = xasprintf("%s/%s", cm, w->exp_id);
-    if (mkdir_p(d->local_root, 0755) < 0) {
-        errf(e, "cannot create %s: %s", d->local_root, strerror(errno));
+    if (nas_exp_roots(w, lm, cm, &d->local_root, &d->cont_root, e) < 0)
         goto fail;
-    }
     int fatal = 0;
     if (probe_cluster(d, &fatal, e) < 0) {
         if (fatal) /* it will not get better by itself: the experiment says why */
-            share_fatal(w, e->msg);
+            nas_report_fatal(w, e->msg);
         goto fail;
     }
-    if (share_prepare(w, d->local_root, e) < 0) {
-        share_fatal(w, e->msg);
+    if (nas_ship_code(w, d->local_root, e) < 0) {
+        nas_report_fatal(w, e->msg);
         goto fail;
     }
     log_info("DLTS %s cluster %s team %s as %s (GPU type %s); storage %s -> %s", d->dashboard, d->cluster, d->team,
@@ -344,34 +340,13 @@ static void dlts_destroy(struct worker *w)
 
 static char *local_dir(struct dlts *d, const struct trial *t)
 {
-    char *rel = share_trial_rel(t);
-    char *dir = xasprintf("%s/%s", d->local_root, rel);
-    free(rel);
-    return dir;
+    return nas_trial_dir(d->local_root, t);
 }
 
-static char *jobid_path(struct dlts *d, const struct trial *t)
+/* The job of t; for a new entry (or a retry) the jobId the storage keeps for this attempt */
+static struct nas_job *job_of(struct dlts *d, const struct trial *t)
 {
-    char *dir = local_dir(d, t);
-    char *m = xasprintf("%s/.nni/jobid", dir);
-    free(dir);
-    return m;
-}
-
-/* The job of t; for a new entry (or a retry) what the storage says of this attempt */
-static struct share_job *job_of(struct dlts *d, const struct trial *t)
-{
-    int fresh;
-    struct share_job *j = share_job_of(&d->jobs, t, &fresh);
-    if (fresh) {
-        char *m = jobid_path(d, t);
-        j->job_id = read_file(m, NULL);
-        free(m);
-        if (j->job_id)
-            j->job_id[strcspn(j->job_id, "\n")] = '\0';
-        j->need_submit = !j->job_id || !j->job_id[0];
-    }
-    return j;
+    return nas_job_load(&d->jobs, d->local_root, t, "jobid");
 }
 
 /* NNI's job body (v2.3's DLTSTrainingService), with our command */
@@ -379,7 +354,7 @@ static char *job_body(struct worker *w, struct dlts *d, const struct trial *t, c
 {
     cJSON *j = cJSON_CreateObject();
     const cJSON *tc = worker_config_item(w, "trialCommand");
-    char *cmd = share_job_command(w, t, d->cont_root, NULL, cJSON_IsString(tc) ? tc->valuestring : "false");
+    char *cmd = nas_job_command(w, d->cont_root, t, NULL, cJSON_IsString(tc) ? tc->valuestring : "false");
     cJSON_AddStringToObject(j, "jobName", name);
     cJSON_AddNumberToObject(j, "resourcegpu", (double)d->gpu);
     cJSON_AddStringToObject(j, "image", d->image);
@@ -486,22 +461,19 @@ static int find_job(struct dlts *d, const char *name, char **job_id, int *fatal,
     return chosen != NULL;
 }
 
-static void job_known(struct dlts *d, struct share_job *j, const struct trial *t, char *job_id)
+/* job_id (taken, freed) is the job of j */
+static void job_known(struct dlts *d, struct nas_job *j, const struct trial *t, char *job_id)
 {
-    free(j->job_id);
-    j->job_id = job_id;
-    j->need_submit = 0;
-    char *m = jobid_path(d, t);
-    if (write_file_replace(m, job_id, strlen(job_id), 0644) < 0)
-        log_warn("cannot write %s: %s", m, strerror(errno));
-    free(m);
+    nas_job_known(j, d->local_root, t, "jobid", job_id);
+    free(job_id);
 }
 
 /* Looks for the job by name, POSTs it when absent. 1: the job exists (created or found);
  * 0: no answer or a 5xx (e: try again later); -1: DLTS refused it (e). */
-static int try_submit(struct worker *w, struct dlts *d, struct share_job *j, const struct trial *t, struct errbuf *e)
+static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
 {
-    char *name = share_job_name(w->exp_id, t);
+    struct dlts *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
     char *id = NULL, *body = NULL, *resp = NULL;
     int fatal = 0, rc;
     struct errbuf he;
@@ -513,7 +485,7 @@ static int try_submit(struct worker *w, struct dlts *d, struct share_job *j, con
     if (f == 1) {
         log_info("trial %s: re-attached to DLTS job %s (%s)", t->id, id, name);
         job_known(d, j, t, id);
-        id = NULL; /* j owns it */
+        id = NULL; /* job_known took it */
         rc = 1;
         goto out;
     }
@@ -564,24 +536,7 @@ out:
 static int dlts_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct dlts *d = w->platform;
-    char *dir = local_dir(d, t);
-    int rc = -1;
-    if (share_write_trial(t, dir, "DLTS", e) < 0)
-        goto out;
-    struct share_job *j = job_of(d, t);
-    int s = j->need_submit ? try_submit(w, d, j, t, e) : 1;
-    if (s < 0) {
-        share_job_forget(&d->jobs, t->id);
-        goto out;
-    }
-    if (s == 0) /* DLTS does not answer now; the trial is ours and poll submits it later */
-        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
-    *job_id = share_job_name(w->exp_id, t);
-    *trial_dir = xstrdup(dir);
-    rc = SUBMIT_NEW;
-out:
-    free(dir);
-    return rc;
+    return nas_submit(w, &d->jobs, job_of(d, t), d->local_root, "DLTS", try_submit, t, job_id, trial_dir, e);
 }
 
 /* The job as DLTS reports it (a v2 job view) */
@@ -591,7 +546,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "";
     long long sv[4];
-    int has_state = share_read_state(dir, sv) == 0 && sv[3] == t->attempt;
+    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     if (strcmp(state, "finished") == 0 || strcmp(state, "failed") == 0) {
         js->finished = 1;
         js->has_exit = 1;
@@ -621,10 +576,10 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
 {
     struct dlts *d = w->platform;
     memset(js, 0, sizeof *js);
-    struct share_job *j = job_of(d, t);
+    struct nas_job *j = job_of(d, t);
     if (j->need_submit && t->kill_request) {
         /* killed before DLTS confirmed it: it ends here unless it exists after all */
-        char *name = share_job_name(w->exp_id, t), *id = NULL;
+        char *name = nas_job_name(w->exp_id, t), *id = NULL;
         int fatal = 0;
         struct errbuf he;
         int f = find_job(d, name, &id, &fatal, &he);
@@ -635,19 +590,19 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
             js->finished = 1;
             js->signal = SIGTERM;
             js->end_time = now_ms();
-            share_job_forget(&d->jobs, t->id);
+            nas_job_forget(&d->jobs, t->id);
             return 0;
         }
         job_known(d, j, t, id);
     } else if (j->need_submit) {
         struct errbuf se;
-        int s = try_submit(w, d, j, t, &se);
+        int s = try_submit(w, j, t, &se);
         if (s < 0) { /* DLTS refused it for good: the trial fails with its reason */
             js->finished = 1;
             js->exit_code = 1;
             js->end_time = now_ms();
             snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            share_job_forget(&d->jobs, t->id);
+            nas_job_forget(&d->jobs, t->id);
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
@@ -680,7 +635,7 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
         cJSON_Delete(job);
     }
     if (js->finished || js->vanished)
-        share_job_forget(&d->jobs, t->id);
+        nas_job_forget(&d->jobs, t->id);
     free(body);
     free(path);
     free(dir);
@@ -710,7 +665,7 @@ static int put_killing(struct dlts *d, const char *job_id, struct errbuf *e)
 static int dlts_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct dlts *d = w->platform;
-    struct share_job *j = job_of(d, t);
+    struct nas_job *j = job_of(d, t);
     if (j->need_submit) /* not known to be on DLTS: a poll finds it (then it is killed) or not (it ends) */
         return errf(e, "kill: job not confirmed by DLTS yet");
     return put_killing(d, j->job_id, e);
@@ -719,13 +674,13 @@ static int dlts_kill(struct worker *w, struct trial *t, struct errbuf *e)
 static int dlts_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     struct dlts *d = w->platform;
-    return share_collect(w, t, d->local_root, at_end, e);
+    return nas_collect(w, t, d->local_root, at_end, e);
 }
 
 static int dlts_pending(struct worker *w, struct trial *t)
 {
     struct dlts *d = w->platform;
-    return share_pending(t, d->local_root);
+    return nas_pending(w, t, d->local_root);
 }
 
 static int active(const char *s)

@@ -20,7 +20,6 @@
 
 #define HYBRID_GRACE_MS 3000
 #define HYBRID_START_MS 10000
-#define MAX_PLATFORMS 16
 
 struct other {
     const char *name;
@@ -48,8 +47,9 @@ static int worker_up(struct worker *w, const char *name, int64_t api_started, in
     return 1;
 }
 
-/* The other listed platforms whose workers are up, into others (at most max). */
-static int others_up(struct worker *w, const cJSON *ts, struct other *others, int max)
+/* The other listed platforms whose workers are up, into others (room for every entry of
+ * the list ts). */
+static int others_up(struct worker *w, const cJSON *ts, struct other *others)
 {
     struct errbuf e;
     struct proc_row api;
@@ -71,25 +71,15 @@ static int others_up(struct worker *w, const cJSON *ts, struct other *others, in
         int64_t since;
         if (!worker_up(w, pn->valuestring, api_started, now, &since))
             continue;
-        if (n == max) {
-            log_limited(LOG_WARN, "hybrid: more than %d platforms listed; the others are left out of the shares",
-                        max);
-            break;
-        }
         others[n++] = (struct other){pn->valuestring, since};
     }
     return n;
 }
 
-int hybrid_may_claim(struct worker *w)
+/* With the other platforms' workers up: below our share of the concurrency, or beyond it
+ * into slots another platform had time to take and did not. */
+static int may_claim_beyond(struct worker *w, const struct other *others, int n)
 {
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(w->config, "trainingService");
-    if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 2)
-        return 1;
-    struct other others[MAX_PLATFORMS];
-    int n = others_up(w, ts, others, MAX_PLATFORMS);
-    if (n == 0)
-        return 1;
     struct errbuf e;
     int64_t conc = w->exp.concurrency > 0 ? w->exp.concurrency : 1, now = now_ms();
     if (exp_concurrency(w->db, w->exp_id, &conc, &e) < 0)
@@ -110,21 +100,34 @@ int hybrid_may_claim(struct worker *w)
     return 1;
 }
 
-int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max)
+int hybrid_may_claim(struct worker *w)
 {
-    int n = 0;
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(w->config, "trainingService");
+    if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 2)
+        return 1;
+    struct other *others = xcalloc((size_t)cJSON_GetArraySize(ts), sizeof *others);
+    int n = others_up(w, ts, others);
+    int may = n == 0 || may_claim_beyond(w, others, n);
+    free(others);
+    return may;
+}
+
+char **platform_list_of(const char *exp_platform, const char *config_json, int *n)
+{
+    *n = 0;
     cJSON *cfg = cJSON_Parse(config_json);
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(cfg, "trainingService"), *one;
+    char **out = xcalloc((size_t)(cJSON_IsArray(ts) ? cJSON_GetArraySize(ts) : 1) + 1, sizeof *out);
     if (cJSON_IsArray(ts)) {
         /* hybrid: the platform of each entry of the list */
         cJSON_ArrayForEach(one, ts) {
             const cJSON *pn = cJSON_GetObjectItemCaseSensitive(one, "platform");
-            if (cJSON_IsString(pn) && n < max)
-                out[n++] = xstrdup(pn->valuestring);
+            if (cJSON_IsString(pn))
+                out[(*n)++] = xstrdup(pn->valuestring);
         }
-    } else if (max > 0) {
-        out[n++] = xstrdup(exp_platform);
+    } else {
+        out[(*n)++] = xstrdup(exp_platform);
     }
     cJSON_Delete(cfg);
-    return n;
+    return out;
 }

@@ -141,7 +141,7 @@ static void local_destroy(struct worker *w)
 /* Where submit puts a trial's dir (trial_dir_path: the recorded one, else this). */
 static char *trial_dir_of(struct worker *w, const char *trial_id)
 {
-    return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
+    return trial_dir_default(w->exp.exp_dir, trial_id);
 }
 
 /* ---------------- worker side ---------------- */
@@ -207,14 +207,18 @@ static int end_job_group(const struct local_job *j, int wait_ms)
     return 0;
 }
 
-/* 1 when the job lock is held (a supervisor lives), 0 when free, -1 when absent. */
+/* 1 when the job lock is held (a supervisor lives), 0 when free, -1 when absent. Read
+ * only (flock needs no write access: a read-only filesystem still tells), and a lock
+ * file that is there but cannot be opened now (EIO, EMFILE) counts as held: looked at
+ * again later, never taken for a vanished job, which would run the trial again beside
+ * its live attempt. */
 static int lock_held(const char *dir)
 {
     char *path = xasprintf("%s/.nni/job.lock", dir);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT || errno == ENOTDIR ? -1 : 1;
     int held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
     close(fd); /* closing drops our lock if we took it */
     return held;

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workers/mount_share.h"
+#include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/openpai.h"
 #include "workers/worker.h"
@@ -40,7 +40,7 @@ struct pai {
     long long cpu, gpu, mem_mb;
     cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
     struct rest_client rest; /* redirects followed, as NNI; the token is not sent to other hosts */
-    struct share_jobs jobs;
+    struct nas_jobs jobs;
 };
 
 /* ---------------- HTTP ---------------- */
@@ -133,7 +133,7 @@ static void pai_free(struct pai *p)
     cJSON_Delete(p->protocol);
     if (p->rest.curl)
         curl_easy_cleanup(p->rest.curl);
-    share_jobs_free(&p->jobs);
+    nas_jobs_free(&p->jobs);
     free(p);
 }
 
@@ -255,7 +255,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     const cJSON *proto = worker_config_item(w, "openpaiConfig");
     if (cJSON_IsObject(proto)) {
         if (check_protocol(proto, e) < 0) {
-            share_fatal(w, e->msg);
+            nas_report_fatal(w, e->msg);
             goto fail;
         }
         p->protocol = cJSON_Duplicate(proto, 1);
@@ -271,25 +271,21 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char *m = xasprintf("trainingService.localStorageMountPoint: %s is not a directory (the OpenPAI storage "
                             "'%s' must be mounted there on this host)", lm, storage);
-        share_fatal(w, m);
+        nas_report_fatal(w, m);
         errf(e, "%s", m);
         free(m);
         goto fail;
     }
-    p->local_root = xasprintf("%s/%s", lm, w->exp_id);
-    p->cont_root = xasprintf("%s/%s", cm, w->exp_id);
-    if (mkdir_p(p->local_root, 0755) < 0) {
-        errf(e, "cannot create %s: %s", p->local_root, strerror(errno));
+    if (nas_exp_roots(w, lm, cm, &p->local_root, &p->cont_root, e) < 0)
         goto fail;
-    }
     int rejected = 0;
     if (probe_auth(p, &rejected, e) < 0) {
         if (rejected) /* it will not get better by itself: the experiment says why */
-            share_fatal(w, e->msg);
+            nas_report_fatal(w, e->msg);
         goto fail;
     }
-    if (share_prepare(w, p->local_root, e) < 0) {
-        share_fatal(w, e->msg);
+    if (nas_ship_code(w, p->local_root, e) < 0) {
+        nas_report_fatal(w, e->msg);
         goto fail;
     }
     log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->local_root, p->cont_root);
@@ -311,16 +307,12 @@ static void openpai_destroy(struct worker *w)
 
 static char *local_dir(struct pai *p, const struct trial *t)
 {
-    char *rel = share_trial_rel(t);
-    char *d = xasprintf("%s/%s", p->local_root, rel);
-    free(rel);
-    return d;
+    return nas_trial_dir(p->local_root, t);
 }
 
-static struct share_job *job_of(struct pai *p, const struct trial *t)
+static struct nas_job *job_of(struct pai *p, const struct trial *t)
 {
-    int fresh;
-    return share_job_of(&p->jobs, t, &fresh);
+    return nas_job_of(&p->jobs, t, NULL);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -350,7 +342,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
                 sb_puts(&joined, c->valuestring);
             }
             char *jc = sb_detach(&joined);
-            char *line = share_job_command(w, t, p->cont_root, "pai", jc);
+            char *line = nas_job_command(w, p->cont_root, t, "pai", jc);
             cJSON *cmds = cJSON_CreateArray();
             cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
             cJSON_ReplaceItemInObjectCaseSensitive(r, "commands", cmds);
@@ -359,7 +351,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
         }
     } else {
         const cJSON *tc = worker_config_item(w, "trialCommand");
-        char *line = share_job_command(w, t, p->cont_root, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
+        char *line = nas_job_command(w, p->cont_root, t, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
         j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "protocolVersion", 2);
         cJSON_AddStringToObject(j, "name", name);
@@ -402,9 +394,10 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
 
 /* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
  * 0: no answer or a 5xx (e says which: try again later); -1: PAI refused it (e). */
-static int try_submit(struct worker *w, struct pai *p, struct share_job *j, const struct trial *t, struct errbuf *e)
+static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
 {
-    char *name = share_job_name(w->exp_id, t);
+    struct pai *p = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *body = NULL, msg[320];
     long status = 0;
@@ -472,25 +465,7 @@ out:
 static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    char *dir = local_dir(p, t);
-    int rc = -1;
-    if (share_write_trial(t, dir, "OpenPAI", e) < 0)
-        goto out;
-    struct share_job *j = job_of(p, t);
-    j->need_submit = 1;
-    int s = try_submit(w, p, j, t, e);
-    if (s < 0) {
-        share_job_forget(&p->jobs, t->id);
-        goto out;
-    }
-    if (s == 0) /* PAI does not answer now; the trial is ours and poll submits it later */
-        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
-    *job_id = share_job_name(w->exp_id, t);
-    *trial_dir = xstrdup(dir);
-    rc = 0;
-out:
-    free(dir);
-    return rc;
+    return nas_submit(w, &p->jobs, job_of(p, t), p->local_root, "OpenPAI", try_submit, t, job_id, trial_dir, e);
 }
 
 static int64_t json_ms(const cJSON *o, const char *key)
@@ -509,7 +484,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
     long long sv[4];
-    int has_state = share_read_state(dir, sv) == 0 && sv[3] == t->attempt;
+    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     int64_t done_ms = json_ms(jst, "completedTime");
     if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
         js->finished = 1;
@@ -535,7 +510,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
 
 /* PAI does not know the job (404): it vanished once accepted; one never accepted ended
  * if a kill was asked for, else is submitted (again) by the next poll. */
-static void job_unknown(struct pai *p, struct share_job *j, struct trial *t, const char *name,
+static void job_unknown(struct pai *p, struct nas_job *j, struct trial *t, const char *name,
                         struct job_state *js)
 {
     char *m = marker_path(p, t);
@@ -560,21 +535,21 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 {
     struct pai *p = w->platform;
     memset(js, 0, sizeof *js);
-    struct share_job *j = job_of(p, t);
+    struct nas_job *j = job_of(p, t);
     if (j->need_submit && !t->kill_request) {
         struct errbuf se;
-        int s = try_submit(w, p, j, t, &se);
+        int s = try_submit(w, j, t, &se);
         if (s < 0) {
             /* PAI refused it for good: the trial fails with PAI's reason */
             js->finished = 1;
             js->exit_code = 1;
             js->end_time = now_ms();
             snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            share_job_forget(&p->jobs, t->id);
+            nas_job_forget(&p->jobs, t->id);
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
-    char *name = share_job_name(w->exp_id, t);
+    char *name = nas_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *dir = local_dir(p, t);
     char *body = NULL, msg[320];
@@ -593,7 +568,7 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
         job_reported(w, t, dir, body, js);
     }
     if (js->finished || js->vanished)
-        share_job_forget(&p->jobs, t->id);
+        nas_job_forget(&p->jobs, t->id);
     free(body);
     free(url);
     free(name);
@@ -605,11 +580,11 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    struct share_job *j = job_of(p, t);
+    struct nas_job *j = job_of(p, t);
     if (j->need_submit)
         /* not known to be on PAI: a poll finds it (then it is stopped) or not (it ends) */
         return errf(e, "stop: job not confirmed by OpenPAI yet");
-    char *name = share_job_name(w->exp_id, t);
+    char *name = nas_job_name(w->exp_id, t);
     char *surl = job_url(p, name, "/executionType");
     char *body = NULL;
     long status = 0;
@@ -628,13 +603,13 @@ static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    return share_collect(w, t, p->local_root, at_end, e);
+    return nas_collect(w, t, p->local_root, at_end, e);
 }
 
 static int openpai_pending(struct worker *w, struct trial *t)
 {
     struct pai *p = w->platform;
-    return share_pending(t, p->local_root);
+    return nas_pending(w, t, p->local_root);
 }
 
 /* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the

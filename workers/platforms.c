@@ -9,13 +9,14 @@
 #include "workers/worker.h"
 
 extern const struct platform_ops platform_local, platform_remote, platform_openpai;
-extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl, platform_dlts;
+extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
+extern const struct platform_ops platform_dlc, platform_dlts;
 
 /* This order is the one `nnictl create` lists as supported; the first is the default. */
 const struct platform_ops *const platform_all[] = {
     &platform_local,   &platform_kubeflow, &platform_frameworkcontroller,
     &platform_adl,     &platform_openpai,  &platform_remote,
-    &platform_dlts,
+    &platform_dlc,     &platform_dlts,
     NULL,
 };
 
@@ -25,15 +26,6 @@ const struct platform_ops *platform_find(const char *name)
         if (strcmp(platform_all[i]->name, name) == 0)
             return platform_all[i];
     return NULL;
-}
-
-const char *platform_names(char *buf, size_t size, const char *sep)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int i = 0; platform_all[i] && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? sep : "", platform_all[i]->name);
-    return buf;
 }
 
 char *platform_names_dup(const char *sep)

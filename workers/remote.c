@@ -112,7 +112,7 @@ struct remote_state {
 
 static char *local_dir_of(struct worker *w, const char *trial_id)
 {
-    return xasprintf("%s/trials/%s", w->exp.exp_dir, trial_id);
+    return trial_dir_default(w->exp.exp_dir, trial_id);
 }
 
 static const char *jstr(const cJSON *o, const char *k)
@@ -601,7 +601,7 @@ static int end_orphan_runs(struct worker *w, struct rmachine *m, struct errbuf *
     if (rc == 0 && n) {
         for (int i = 0; i < n; i++) {
             log_warn("trial %s: attempt %d on %s: killing it: %s", o[i].id, o[i].attempt, m->label, o[i].why);
-            char *rdir = xasprintf("%s/trials/%s", m->root, o[i].id);
+            char *rdir = trial_dir_default(m->root, o[i].id);
             sb_puts(&script, "tq_kill ");
             sh_quote(&script, rdir);
             sb_printf(&script, " %d\n", o[i].attempt); /* only what tq_runs saw as this machine's */
@@ -1030,7 +1030,7 @@ static void pending_add(struct worker *w, struct rmachine *m, struct trial *t)
     memset(l, 0, sizeof *l);
     snprintf(l->id, sizeof l->id, "%s", t->id);
     l->attempt = t->attempt;
-    l->rdir = xasprintf("%s/trials/%s", m->root, t->id);
+    l->rdir = trial_dir_default(m->root, t->id);
     l->script = launch_script(w, m, t, l->rdir);
 }
 
@@ -1150,7 +1150,7 @@ static int batch_build(struct worker *w, struct rmachine *m, struct batch *b)
         int att = 0;
         if (strcmp(t->status, "RUNNING") != 0 || machine_of_job(rs, t->job_id, &att) != m || att != t->attempt)
             continue;
-        char *rdir = xasprintf("%s/trials/%s", m->root, t->id);
+        char *rdir = trial_dir_default(m->root, t->id);
         char *ldir = local_dir_of(w, t->id);
         sb_puts(&b->script, " ");
         sh_quote(&b->script, rdir);
@@ -1175,6 +1175,24 @@ static void batch_free(struct batch *b)
 {
     sb_free(&b->script);
     free(b->idx);
+}
+
+const char *remote_status_parse(const char *p, const char *end, int n, struct remote_status *h)
+{
+    if ((size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0)
+        return NULL;
+    p += 7;
+    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
+    for (int i = 0; i < n; i++) {
+        int used = 0;
+        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[i].state, &h[i].rc, &h[i].end, &h[i].stopped,
+                   &h[i].len[0], &h[i].len[1], &h[i].len[2], &used) < 7 || !used)
+            return NULL;
+        p += used;
+    }
+    if ((size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0)
+        return NULL;
+    return p + 5;
 }
 
 /* Applies a machine's answer: submit results, states, new bytes into the mirrors. */
@@ -1211,16 +1229,9 @@ static const char *apply_submits(struct remote_state *rs, struct batch *b, const
     return answered < b->nsub ? NULL : p;
 }
 
-/* One trial's status line: "<state> <rc> <end> <stopped> <n1> <n2> <n3>". */
-struct status_hdr {
-    char state;
-    int rc, stopped;
-    long long end, len[3];
-};
-
 /* Appends the bytes each mirrored file gained (h->len[f] of them at *p) to the trial's
  * local mirror; r->complete when no file hit STATUS_CAP. -1: fewer bytes than announced. */
-static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r, const struct status_hdr *h,
+static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r, const struct remote_status *h,
                        const char **p, const char *end)
 {
     char *ldir = local_dir_of(w, t->id);
@@ -1248,7 +1259,7 @@ static int apply_bytes(struct worker *w, const struct trial *t, struct rtrial *r
 
 /* The state the runner reports for trial t on machine m. */
 static void apply_state(struct worker *w, struct rmachine *m, struct trial *t, struct rtrial *r,
-                        const struct status_hdr *h)
+                        const struct remote_status *h)
 {
     if (r->state == 'E')
         return; /* keeps the reason until poll reports it */
@@ -1281,27 +1292,17 @@ static void batch_apply(struct worker *w, struct batch *b, const char *p, const 
     struct remote_state *rs = w->platform;
     struct rmachine *m = b->m;
     p = apply_submits(rs, b, p, end);
-    if (!p || (size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0) {
+    if (!p) {
         log_warn("machine %s: malformed answer of the runner", m->label);
         return;
     }
-    p += 7;
-    /* the headers, then "data" and the bytes in order */
-    struct status_hdr *h = xcalloc((size_t)b->n + 1, sizeof *h);
-    int nh = 0;
-    for (; nh < b->n; nh++) {
-        int used = 0;
-        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[nh].state, &h[nh].rc, &h[nh].end, &h[nh].stopped,
-                   &h[nh].len[0], &h[nh].len[1], &h[nh].len[2], &used) < 7 || !used)
-            break;
-        p += used;
-    }
-    if (nh < b->n || (size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0) {
+    struct remote_status *h = xcalloc((size_t)b->n + 1, sizeof *h);
+    p = remote_status_parse(p, end, b->n, h);
+    if (!p) {
         log_warn("machine %s: malformed status answer", m->label);
         free(h);
         return;
     }
-    p += 5;
     for (int k = 0; k < b->n; k++) {
         struct trial *t = &w->trials[b->idx[k]].t;
         struct rtrial *r = rtrial_get(rs, t->id, 1);
@@ -1451,7 +1452,7 @@ static int remote_kill(struct worker *w, struct trial *t, struct errbuf *e)
     struct strbuf script, out;
     sb_init(&script);
     sb_init(&out);
-    char *rdir = xasprintf("%s/trials/%s", m->root, t->id);
+    char *rdir = trial_dir_default(m->root, t->id);
     char tag[32], marker[48];
     unique_tag(NULL, tag);
     snprintf(marker, sizeof marker, "%s\n", tag);

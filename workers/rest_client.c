@@ -45,10 +45,14 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (r->ca_bundle)
         curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
-    /* a POST creates something: never on a reused connection, which libcurl would retry
-     * by itself when the server closed it after handling the request (a second job) */
-    if (strcmp(method, "POST") == 0)
+    /* what changes something (a POST creates a job) never goes on a reused connection:
+     * libcurl sends a request again, unchanged, when a reused connection closes before
+     * any answer, and the server may have handled the first one (a second job, a signed
+     * nonce refused as replayed). A lost answer is the caller's to handle. */
+    if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

@@ -1,4 +1,4 @@
-/* rest_client.h: one HTTP(S) request to a cluster's REST service (OpenPAI, DLTS), with
+/* rest_client.h: one HTTP(S) request to a cluster's REST service (OpenPAI, PAI-DLC, DLTS), with
  * the back-off the worker loop needs: while the service does not answer, no call is made
  * before down_until (one timeout per back-off period, not one per job, so the loop keeps
  * renewing its leases). */
@@ -21,7 +21,7 @@ struct rest_client {
 };
 
 /* method url with the headers (NULL-terminated, Content-Type among them) and body (or
- * NULL). Returns 0 when the service answered (*status, *resp: the body, caller frees),
+ * NULL); anything but GET on a fresh connection that is not kept. Returns 0 when the service answered (*status, *resp: the body, caller frees),
  * -1 when no answer came (refused, timeout, TLS) or it is not tried before down_until: e
  * says why, naming the request by shown (never the url, which may hold a secret). */
 int rest_call(struct rest_client *r, const char *method, const char *url, const char *shown,

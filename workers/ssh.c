@@ -187,16 +187,6 @@ static void kbd_callback(const char *name, int name_len, const char *instruction
     }
 }
 
-static int b64val(int ch)
-{
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+') return 62;
-    if (ch == '/') return 63;
-    return -1;
-}
-
 /* True when the private key file holds an RSA key (PEM or OpenSSH format). */
 static int key_is_rsa(const char *path)
 {
@@ -206,24 +196,15 @@ static int key_is_rsa(const char *path)
     int rsa = strstr(s, "BEGIN RSA PRIVATE KEY") != NULL;
     const char *p = strstr(s, "BEGIN OPENSSH PRIVATE KEY-----");
     if (!rsa && p) {
-        /* the key type is a string near the start of the base64 blob */
+        /* the key type is a string near the start (its first 512 bytes) of the base64 blob */
         p = strchr(p, '\n');
-        unsigned char dec[512];
+        const char *q = p ? strchr(p, '-') : NULL;
+        char *blob = p ? xstrndup(p, q ? (size_t)(q - p) : strlen(p)) : NULL;
         size_t n = 0;
-        unsigned acc = 0;
-        int bits = 0;
-        for (; p && *p && *p != '-' && n < sizeof dec; p++) {
-            int v = b64val((unsigned char)*p);
-            if (v < 0)
-                continue;
-            acc = (acc << 6) | (unsigned)v;
-            bits += 6;
-            if (bits >= 8) {
-                bits -= 8;
-                dec[n++] = (unsigned char)(acc >> bits);
-            }
-        }
-        rsa = memmem(dec, n, "ssh-rsa", 7) != NULL;
+        char *dec = blob ? b64_decode(blob, &n) : NULL;
+        rsa = dec && memmem(dec, n < 512 ? n : 512, "ssh-rsa", 7) != NULL;
+        free(dec);
+        free(blob);
     }
     free(s);
     return rsa;

@@ -137,9 +137,8 @@ struct worker {
  * the default of `trialq worker`. */
 extern const struct platform_ops *const platform_all[];
 const struct platform_ops *platform_find(const char *name);
-/* The platforms' names joined with sep ("local, kubeflow, ..."), in buf; returns buf. */
-const char *platform_names(char *buf, size_t size, const char *sep);
-/* The same as a new string of any length. Caller frees. */
+/* The platforms' names joined with sep ("local, kubeflow, ..."), as a new string of any
+ * length. Caller frees. */
 char *platform_names_dup(const char *sep);
 /* This platform's trainingService entry (the list entry in hybrid mode), and a key of
  * it with the top-level value as fallback (trialCommand, trialCodeDirectory, ...). */
@@ -151,9 +150,9 @@ const cJSON *worker_config_item(const struct worker *w, const char *key);
 extern const char trialq_chanrelay_py[];
 
 /* The platforms of an experiment whose platform column is exp_platform: that one, or
- * each entry of a hybrid trainingService list in config_json (new strings, at most
- * max). Returns how many. */
-int platform_list_of(const char *exp_platform, const char *config_json, char **out, int max);
+ * each entry of a hybrid trainingService list in config_json, as many as listed (*n of
+ * them). A new NULL-terminated array of new strings: the caller frees each and it. */
+char **platform_list_of(const char *exp_platform, const char *config_json, int *n);
 
 /* NNI's variables of trial t (workers/trial_env.c) into te: NNI_PLATFORM (the
  * platform's name), NNI_EXP_ID, NNI_TRIAL_JOB_ID, NNI_TRIAL_SEQ_ID, NNI_SYS_DIR,

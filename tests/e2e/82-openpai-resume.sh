@@ -15,7 +15,7 @@ pai_experiment "$WORK/exp" 4 16 5
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-crash_and_resume "$id" openpai "$port" 16
+crash_and_resume openpai "$id" "$port" 16
 # none duplicated: one submission per trial, no job created twice
 [ "$(pai_stat posts)" = 16 ] || fail "$(pai_stat posts) submissions for 16 trials"
 [ "$(pai_stat created)" = 16 ] && [ "$(pai_stat conflicts)" = 0 ] || fail "jobs created $(pai_stat created), conflicts $(pai_stat conflicts)"

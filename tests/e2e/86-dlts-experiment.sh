@@ -20,7 +20,7 @@ pass "experiment reached DONE"
 
 ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND platform='dlts'")
 [ "$ok" = 12 ] || { sql "SELECT id, status, platform, message FROM trial WHERE experiment_id='$id'"; fail "$ok of 12 SUCCEEDED on dlts"; }
-assert_written_metrics "$id"
+assert_dir_metrics "$id"
 [ "$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'")" = 48 ] ||
     fail "not 4 metrics for each of 12 trials"
 pass "12 trials SUCCEEDED on dlts with exactly the metrics they wrote"

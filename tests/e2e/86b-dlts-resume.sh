@@ -20,7 +20,7 @@ dlts_fail '{"mode": "drop_after", "action": "submit", "count": 2}'
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-crash_and_resume "$id" dlts "$port" 16
+crash_and_resume dlts "$id" "$port" 16
 # no duplicate job: one job per trial name on the server, and each trial's recorded jobId is it
 [ "$(dlts_stat 's["created"]')" = 16 ] ||
     { dlts_stat '"\n".join(sorted("%s %s %s" % (j["jobName"], i, j["jobStatus"]) for i, j in s["jobs"].items()))'
@@ -36,7 +36,7 @@ for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     [ "$(dlts_stat "s['jobs']['$jid']['jobName']")" = "nni_exp_${id}_trial_${tid}" ] || fail "trial $tid: job $jid is not its job"
 done
 grep -qs "re-attached to DLTS job" "$NNI_HOME/$id"/log/*.log || fail "no re-attach by name logged"
-assert_written_metrics "$id"
+assert_dir_metrics "$id"
 pass "16 jobs, one per trial (2 lost answers found by name); no metric lost or doubled"
 
 nnictl stop "$id" > /dev/null

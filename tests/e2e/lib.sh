@@ -189,61 +189,6 @@ write_config() {
     done > "$file"
 }
 
-# assert_written_metrics <exp>: for every trial of the experiment, on any platform, the metric
-# rows of its current attempt are exactly what trials/metrics.sh wrote into its trial dir
-# (trial.trial_dir: on the shared storage for openpai and dlts): no loss, no duplicate
-assert_written_metrics() {
-    local tid dir want got n=0
-    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED'"); do
-        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
-        [ -f "$dir/written.log" ] || fail "trial $tid: no $dir/written.log"
-        want=$(sort "$dir/written.log")
-        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'
-                   AND attempt = (SELECT attempt FROM trial WHERE id='$tid')" | sort)
-        [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
-        n=$((n + 1))
-    done
-    [ "$n" -gt 0 ] || fail "no trial succeeded"
-}
-
-# crash_and_resume <exp> <platform> <port> <trials>: the experiment's worker is killed with
-# SIGKILL while 4 jobs run (the api restarts it), then, once 6 trials SUCCEEDED, the whole
-# manager (api + worker) while 2 run; `nnictl resume` must bring it to DONE with every
-# trial SUCCEEDED in its first attempt, each reaching a final state once
-crash_and_resume() {
-    local id=$1 platform=$2 port=$3 n=$4 w a before total ok multi
-    _running() {
-        wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" ">=$1" ||
-            fail "fewer than $1 trials RUNNING"
-    }
-    _worker() { pgrep -f "trialq worker --platform $platform --experiment $id" | head -n1 || true; }
-    _running 4
-    w=$(_worker)
-    [ -n "$w" ] || fail "no $platform worker"
-    kill -9 "$w"
-    pass "worker $w killed with 4 jobs running"
-    wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
-    _running 2
-    w=$(_worker) a=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
-    [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
-    kill -9 "$w" "$a"
-    wait_until 5 gone "$a" || true
-    before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
-    pass "api $a and worker $w killed with $before jobs in flight"
-    sleep 1.5   # some jobs end while no manager watches
-    nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
-    wait_status "$id" DONE 180
-    pass "experiment reached DONE after resume"
-    total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-    ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
-    [ "$total" = "$n" ] && [ "$ok" = "$n" ] ||
-        { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
-    multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$id' AND entity='trial'
-                 AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
-                 GROUP BY trial_id HAVING count(*) != 1)")
-    [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
-}
-
 # metrics_experiment <dir> <concurrency> <max trials> <seed> [<trainingService block>]:
 # a config for trials/metrics.sh (the block: indented YAML lines; default local)
 metrics_experiment() {
@@ -305,6 +250,23 @@ assert_metrics_match() {
         got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
         [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
     done
+}
+
+# assert_dir_metrics <exp>: for every SUCCEEDED trial of the experiment, on any platform,
+# the metric rows of its current attempt are exactly what trials/metrics.sh wrote into its
+# trial dir (trial.trial_dir: on the storage of a cluster platform): no loss, no duplicate
+assert_dir_metrics() {
+    local tid dir want got n=0
+    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED'"); do
+        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
+        [ -f "$dir/written.log" ] || fail "trial $tid: no $dir/written.log"
+        want=$(sort "$dir/written.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'
+                   AND attempt = (SELECT attempt FROM trial WHERE id='$tid')" | sort)
+        [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] || fail "no trial succeeded"
 }
 
 # webui_artifacts: sets ART, this test's screenshot folder, emptied:
@@ -376,4 +338,51 @@ kill_api_at() {
         WAIT_STEP=0.05 wait_until 5 gone "$p" || true
         nnictl resume "$id" --port "$port" > /dev/null
     done
+}
+
+# crash_and_resume PLATFORM ID PORT [N]: a cluster platform's crash drill (82 OpenPAI,
+# 86b DLTS, 88 DLC): its worker is killed with SIGKILL while 4 jobs run (the api restarts
+# it), then, once 6 trials succeeded, the whole manager (api + worker) while jobs still
+# run; after a pause (some jobs end while no manager watches) `nnictl resume`, and the
+# experiment must reach DONE. With N: the experiment has N trials, every one SUCCEEDED in
+# its first attempt and reached a final state once (assert_final_once)
+crash_and_resume() {
+    local platform=$1 id=$2 port=$3 n=${4:-} w a before total ok
+    _worker_pid() { pgrep -f "trialq worker --platform $platform --experiment $id" | head -n1 || true; }
+    _running() {
+        wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" ">=$1" ||
+            fail "fewer than $1 trials RUNNING"
+    }
+    _running 4
+    w=$(_worker_pid)
+    [ -n "$w" ] || fail "no $platform worker"
+    kill -9 "$w"
+    pass "worker $w killed with 4 jobs running"
+    wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
+    _running 2
+    w=$(_worker_pid) a=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
+    [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
+    kill -9 "$w" "$a"
+    wait_until 5 gone "$a" || true
+    before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
+    pass "api $a and worker $w killed with $before jobs in flight"
+    sleep 1.5
+    nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
+    wait_status "$id" DONE 180
+    pass "experiment reached DONE after resume"
+    [ -n "$n" ] || return 0
+    total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")
+    ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
+    [ "$total" = "$n" ] && [ "$ok" = "$n" ] ||
+        { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
+    assert_final_once "$id"
+}
+
+# assert_final_once ID: every trial of the experiment reached a final state exactly once
+assert_final_once() {
+    local multi
+    multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$1' AND entity='trial'
+                 AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
+                 GROUP BY trial_id HAVING count(*) != 1)")
+    [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
 }

@@ -48,7 +48,8 @@ rewritten to the local directories in the command.
 
 Where Alibaba documents no behaviour the double chooses, and says so: an unknown JobId
 or PodId is 404 JobNotFound / PodNotFound, a bad request body 400 InvalidParameter or
-Missing<Name>, StopJob of a finished job changes nothing (200).
+Missing<Name>, StopJob of a finished job changes nothing (200), ListJobs in a WorkspaceId
+not given with --workspace is 400 InvalidParameter (as CreateJob in it).
 
 Test controls (no signature; only for the test that started the server):
   GET  /_test/stats               counters per action and per refusal code, the jobs' states
@@ -533,6 +534,11 @@ class Handler(JsonHandler):
                 raise ApiError(400, "InvalidParameter", "The specified parameter %s is not valid." % name)
             return int(v)
         page, size = number("PageNumber", 1, 1 << 30), number("PageSize", 50, 1000)
+        ws = q.get("WorkspaceId")
+        if ws and self.st.workspaces and ws not in self.st.workspaces:
+            # the double's choice: a workspace the account does not have is refused (as CreateJob does)
+            raise ApiError(400, "InvalidParameter", "The specified parameter WorkspaceId is not valid: no workspace %s."
+                           % ws[:64])
         order = q.get("Order", "desc").lower()
         if order not in ("asc", "desc") or q.get("SortBy", "GmtCreateTime") != "GmtCreateTime":
             raise ApiError(400, "InvalidParameter", "The specified parameter SortBy or Order is not valid.")

@@ -26,9 +26,18 @@ It speaks the documented REST API of what those platforms use:
               SHARE=DIR (its Secret must hold the account), and a configMap item is written to a
               file (a command naming that mountPath runs the file). FrameworkController's
               barrier init container is simulated: it writes injector.sh.
+  --sim-run S no process at all (for benchmarks, bench/cluster_scale.sh): a job runs for S
+              seconds and then succeeds, having written what its chief/first replica's
+              trial would have on the shared storage: --sim-metrics PERIODICAL records and
+              one FINAL (ME-framed, in <NNI_SYS_DIR>/.nni/metrics) and 0 in
+              <NNI_OUTPUT_DIR>/exitcode, both read from the launch script the container
+              runs (found through its nfs/azureFile volumeMount); no pod objects are made
   test hooks  (no auth) POST /_test/fail {"mode": "5xx"|"slow"|"drop"|"hang", "seconds": S,
               "delay": D}; GET /_test/stats -> {"creates": {name: n}, "create_calls": n,
-              "requests": n, "failed": n}; GET /_test/objects
+              "requests": n, "failed": n, "routes": {"VERB /path/{ns}/...": n}}
+              (routes: every non-test request by verb and path pattern, names and
+              namespaces as {name} and {ns}); GET /_test/jobtimes -> {job name:
+              {"created", "running", "done": unix seconds}}; GET /_test/objects
 Served CRD versions: --crd GROUP=V1,V2 (default kubeflow.org=v1, the other two v1);
 --no-crd GROUP leaves a group out (operator not installed).
 """
@@ -36,6 +45,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import ssl
@@ -75,6 +85,18 @@ def now_rfc3339():
 def status_obj(code, reason, message):
     return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
             'message': message, 'reason': reason, 'code': code}
+
+
+def route_pattern(parts):
+    """a request path's segments with namespaces and object names as {ns} and {name}"""
+    out = list(parts)
+    plurals = set(CORE) | {p for g in GROUPS.values() for p in g}
+    for i, seg in enumerate(parts):
+        if i > 0 and parts[i - 1] == 'namespaces' and i + 1 < len(parts):
+            out[i] = '{ns}'
+        elif i > 0 and parts[i - 1] in plurals and i == len(parts) - 1:
+            out[i] = '{name}'
+    return out
 
 
 def parse_selector(sel):
@@ -248,6 +270,10 @@ class Cluster:
         self.create_calls = 0
         self.requests = 0
         self.failed = 0
+        self.routes = {}    # "VERB /path pattern" -> requests
+        self.times = {}     # job name -> {created, running, done}: unix seconds
+        self.sim_run = args.sim_run
+        self.sim_metrics = args.sim_metrics
         self.fail_mode = None
         self.fail_until = 0
         self.fail_delay = 0
@@ -393,12 +419,81 @@ class Cluster:
                               'containerStatuses': [{'name': 'main', 'state': state}]}}
             self.objects[('', 'pods', ns, name)] = pod
 
+    def local_path(self, spec, path):
+        """the local file at path in a container of pod spec (its nfs or azureFile volume),
+        or None"""
+        c = (spec.get('containers') or [{}])[0]
+        vols = {v.get('name'): v for v in spec.get('volumes') or []}
+        for m in c.get('volumeMounts') or []:
+            mp = (m.get('mountPath') or '').rstrip('/')
+            v = vols.get(m.get('name')) or {}
+            if not mp or not path.startswith(mp + '/'):
+                continue
+            if 'nfs' in v:
+                local = self.nfs.get('%s:%s' % (v['nfs'].get('server'), v['nfs'].get('path')))
+            elif 'azureFile' in v:
+                local = self.azure.get(v['azureFile'].get('shareName'))
+            else:
+                local = None
+            if local:
+                return local + path[len(mp):]
+        return None
+
+    def sim_finish(self, key, obj):
+        """--sim-run: writes what the trial of the job's first replica would have (see the
+        docstring); a missing script is the job's failure."""
+        role, _, spec = self.replicas(key, obj)[0]
+        c = (spec.get('containers') or [{}])[0]
+        script = None
+        for a in list(c.get('command') or []) + list(c.get('args') or []):
+            if str(a).endswith('.sh'):
+                script = self.local_path(spec, str(a))
+        if not script or not os.path.isfile(script):
+            return 'no launch script on the shared storage for %s' % role
+        env = {}
+        with open(script) as f:
+            for line in f:
+                if line.startswith('export '):
+                    k, _, v = line[7:].strip().partition('=')
+                    env[k] = (shlex.split(v) or [''])[0]
+        sys_dir = self.local_path(spec, env.get('NNI_SYS_DIR', ''))
+        out_dir = self.local_path(spec, env.get('NNI_OUTPUT_DIR', ''))
+        if not sys_dir or not out_dir:
+            return 'the launch script of %s names no NNI_SYS_DIR/NNI_OUTPUT_DIR on the share' % role
+        try:
+            with open(os.path.join(sys_dir, 'parameter.cfg')) as f:
+                pid = json.load(f).get('parameter_id')
+        except (OSError, ValueError):
+            pid = None
+        os.makedirs(os.path.join(sys_dir, '.nni'), exist_ok=True)
+        os.makedirs(out_dir, exist_ok=True)
+        recs = [('PERIODICAL', i, 0.5 + i) for i in range(self.sim_metrics)] + [('FINAL', 0, 0.25)]
+        with open(os.path.join(sys_dir, '.nni', 'metrics'), 'a') as f:
+            for typ, seq, val in recs:
+                rec = json.dumps({'parameter_id': pid, 'trial_job_id': env.get('NNI_TRIAL_JOB_ID'), 'type': typ,
+                                  'sequence': seq, 'value': json.dumps(val)}, separators=(',', ':')) + '\n'
+                f.write('ME%06d%s' % (len(rec.encode()), rec))
+        with open(os.path.join(out_dir, 'exitcode'), 'w') as f:
+            f.write('0\n')
+        return None
+
     def advance(self, key, obj):
         js = self.jobstate.setdefault(key, {'phase': 'new', 't': time.time()})
         now = time.time()
         if js['phase'] == 'new':
             self.set_phase(key, obj, 'created')
             js.update(phase='created', t=now)
+            self.times[key[3]] = {'created': now}
+        elif js['phase'] == 'created' and self.sim_run is not None and now - js['t'] >= self.start_delay:
+            self.set_phase(key, obj, 'running')
+            js.update(phase='running', t=now, sim=True)
+            self.times.setdefault(key[3], {})['running'] = now
+        elif js.get('sim') and js['phase'] == 'running':
+            if now - js['t'] >= self.sim_run:
+                why = self.sim_finish(key, obj)
+                self.set_phase(key, obj, 'done', why is None, why)
+                js.update(phase='done', t=now)
+                self.times.setdefault(key[3], {})['done'] = now
         elif js['phase'] == 'created' and now - js['t'] >= self.start_delay:
             if key[1] == 'frameworks' and js.get('prep') is None:
                 self.set_phase(key, obj, 'preparing')
@@ -423,6 +518,7 @@ class Cluster:
             self.pod_objects(key, obj, pods)
             self.set_phase(key, obj, 'running')
             js.update(phase='running', t=now)
+            self.times.setdefault(key[3], {})['running'] = now
         elif js['phase'] == 'running':
             pods = self.pods.get(key, [])
             codes = [p.poll() for p in pods]
@@ -442,6 +538,7 @@ class Cluster:
                 self.pod_objects(key, obj, pods)
                 self.set_phase(key, obj, 'done', ok, None if ok else 'replica exited with code %d' % failed[0])
                 js.update(phase='done', t=now)
+                self.times.setdefault(key[3], {})['done'] = now
 
     def shutdown(self):
         with self.lock:
@@ -453,6 +550,9 @@ class Cluster:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
     server_version = 'trialq-k8s-test'
+    # TCP_NODELAY: the head and the body are two writes; with Nagle's algorithm and the
+    # client's delayed ACK each answer on a kept-alive connection would wait ~40 ms
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
@@ -552,8 +652,10 @@ class Handler(BaseHTTPRequestHandler):
         c = self.server.cluster
         if parts[:1] == ['_test']:
             return self.test_hook(method, parts[1:])
+        route = '%s /%s' % (method, '/'.join(route_pattern(parts)))
         with c.lock:
             c.requests += 1
+            c.routes[route] = c.routes.get(route, 0) + 1
         if self.inject():
             return
         if self.auth() is None:
@@ -689,7 +791,10 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ['stats']:
             with c.lock:
                 return self.send_json(200, {'creates': dict(c.creates), 'create_calls': c.create_calls,
-                                            'requests': c.requests, 'failed': c.failed})
+                                            'requests': c.requests, 'failed': c.failed, 'routes': dict(c.routes)})
+        if parts == ['jobtimes']:
+            with c.lock:
+                return self.send_json(200, {k: dict(v) for k, v in c.times.items()})
         if parts == ['objects']:
             with c.lock:
                 return self.send_json(200, {'items': [dict(key=list(k), obj=o) for k, o in c.objects.items()]})
@@ -709,6 +814,8 @@ def main():
     ap.add_argument('--crd', action='append', help='GROUP=V1,V2: the versions served for a group')
     ap.add_argument('--no-crd', action='append', help='GROUP: not installed')
     ap.add_argument('--start-delay', type=float, default=0.2, help='seconds from Created to Running')
+    ap.add_argument('--sim-run', type=float, help='SECONDS: jobs run no process and succeed after this long')
+    ap.add_argument('--sim-metrics', type=int, default=0, help='with --sim-run: PERIODICAL metrics per trial')
     ap.add_argument('--state-dir', required=True)
     ap.add_argument('--verbose', action='store_true')
     args = ap.parse_args()

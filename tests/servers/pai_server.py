@@ -17,8 +17,14 @@ the token's user. States: WAITING -> RUNNING -> SUCCEEDED | FAILED (by the comma
 exit codes; one failed instance fails the job, as minFailedInstances: 1); STOP ->
 STOPPING -> STOPPED.
 
+--sim-run S runs no process (for benchmarks): a job is RUNNING for S seconds and then
+SUCCEEDED, having written what the trial would have on the storage: one FINAL metric
+(ME-framed, <NNI_SYS_DIR>/.nni/metrics) and its end state (.nni/state, "0 <end ms> 0
+<attempt>" as run.sh writes it); NNI_SYS_DIR is read from the first task role's command.
+
 Test controls (no auth; only for the test that started the server):
-  GET  /_test/stats                counters: posts, created, conflicts, calls, injected
+  GET  /_test/stats                counters: posts, created, conflicts, calls, injected,
+                                   routes {"VERB /path/{user}~{name}/...": requests}
   GET  /_test/job/{name}           the protocol a job was submitted with (parsed and as sent)
   POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D}
                    next N answers (or all answers for S seconds) are `status`, or are
@@ -29,6 +35,8 @@ Test controls (no auth; only for the test that started the server):
 import argparse
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -62,7 +70,7 @@ class State:
         self.lock = threading.Lock()
         self.jobs = {}  # name -> Job
         self.stats = {"posts": 0, "created": 0, "conflicts": 0, "calls": 0, "injected": 0,
-                      "unauthorized": 0, "stops": 0, "gets": 0, "lists": 0}
+                      "unauthorized": 0, "stops": 0, "gets": 0, "lists": 0, "routes": {}}
         self.fail = None  # {"status", "count", "until", "delay"}
         self.tokens = {}
         for t in args.token:
@@ -78,6 +86,58 @@ class State:
         return text.replace(self.args.container_mount, self.args.local_mount)
 
 
+def sim_finish(st, job):
+    """--sim-run: the trial's FINAL metric and end state, written where its run.sh would
+    (see the docstring); an error text when the command names no NNI_SYS_DIR"""
+    roles = job.protocol.get("taskRoles") or {}
+    cmds = [str(c) for r in roles.values() for c in (r.get("commands") or [])]
+    env = {}
+    for c in cmds:
+        if c.startswith("export ") and "&&" in c:
+            for kv in shlex.split(c[7:c.index("&&")]):
+                k, _, v = kv.partition("=")
+                env[k] = v
+    if "NNI_SYS_DIR" not in env:
+        return "no NNI_SYS_DIR in the job's command"
+    d = st.map_path(env["NNI_SYS_DIR"])
+    attempt = 1
+    try:
+        with open(os.path.join(d, "run.sh")) as f:
+            m = re.search(r'\) 0 (\d+)" > "\$NNI_SYS_DIR/\.nni/state\.tmp"', f.read())
+            attempt = int(m.group(1)) if m else 1
+        with open(os.path.join(d, "parameter.cfg")) as f:
+            pid = json.load(f).get("parameter_id")
+    except (OSError, ValueError):
+        pid = None
+    os.makedirs(os.path.join(d, ".nni"), exist_ok=True)
+    rec = json.dumps({"parameter_id": pid, "trial_job_id": env.get("NNI_TRIAL_JOB_ID"), "type": "FINAL",
+                      "sequence": 0, "value": "0.25"}, separators=(",", ":")) + "\n"
+    with open(os.path.join(d, ".nni", "metrics"), "a") as f:
+        f.write("ME%06d%s" % (len(rec.encode()), rec))
+    with open(os.path.join(d, ".nni", "state.tmp"), "w") as f:
+        f.write("0 %d 0 %d\n" % (int(time.time() * 1000), attempt))
+    os.rename(os.path.join(d, ".nni", "state.tmp"), os.path.join(d, ".nni", "state"))
+    return None
+
+
+def sim_job(st, job):
+    """--sim-run: RUNNING for that long without a process, then SUCCEEDED (or STOPPED)"""
+    with st.lock:
+        job.state = "RUNNING"
+        job.launched = int(time.time() * 1000)
+    end = time.time() + st.args.sim_run
+    while time.time() < end and not job.stop_requested:
+        time.sleep(min(0.5, max(0.0, end - time.time())))
+    why = None if job.stop_requested else sim_finish(st, job)
+    with st.lock:
+        job.completed = int(time.time() * 1000)
+        job.exit_code = 0 if why is None else 1
+        if job.stop_requested:
+            job.state = "STOPPED"
+        else:
+            job.state = "SUCCEEDED" if why is None else "FAILED"
+
+
 def run_job(st, job):
     """Starts every instance of every task role; records the end."""
     time.sleep(st.args.start_delay)
@@ -88,6 +148,9 @@ def run_job(st, job):
                 job.state = "STOPPED"
                 job.completed = int(time.time() * 1000)
             return
+    if st.args.sim_run is not None:
+        return sim_job(st, job)
+    with st.lock:
         for rname, role in roles.items():
             cmds = role.get("commands") or []
             script = "\n".join(str(c) for c in cmds)
@@ -218,8 +281,11 @@ class Handler(JsonHandler):
         if path.startswith("/_test/"):
             return self.control(method, path)
         data = self.body()
+        pattern = re.sub(r"/jobs/[^/]+~[^/]+", "/jobs/{user}~{name}", path)
         with st.lock:
             st.stats["calls"] += 1
+            route = "%s %s" % (method, pattern)
+            st.stats["routes"][route] = st.stats["routes"].get(route, 0) + 1
         if self.injected():
             return
         if not path.startswith("/rest-server/api/v2/jobs"):
@@ -304,6 +370,7 @@ class Handler(JsonHandler):
         if path == "/_test/stats":
             with st.lock:
                 s = dict(st.stats)
+                s["routes"] = dict(st.stats["routes"])
                 s["jobs"] = {n: j.state for n, j in st.jobs.items()}
             return self.reply(200, s)
         if path == "/_test/fail" and method == "POST":
@@ -347,6 +414,7 @@ def main():
     ap.add_argument("--local-mount", required=True, help="the PAI storage as mounted on this host")
     ap.add_argument("--container-mount", required=True, help="the same storage as the containers see it")
     ap.add_argument("--start-delay", type=float, default=0.05, help="seconds a job stays WAITING")
+    ap.add_argument("--sim-run", type=float, help="SECONDS: jobs run no process and succeed after this long")
     st = State(ap.parse_args())
     serve(Handler, st, lambda: [p for j in st.jobs.values() for p in j.procs],
           "storage bind-mounted" if st.bind else "container paths rewritten")

@@ -182,6 +182,12 @@ static void test_suggest_and_feed(void **state)
     assert_int_equal(a->tuner->suggest(a->tuner_state, 0, NULL, &params, &e), 1);
     assert_int_equal(cJSON_GetObjectItem(params, "x")->valueint, 5);
     cJSON_Delete(params);
+    /* asked again for index 0 (its trial's insert failed, a database fault): the same
+     * suggestion, and the next one (x 6) is still there for index 1 */
+    disp_command(f->d, "TR", "{\"parameter_id\":\"0-1_0_3\",\"parameter_source\":\"algorithm\",\"parameters\":{\"x\":6}}");
+    assert_int_equal(a->tuner->suggest(a->tuner_state, 0, NULL, &params, &e), 1);
+    assert_int_equal(cJSON_GetObjectItem(params, "x")->valueint, 5);
+    cJSON_Delete(params);
     char *label = a->tuner->label(a->tuner_state, 0);
     assert_string_equal(label, "0-1_0_2");
     free(label);
@@ -220,9 +226,12 @@ static void test_suggest_and_feed(void **state)
     end_trial(a->db, "A0005", "FAILED");
     disp_feed(f->d);
     sent_is(f, "ME {\"parameter_id\":0,\"trial_job_id\":\"A0005\",\"type\":\"FINAL\",\"sequence\":0,\"value\":\"0.3\"}\n");
+    assert_int_equal(a->tuner->suggest(a->tuner_state, 1, NULL, &params, &e), 1);
+    assert_int_equal(cJSON_GetObjectItem(params, "x")->valueint, 6);
+    cJSON_Delete(params);
     /* NO: no more suggestions */
     disp_command(f->d, "NO", "");
-    assert_int_equal(a->tuner->suggest(a->tuner_state, 1, NULL, &params, &e), 0);
+    assert_int_equal(a->tuner->suggest(a->tuner_state, 2, NULL, &params, &e), 0);
 }
 
 static void test_answers(void **state)

@@ -62,13 +62,7 @@ static struct api *start(const char *tuner, int concurrency, int64_t max_trials,
 /* The api's end, as api_main's: the database stays. */
 static void stop_api(struct api *a, int close_db)
 {
-    if (a->tuner_state)
-        a->tuner->destroy(a->tuner_state);
-    ss_free(a->space);
-    tuner_view_free(a->tuner_view);
-    assess_free(a);
-    config_free(a->cfg);
-    exp_clear(&a->exp);
+    api_free_state(a);
     if (close_db)
         db_close(a->db);
     event_base_free(a->base);

@@ -511,6 +511,35 @@ static void test_trial_env(void **s)
     worker_close(&w);
 }
 
+/* The platforms of an experiment: its one platform, or every entry of a hybrid list (no
+ * cap: 40 entries give 40 names; entries without a platform are skipped). */
+static void test_platform_list(void **st)
+{
+    (void)st;
+    int n = -1;
+    char **p = platform_list_of("remote", "{\"trainingService\": {\"platform\": \"remote\"}}", &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(p[0], "remote");
+    assert_null(p[1]);
+    free(p[0]);
+    free(p);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"trainingService\": [{\"x\": 1}");
+    for (int i = 0; i < 40; i++)
+        sb_printf(&sb, ", {\"platform\": \"p%d\"}", i);
+    sb_puts(&sb, "]}");
+    p = platform_list_of("hybrid", sb.buf, &n);
+    assert_int_equal(n, 40);
+    assert_string_equal(p[0], "p0");
+    assert_string_equal(p[39], "p39");
+    assert_null(p[40]);
+    for (int i = 0; i < n; i++)
+        free(p[i]);
+    free(p);
+    sb_free(&sb);
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/trialq-loop-XXXXXX";
@@ -527,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_adopt_dead_owner),
         cmocka_unit_test(test_experiment_gone),
         cmocka_unit_test(test_trial_env),
+        cmocka_unit_test(test_platform_list),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rm_rf(tmpdir);

@@ -63,5 +63,5 @@ pai_trial_dirs() {
     done
 }
 
-# pai_assert_metrics <exp>: assert_written_metrics (lib.sh)
-pai_assert_metrics() { assert_written_metrics "$@"; }
+# pai_assert_metrics <exp>: assert_dir_metrics (lib.sh) of the experiment
+pai_assert_metrics() { assert_dir_metrics "$@"; }

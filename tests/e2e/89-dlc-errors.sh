@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# PAI-DLC at `nnictl create`: a wrong secret, an unknown AccessKey ID, a workspace the
+# account lacks, a NAS not mounted here, plain http to another host, no access key at
+# all, a resource group as ecsSpec, the default endpoints (of a region, of `share`) out
+# of reach: each is refused with a clear message, nothing is created (no experiment, no
+# job), and the secret is in no message. The access key from ALIBABA_CLOUD_ACCESS_KEY_ID
+# / _SECRET instead of the config runs trials. The secret is in no log, no answer of the
+# REST API, nor `nnictl config show`.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/dlc.sh"
+
+dlc_start_server
+port=$(free_port)
+n=0
+# refused <what> <expected text> <sed expression on config.yml>
+refused() {
+    n=$((n + 1))
+    dlc_experiment "$WORK/bad$n" 1 1 1
+    sed -i "$3" "$WORK/bad$n/config.yml"
+    if nnictl create --config "$WORK/bad$n/config.yml" --port "$port" > "$WORK/bad$n.out" 2>&1; then
+        cat "$WORK/bad$n.out"; fail "$1: create succeeded"
+    fi
+    grep -q -- "$2" "$WORK/bad$n.out" || { cat "$WORK/bad$n.out"; fail "$1: no '$2' in the error"; }
+    dlc_assert_no_secret "$WORK/bad$n.out"
+    [ "$(sql "SELECT count(*) FROM experiment" 2>/dev/null || echo 0)" = 0 ] || fail "$1: an experiment was created"
+    [ "$(dlc_stat "s['created']")" = 0 ] || fail "$1: a job was created"
+    pass "$1: $(grep -m1 -o "trainingService: .*" "$WORK/bad$n.out" | cut -c1-160)"
+}
+refused "a wrong secret" "SignatureDoesNotMatch" "s/accessKeySecret: .*/accessKeySecret: not-the-secret/"
+refused "an unknown AccessKey ID" "InvalidAccessKeyId.NotFound" "s/accessKeyId: .*/accessKeyId: LTAInobody/"
+refused "a workspace the account lacks" "WorkspaceId is not valid" "s/workspaceId: .*/workspaceId: \"999\"/"
+refused "no NAS mounted here" "is not a directory (the NAS data source must be mounted" \
+    "s|localStorageMountPoint: .*|localStorageMountPoint: $WORK/no-such-mount|"
+refused "plain http to another host" "plain http" "s|endpoint: .*|endpoint: http://192.0.2.1:80|"
+refused "no access key" "no access key" "/accessKey/d"
+# the default endpoints (not reachable from the tests: the error names them)
+refused "region cn-test, no endpoint" "cannot reach DLC at https://pai-dlc.cn-test.aliyuncs.com" "/endpoint:/d"
+refused "region share, no endpoint" "cannot reach DLC at https://pai-dlc-share.aliyuncs.com" \
+    "/endpoint:/d; s/region: .*/region: share/"
+refused "a dedicated resource group" "is not supported yet" "s/ecsSpec: .*/ecsSpec: \"{'resource_id': 'rg-1', 'cpu': 4}\"/"
+
+# the access key from the environment, not the config; the secret shown nowhere
+dlc_experiment "$WORK/env" 2 3 3
+sed -i "/accessKey/d" "$WORK/env/config.yml"
+ALIBABA_CLOUD_ACCESS_KEY_ID=$DLC_KEY_ID ALIBABA_CLOUD_ACCESS_KEY_SECRET=$DLC_SECRET \
+    nnictl create --config "$WORK/env/config.yml" --port "$port" > "$WORK/env.out" 2>&1 ||
+    { cat "$WORK/env.out"; fail "create with the key in the environment failed"; }
+id=$(exp_id_of "$WORK/env.out")
+wait_status "$id" DONE 120
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" = 3 ] || fail "env key: trials"
+pass "the access key from ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET: 3 trials SUCCEEDED"
+
+# the secret given in the config: shown by no command, no REST answer, no log
+dlc_experiment "$WORK/shown" 1 2 4
+port2=$(free_port)
+nnictl create --config "$WORK/shown/config.yml" --port "$port2" > "$WORK/shown.out" 2>&1 ||
+    { cat "$WORK/shown.out"; fail "create failed"; }
+id2=$(exp_id_of "$WORK/shown.out")
+wait_status "$id2" DONE 120
+nnictl config show "$id2" > "$WORK/show.out" 2>&1 || fail "nnictl config show failed"
+grep -q "accessKeySecret" "$WORK/show.out" || { cat "$WORK/show.out"; fail "config show has no accessKeySecret line"; }
+curl -sf "http://127.0.0.1:$port2/api/v1/nni/experiment" > "$WORK/rest-exp.json"
+curl -sf "http://127.0.0.1:$port2/api/v1/nni/trial-jobs" > "$WORK/rest-trials.json"
+dlc_assert_no_secret "$WORK/shown.out" "$WORK/show.out" "$WORK/rest-exp.json" "$WORK/rest-trials.json" \
+    "$WORK/env.out" $(find "$NNI_HOME" "$DLC_NAS" -type f -name "*.log" -o -type f -name "trial.std*" | sort)
+pass "the secret is in no nnictl output, REST answer or log"
+nnictl stop --all > /dev/null
+assert_no_leftovers
+echo "89-dlc-errors: passed"
