@@ -399,6 +399,8 @@ static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, s
     case SLURM_CANCELED:
         if (exit_record(dir, t->attempt, &status, &stopped) && v.outcome != SLURM_FAILED) {
             ended_by_record(js, status, stopped);
+            if (v.outcome == SLURM_CANCELED && !t->kill_request) /* someone else's scancel */
+                snprintf(js->why, sizeof js->why, "%s", v.message);
         } else {
             js->finished = 1;
             js->has_exit = 1;
