@@ -159,14 +159,19 @@ static void setup_worker(struct worker *w, int n, int concurrency, int max_attem
     free(id);
 }
 
-static char *status_of(struct worker *w, int i)
+/* One SQL query of trial i's row (sql: "SELECT ... FROM trial WHERE id = ?"). */
+static char *trial_text(struct worker *w, int i, const char *sql)
 {
     char tid[32], *st = NULL;
     struct errbuf e;
     snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
-    assert_int_equal(db_text(w->db, &e, &st, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
-                                             " FROM trial WHERE id = ?", "s", tid), 1);
+    assert_int_equal(db_text(w->db, &e, &st, sql, "s", tid), 1);
     return st;
+}
+
+static char *status_of(struct worker *w, int i)
+{
+    return trial_text(w, i, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '') FROM trial WHERE id = ?");
 }
 
 static void assert_status(struct worker *w, int i, const char *want)
@@ -292,12 +297,7 @@ static void test_vanished_retried(void **s)
 
 static char *waiting_reason_of(struct worker *w, int i)
 {
-    char tid[32], *r = NULL;
-    struct errbuf e;
-    snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
-    assert_int_equal(db_text(w->db, &e, &r, "SELECT coalesce(waiting_reason, '') || '|' || coalesce(job_id, '')"
-                                            " FROM trial WHERE id = ?", "s", tid), 1);
-    return r;
+    return trial_text(w, i, "SELECT coalesce(waiting_reason, '') || '|' || coalesce(job_id, '') FROM trial WHERE id = ?");
 }
 
 /* queued_start: a submitted job that waits in the platform's queue keeps its trial
