@@ -171,7 +171,8 @@ static char *trial_text(struct worker *w, int i, const char *sql)
 
 static char *status_of(struct worker *w, int i)
 {
-    return trial_text(w, i, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '') FROM trial WHERE id = ?");
+    return trial_text(w, i, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
+                            " FROM trial WHERE id = ?");
 }
 
 static void assert_status(struct worker *w, int i, const char *want)
@@ -297,7 +298,8 @@ static void test_vanished_retried(void **s)
 
 static char *waiting_reason_of(struct worker *w, int i)
 {
-    return trial_text(w, i, "SELECT coalesce(waiting_reason, '') || '|' || coalesce(job_id, '') FROM trial WHERE id = ?");
+    return trial_text(w, i, "SELECT coalesce(waiting_reason, '') || '|' || coalesce(job_id, '')"
+                            " FROM trial WHERE id = ?");
 }
 
 /* queued_start: a submitted job that waits in the platform's queue keeps its trial
