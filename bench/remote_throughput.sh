@@ -6,12 +6,9 @@
 # nnictl create's check logs in once per machine, the worker should add one per machine
 # plus reconnects). Needs root (sshd, useradd).
 #   usage: bench/remote_throughput.sh [BUILD_DIR] (default build)   env: N=500 C=8
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${1:-$SRC/build}" && pwd)
+. "$(dirname "$0")/lib/e2e_env.sh" "$@"
 N=${N:-500}
 C=${C:-8}
-export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/e2e/lib.sh"
 . "$SRC/tests/e2e/lib/remote.sh"
 remote_machines
