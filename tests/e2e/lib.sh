@@ -189,6 +189,37 @@ write_config() {
     done > "$file"
 }
 
+# kill9_manager ID PLATFORM: SIGKILL to the experiment's api and its PLATFORM worker at once
+kill9_manager() {
+    local w a before
+    w=$(pgrep -f "trialq worker --platform $2 --experiment $1" | head -n1 || true)
+    a=$(sql "SELECT api_pid FROM experiment WHERE id='$1'")
+    [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
+    kill -9 "$w" "$a"
+    wait_until 5 gone "$a" || true
+    before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
+    pass "api $a and worker $w killed with $before jobs in flight"
+}
+
+# resume_to_done ID PORT TOTAL: `nnictl resume` after a crash; the experiment reaches DONE
+# with TOTAL trials, each SUCCEEDED in its first attempt and ended exactly once (its
+# events), and a re-attach or adoption logged
+resume_to_done() {
+    local total ok multi
+    nnictl resume "$1" --port "$2" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
+    wait_status "$1" DONE 180
+    pass "experiment reached DONE after resume"
+    total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1'")
+    ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status='SUCCEEDED' AND attempt=1")
+    [ "$total" = "$3" ] && [ "$ok" = "$3" ] ||
+        { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$1'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
+    grep -qs "re-attached\|adopted" "$NNI_HOME/$1"/log/*.log || fail "no re-attach logged"
+    multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$1' AND entity='trial'
+                 AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
+                 GROUP BY trial_id HAVING count(*) != 1)")
+    [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
+}
+
 # metrics_experiment <dir> <concurrency> <max trials> <seed> [<trainingService block>]:
 # a config for trials/metrics.sh (the block: indented YAML lines; default local)
 metrics_experiment() {
