@@ -9,14 +9,11 @@
 # "SSH connection opened" log lines, and the worker's CPU per trial (utime+stime from
 # /proc) and peak RSS. Needs root (sshd, useradd).
 #   usage: bench/remote_throughput.sh [BUILD_DIR] (default build)   env: N=500 C=8 M=2
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${1:-$SRC/build}" && pwd)
+. "$(dirname "$0")/lib/e2e_env.sh" "$@"
 N=${N:-500}
 C=${C:-8}
 M=${M:-2}
 [ "$M" -ge 1 ] || { echo "M must be at least 1" >&2; exit 2; }
-export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/e2e/lib.sh"
 . "$SRC/tests/e2e/lib/remote.sh"
 remote_machines

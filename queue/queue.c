@@ -326,6 +326,14 @@ int trial_set_job(struct db *db, const char *trial_id, const char *owner, const 
                   "ssiss", job_id, trial_dir, now_ms(), trial_id, owner);
 }
 
+int trial_set_waiting_reason(struct db *db, const char *trial_id, const char *owner, const char *reason,
+                             struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET waiting_reason = ?, updated_at = ?"
+                         " WHERE id = ? AND lease_owner = ? AND status = 'WAITING' AND waiting_reason IS NOT ?",
+                  "sisss", reason, now_ms(), trial_id, owner, reason);
+}
+
 int trial_finish(struct db *db, const char *trial_id, const char *owner, const char *to,
                  int has_exit, int exit_code, int64_t end_time, const char *message,
                  struct errbuf *e)

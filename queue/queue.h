@@ -54,6 +54,10 @@ int trial_mark_running(struct db *db, const char *trial_id, const char *owner, c
 /* Records the job handle and trial dir while still WAITING (before the job starts). */
 int trial_set_job(struct db *db, const char *trial_id, const char *owner, const char *job_id,
                   const char *trial_dir, struct errbuf *e);
+/* The waiting_reason of a WAITING trial this owner holds (its job waits in the
+ * platform's queue: Slurm's reason). Returns rows changed or -1. */
+int trial_set_waiting_reason(struct db *db, const char *trial_id, const char *owner, const char *reason,
+                             struct errbuf *e);
 /* RUNNING or WAITING -> final status. has_exit: exit_code valid. Clears the lease.
  * Returns 1 changed, 0 when the guard did not match (already final, or not ours). */
 int trial_finish(struct db *db, const char *trial_id, const char *owner, const char *to,

@@ -2,6 +2,7 @@
  * command line and the batch script of a trial, squeue --json read into job records, job
  * states mapped to trial outcomes. */
 #include "workers/slurm_cmd.h"
+#include "common/trialenv.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -210,13 +211,6 @@ fail:
 
 /* ---------------- the batch script ---------------- */
 
-static void export_var(struct strbuf *sb, const char *name, const char *value)
-{
-    sb_printf(sb, "export %s=", name);
-    sh_quote(sb, value);
-    sb_puts(sb, "\n");
-}
-
 char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struct slurm_trial *t)
 {
     struct strbuf sb;
@@ -229,14 +223,18 @@ char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struc
     sb_printf(&sb, ", attempt %d, of experiment ", t->attempt);
     sb_puts(&sb, t->exp_id);
     sb_puts(&sb, " (written by the slurm platform; sbatch's options are on its command line)\n");
-    export_var(&sb, "NNI_PLATFORM", "slurm");
-    export_var(&sb, "NNI_EXP_ID", t->exp_id);
-    export_var(&sb, "NNI_TRIAL_JOB_ID", t->trial_id);
-    export_var(&sb, "NNI_TRIAL_SEQ_ID", seq);
-    export_var(&sb, "NNI_SYS_DIR", t->trial_dir);
-    export_var(&sb, "NNI_OUTPUT_DIR", t->trial_dir);
-    export_var(&sb, "NNI_CODE_DIR", t->code_dir);
-    export_var(&sb, "MULTI_PHASE", "false");
+    struct trial_env te; /* the variables NNI's trials read, as every platform writes them */
+    trial_env_init(&te);
+    trial_env_set_word(&te, "NNI_PLATFORM", "slurm");
+    trial_env_set(&te, "NNI_EXP_ID", t->exp_id);
+    trial_env_set(&te, "NNI_TRIAL_JOB_ID", t->trial_id);
+    trial_env_set_word(&te, "NNI_TRIAL_SEQ_ID", seq);
+    trial_env_set(&te, "NNI_SYS_DIR", t->trial_dir);
+    trial_env_set(&te, "NNI_OUTPUT_DIR", t->trial_dir);
+    trial_env_set(&te, "NNI_CODE_DIR", t->code_dir);
+    trial_env_set_word(&te, "MULTI_PHASE", "false");
+    trial_env_export_lines(&te, &sb);
+    trial_env_free(&te);
     if (slurm_gpus(ts) == 0)
         sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 GPUs asked for must not mean all */
     /* the end record: written once, atomically, by whichever path ends the script */

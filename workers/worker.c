@@ -203,6 +203,40 @@ fail:
     return 0;
 }
 
+/* WAITING -> RUNNING: its job started (or, for a queued_start platform, left the queue). */
+static void mark_running(struct worker *w, struct trial *t)
+{
+    struct errbuf e;
+    if (strcmp(t->status, "WAITING") == 0) {
+        const char *machine = w->ops->machine_of ? w->ops->machine_of(w, t) : NULL;
+        int rc = trial_mark_running(w->db, t->id, w->owner, t->job_id, machine ? machine : host_name(),
+                                    t->trial_dir, now_ms(), &e);
+        if (rc < 0)
+            log_error("trial %s: cannot record RUNNING: %s", t->id, e.msg);
+    }
+    free(t->status);
+    t->status = xstrdup("RUNNING");
+}
+
+/* A queued_start platform's poll of a WAITING trial: still queued (its waiting_reason
+ * follows the platform's), or started. */
+static void queued_state(struct worker *w, struct trial *t, const struct job_state *js)
+{
+    struct errbuf e;
+    if (!js->waiting) {
+        mark_running(w, t);
+        return;
+    }
+    if (!js->why[0] || (t->waiting_reason && strcmp(t->waiting_reason, js->why) == 0))
+        return;
+    if (trial_set_waiting_reason(w->db, t->id, w->owner, js->why, &e) < 0) {
+        log_limited(LOG_ERROR, "trial %s: cannot record its waiting reason: %s", t->id, e.msg);
+        return;
+    }
+    free(t->waiting_reason);
+    t->waiting_reason = xstrdup(js->why);
+}
+
 /* Polls one job; 1 when the trial ended and is no longer held. */
 static int poll_one(struct worker *w, struct worker_trial *wt, int64_t now)
 {
@@ -216,6 +250,8 @@ static int poll_one(struct worker *w, struct worker_trial *wt, int64_t now)
         return 0;
     }
     wt->poll_failures = 0;
+    if (w->ops->queued_start && strcmp(wt->t.status, "WAITING") == 0 && !js.vanished)
+        queued_state(w, &wt->t, &js); /* a job that ended has run: RUNNING first */
     if (js.finished || js.vanished)
         return finalize(w, wt, &js);
     return 0;
@@ -258,19 +294,17 @@ static int start_trial(struct worker *w, struct worker_trial *wt)
     }
     int is_new = how == SUBMIT_NEW && (!t->job_id || strcmp(job_id, t->job_id) != 0);
     wt->is_child = is_new && w->ops->reaped; /* only a platform with reaped() has children */
-    if (strcmp(t->status, "WAITING") == 0) {
-        const char *machine = w->ops->machine_of ? w->ops->machine_of(w, t) : NULL;
-        int rc = trial_mark_running(w->db, t->id, w->owner, job_id, machine ? machine : host_name(), dir,
-                                    now_ms(), &e);
-        if (rc < 0)
-            log_error("trial %s: cannot record RUNNING: %s", t->id, e.msg);
-    }
     free(t->job_id);
     t->job_id = job_id;
     free(t->trial_dir);
     t->trial_dir = dir;
-    free(t->status);
-    t->status = xstrdup("RUNNING");
+    if (strcmp(t->status, "WAITING") == 0 && w->ops->queued_start) {
+        /* it may wait in the platform's queue: RUNNING when a poll says it runs */
+        if (trial_set_job(w->db, t->id, w->owner, job_id, dir, &e) < 0)
+            log_error("trial %s: cannot record its job: %s", t->id, e.msg);
+    } else {
+        mark_running(w, t);
+    }
     wt->next_poll_ms = mono_ms() + (is_new && wt->is_child ? POLL_EVERY_MS * 4 : 0);
     return 0;
 }

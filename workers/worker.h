@@ -12,6 +12,8 @@ struct worker;
 /* What poll learned of a job. */
 struct job_state {
     int finished;          /* the job ended; the fields below are valid */
+    int waiting;           /* it waits in the platform's queue (ops->queued_start): why
+                            * says why, shown as the WAITING trial's waitingReason */
     int vanished;          /* no trace of the job: it must be retried */
     int has_exit;
     int exit_code;
@@ -91,6 +93,10 @@ struct platform_ops {
     /* How its trials get GPUs (PLATFORM_GPU_HOST: the loop claims with queue_claim_host
      * and `nnictl create` checks the request against this host's GPUs). */
     enum platform_gpu_mode gpu_mode;
+    /* Optional: a submitted job may wait in the platform's own queue (Slurm): the trial
+     * stays WAITING, its job recorded, until a poll says it no longer waits; meanwhile
+     * js->why of a waiting poll is its waiting_reason. 0: RUNNING once submitted. */
+    int queued_start;
 };
 
 struct worker_trial {

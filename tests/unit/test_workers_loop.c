@@ -26,6 +26,7 @@ struct fake_job {
     int submit;        /* an enum submit_result, or -1 */
     int poll_fail;     /* polls that fail before one succeeds */
     int finished, vanished, exit_code, stop_known, stopped;
+    const char *waiting; /* queued on the platform with this reason (queued_start) */
     int kill_fail;     /* kills that fail before one is confirmed */
     int submits, polls, kills;
     int64_t last_poll; /* mono ms the loop passed (the fake reads the clock the test set) */
@@ -81,6 +82,10 @@ static int fake_poll(struct worker *w, struct trial *t, struct job_state *js, st
     js->stop_known = j->stop_known;
     js->stopped = j->stopped;
     js->end_time = now_ms();
+    if (j->waiting) {
+        js->waiting = 1;
+        snprintf(js->why, sizeof js->why, "%s", j->waiting);
+    }
     return 0;
 }
 
@@ -154,14 +159,20 @@ static void setup_worker(struct worker *w, int n, int concurrency, int max_attem
     free(id);
 }
 
-static char *status_of(struct worker *w, int i)
+/* One SQL query of trial i's row (sql: "SELECT ... FROM trial WHERE id = ?"). */
+static char *trial_text(struct worker *w, int i, const char *sql)
 {
     char tid[32], *st = NULL;
     struct errbuf e;
     snprintf(tid, sizeof tid, "%s%04d", w->exp_id, i);
-    assert_int_equal(db_text(w->db, &e, &st, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
-                                             " FROM trial WHERE id = ?", "s", tid), 1);
+    assert_int_equal(db_text(w->db, &e, &st, sql, "s", tid), 1);
     return st;
+}
+
+static char *status_of(struct worker *w, int i)
+{
+    return trial_text(w, i, "SELECT status || ' ' || attempt || ' ' || coalesce(message, '')"
+                            " FROM trial WHERE id = ?");
 }
 
 static void assert_status(struct worker *w, int i, const char *want)
@@ -282,6 +293,45 @@ static void test_vanished_retried(void **s)
     step_at(&w, t0 + 20);
     assert_int_equal(jobs[0].submits, 2);
     assert_status(&w, 0, "RUNNING 2");
+    worker_close(&w);
+}
+
+static char *waiting_reason_of(struct worker *w, int i)
+{
+    return trial_text(w, i, "SELECT coalesce(waiting_reason, '') || '|' || coalesce(job_id, '')"
+                            " FROM trial WHERE id = ?");
+}
+
+/* queued_start: a submitted job that waits in the platform's queue keeps its trial
+ * WAITING (job recorded, the platform's reason as waiting_reason, held and counted
+ * against trialConcurrency) until a poll says it runs. */
+static void test_queued_start(void **s)
+{
+    (void)s;
+    struct worker w;
+    fake_ops.queued_start = 1;
+    setup_worker(&w, 2, 1, 1);
+    jobs[0].submit = SUBMIT_NEW;
+    jobs[0].waiting = "Slurm: Resources";
+    int64_t t0 = start(&w);
+    assert_status(&w, 0, "WAITING 1");
+    char *r = waiting_reason_of(&w, 0);
+    assert_non_null(strstr(r, "|fake:")); /* its job is recorded while it waits */
+    free(r);
+    step_at(&w, t0 + 10);
+    assert_status(&w, 0, "WAITING 1");
+    r = waiting_reason_of(&w, 0);
+    assert_non_null(strstr(r, "Slurm: Resources|fake:"));
+    free(r);
+    assert_int_equal(w.ntrials, 1); /* concurrency 1: the second is not taken */
+    assert_status(&w, 1, "WAITING 1");
+    jobs[0].waiting = NULL; /* it starts */
+    step_at(&w, t0 + 1100);
+    assert_status(&w, 0, "RUNNING 1");
+    jobs[0].finished = 1;
+    step_at(&w, t0 + 2200);
+    assert_status(&w, 0, "SUCCEEDED 1");
+    fake_ops.queued_start = 0;
     worker_close(&w);
 }
 
@@ -550,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_submit_results),
         cmocka_unit_test(test_vanished_retried),
         cmocka_unit_test(test_poll_backoff),
+        cmocka_unit_test(test_queued_start),
         cmocka_unit_test(test_poll_interval_per_trial),
         cmocka_unit_test(test_kill_retried_until_confirmed),
         cmocka_unit_test(test_kill_failing_job_ends),

@@ -1,0 +1,526 @@
+/* slurm.c: the Slurm platform, local mode (sbatch, squeue and scancel run on this host;
+ * docs/platforms/slurm.md). One batch job per trial attempt, named nni-<exp>-<trial>
+ * with the comment trialq:<exp>:<trial>:<attempt> (workers/slurm_cmd.c builds the
+ * command line and the batch script and reads squeue's answer).
+ *
+ * Status: ONE `squeue -t all --json` per poll interval for all of the experiment's jobs
+ * (Slurm 22.05 ignores -j/-n with --json), cached here; each trial's poll is answered
+ * from the cache. The batch script writes <trial dir>/.nni/slurm_exit at its end, so an
+ * end is known after squeue forgot the job.
+ *
+ * Crash safety: before sbatch, submit looks for a job of this trial and attempt in a
+ * squeue answer taken after this worker started (a dead worker's jobs are all in it) and
+ * re-attaches to it; after sbatch, .nni/slurm_job.<attempt> records the job id. A job
+ * that squeue no longer lists, without an exit record, has vanished (retried per
+ * maxTrialRetries).
+ *
+ * Stop: `scancel --full --signal=INT` (SIGINT reaches the trial command, as a local
+ * trial's stop), then a plain scancel once KILL_GRACE_MS passed; a job still pending is
+ * cancelled at once. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "schema/nnijson.h"
+#include "workers/slurm_cmd.h"
+#include "workers/worker.h"
+
+#define POLL_MS 1000        /* one squeue per second for the whole experiment */
+#define CMD_TIMEOUT_MS 30000
+#define KILL_GRACE_MS 10000 /* after the SIGINT, scancel (SIGTERM, then SIGKILL) */
+
+/* A job this worker submitted or asked to end. */
+struct sl_job {
+    char *trial_id;
+    int attempt;
+    long long job_id;
+    int64_t submitted_ms; /* wall ms of our sbatch (0: not ours) */
+    int64_t kill_ms;      /* wall ms of the SIGINT (0: none sent) */
+    int cancelled;        /* the plain scancel was sent */
+};
+
+struct slurm {
+    char *root;                 /* <sharedDirectory>/<exp>, or the experiment's dir */
+    struct slurm_job *jobs;     /* the last squeue answer: the experiment's jobs */
+    int njobs;
+    int64_t fetched_ms;         /* wall ms when that answer was asked for (0: none) */
+    int64_t started_ms;         /* wall ms of init */
+    int poll_ms;
+    struct sl_job *mine;
+    int nmine, capmine;
+};
+
+static void jobs_drop(struct slurm *s)
+{
+    slurm_jobs_free(s->jobs, s->njobs);
+    s->jobs = NULL;
+    s->njobs = 0;
+}
+
+/* Runs a Slurm command; 0 with *out (caller frees), or -1 with e naming the command. */
+static int run_cmd(char *const argv[], char **out, struct errbuf *e)
+{
+    char *o = NULL, *er = NULL;
+    int st = run_capture(argv, CMD_TIMEOUT_MS, &o, &er);
+    int rc = 0;
+    if (st != 0) {
+        char shown[SNIPPET_SIZE];
+        const char *why = er && er[0] ? er : o ? o : "";
+        if (st == -2)
+            rc = errf(e, "%s: no answer in %d s", argv[0], CMD_TIMEOUT_MS / 1000);
+        else if (st == -1)
+            rc = errf(e, "%s: cannot run it (is the Slurm client installed and on PATH?)", argv[0]);
+        else
+            rc = errf(e, "%s failed (status %d): %s", argv[0], st, snippet(shown, why, strlen(why)));
+    }
+    free(er);
+    if (rc == 0 && out)
+        *out = o ? o : xstrdup("");
+    else
+        free(o);
+    return rc;
+}
+
+/* The experiment's jobs now (one squeue call), kept in s. */
+static int fetch(struct worker *w, struct slurm *s, struct errbuf *e)
+{
+    char *const argv[] = {"squeue", "-t", "all", "--json", NULL};
+    int64_t asked = now_ms();
+    char *out = NULL;
+    if (run_cmd(argv, &out, e) < 0)
+        return -1;
+    struct slurm_job *jobs;
+    int n;
+    int rc = slurm_squeue_parse(out, strlen(out), w->exp_id, &jobs, &n, e);
+    free(out);
+    if (rc < 0)
+        return -1;
+    jobs_drop(s);
+    s->jobs = jobs;
+    s->njobs = n;
+    s->fetched_ms = asked;
+    return 0;
+}
+
+/* The cache, refreshed when it is older than the poll interval. */
+static int fresh(struct worker *w, struct slurm *s, struct errbuf *e)
+{
+    if (s->fetched_ms && now_ms() - s->fetched_ms < s->poll_ms)
+        return 0;
+    return fetch(w, s, e);
+}
+
+static struct sl_job *mine_find(struct slurm *s, const char *trial_id, int attempt)
+{
+    for (int i = 0; i < s->nmine; i++)
+        if (s->mine[i].attempt == attempt && strcmp(s->mine[i].trial_id, trial_id) == 0)
+            return &s->mine[i];
+    return NULL;
+}
+
+static struct sl_job *mine_add(struct slurm *s, const char *trial_id, int attempt, long long job_id)
+{
+    struct sl_job *m = mine_find(s, trial_id, attempt);
+    if (!m) {
+        if (s->nmine == s->capmine) {
+            s->capmine = s->capmine ? s->capmine * 2 : 16;
+            s->mine = xrealloc(s->mine, sizeof *s->mine * (size_t)s->capmine);
+        }
+        m = &s->mine[s->nmine++];
+        memset(m, 0, sizeof *m);
+        m->trial_id = xstrdup(trial_id);
+        m->attempt = attempt;
+    }
+    if (job_id > 0)
+        m->job_id = job_id;
+    return m;
+}
+
+static void mine_forget(struct slurm *s, const char *trial_id)
+{
+    for (int i = 0; i < s->nmine;)
+        if (strcmp(s->mine[i].trial_id, trial_id) == 0) {
+            free(s->mine[i].trial_id);
+            s->mine[i] = s->mine[--s->nmine];
+        } else {
+            i++;
+        }
+}
+
+static char *trial_dir_of(struct slurm *s, const struct trial *t)
+{
+    return t->trial_dir ? xstrdup(t->trial_dir) : xasprintf("%s/trials/%s", s->root, t->id);
+}
+
+static int slurm_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
+{
+    (void)ops;
+    (void)config;
+    if (cJSON_GetObjectItemCaseSensitive(ts, "loginNode"))
+        return errf(e, "trainingService.loginNode: the SSH mode of the slurm platform is not available yet; "
+                       "run nnictl on a host where sbatch, squeue and scancel work and leave loginNode out "
+                       "(docs/platforms/slurm.md)");
+    char *const argv[] = {"squeue", "-t", "all", "--json", NULL};
+    char *out = NULL;
+    struct errbuf ce;
+    if (run_cmd(argv, &out, &ce) < 0)
+        return errf(e, "platform slurm: %s", ce.msg);
+    struct slurm_job *jobs;
+    int n;
+    int rc = slurm_squeue_parse(out, strlen(out), "", &jobs, &n, &ce);
+    free(out);
+    if (rc < 0)
+        return errf(e, "platform slurm: squeue --json: %s", ce.msg);
+    slurm_jobs_free(jobs, n);
+    return 0;
+}
+
+static int slurm_init(struct worker *w, struct errbuf *e)
+{
+    const cJSON *ts = worker_ts_config(w);
+    if (cJSON_GetObjectItemCaseSensitive(ts, "loginNode"))
+        return errf(e, "slurm: loginNode (the SSH mode) is not available yet");
+    struct slurm *s = xcalloc(1, sizeof *s);
+    const cJSON *sd = cJSON_GetObjectItemCaseSensitive(ts, "sharedDirectory");
+    s->root = cJSON_IsString(sd) && sd->valuestring[0] ? xasprintf("%s/%s", sd->valuestring, w->exp_id)
+                                                       : xstrdup(w->exp.exp_dir);
+    const char *pm = getenv("TRIALQ_SLURM_POLL_MS");
+    s->poll_ms = pm && atoi(pm) > 0 ? atoi(pm) : POLL_MS;
+    w->poll_ms = s->poll_ms;
+    s->started_ms = now_ms();
+    w->platform = s;
+    char *trials = xasprintf("%s/trials", s->root);
+    int rc = 0;
+    if (mkdir_p(trials, 0755) < 0)
+        rc = errf(e, "slurm: cannot create %s: %s", trials, strerror(errno));
+    free(trials);
+    if (rc == 0 && fetch(w, s, e) < 0) {
+        char m[sizeof e->msg];
+        snprintf(m, sizeof m, "%s", e->msg);
+        rc = errf(e, "slurm: %s", m);
+    }
+    return rc;
+}
+
+static void slurm_destroy(struct worker *w)
+{
+    struct slurm *s = w->platform;
+    if (!s)
+        return;
+    jobs_drop(s);
+    for (int i = 0; i < s->nmine; i++)
+        free(s->mine[i].trial_id);
+    free(s->mine);
+    free(s->root);
+    free(s);
+    w->platform = NULL;
+}
+
+/* The job id recorded after our sbatch (.nni/slurm_job.<attempt>), 0 when none. */
+static long long recorded_job(const char *dir, int attempt)
+{
+    char *p = xasprintf("%s/.nni/slurm_job.%d", dir, attempt);
+    char *txt = read_file(p, NULL);
+    free(p);
+    long long id = txt ? atoll(txt) : 0;
+    free(txt);
+    return id;
+}
+
+/* The exit record of this attempt: 1 with its fields, 0 when there is none. */
+static int exit_record(const char *dir, int attempt, int *status, int *stopped)
+{
+    char *p = xasprintf("%s/.nni/slurm_exit", dir);
+    char *txt = read_file(p, NULL);
+    free(p);
+    int a = 0;
+    int ok = txt && slurm_exit_parse(txt, status, stopped, &a) == 0 && a == attempt;
+    free(txt);
+    return ok;
+}
+
+static int write_trial_files(struct worker *w, struct trial *t, const char *dir, const char *script_path,
+                             struct slurm_trial *st, struct errbuf *e)
+{
+    char *nni = xasprintf("%s/.nni", dir);
+    int rc = mkdir_p(nni, 0755);
+    free(nni);
+    if (rc < 0)
+        return errf(e, "cannot create %s/.nni: %s", dir, strerror(errno));
+    char *cfg = xasprintf("%s/parameter.cfg", dir);
+    char *rec = nni_param_record(t);
+    rc = write_file_replace(cfg, rec, strlen(rec), 0644);
+    free(rec);
+    free(cfg);
+    const cJSON *cmd = worker_config_item(w, "trialCommand");
+    char *script = slurm_batch_script(worker_ts_config(w), cJSON_IsString(cmd) ? cmd->valuestring : "true", st);
+    if (rc == 0)
+        rc = write_file_replace(script_path, script, strlen(script), 0755);
+    free(script);
+    return rc < 0 ? errf(e, "cannot write the trial files in %s: %s", dir, strerror(errno)) : 0;
+}
+
+/* sbatch; the job id, or -1 with e set. */
+static long long sbatch(struct worker *w, const struct slurm_trial *st, const char *script_path, struct errbuf *e)
+{
+    char **argv = NULL;
+    if (slurm_sbatch_argv(worker_ts_config(w), st, script_path, &argv, e) < 0)
+        return -1;
+    char *out = NULL;
+    int rc = run_cmd(argv, &out, e);
+    slurm_argv_free(argv);
+    if (rc < 0)
+        return -1;
+    long long id = atoll(out); /* --parsable: "<id>" or "<id>;<cluster>" */
+    free(out);
+    if (id <= 0)
+        return errf(e, "sbatch gave no job id");
+    return id;
+}
+
+static int slurm_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    char *dir = xasprintf("%s/trials/%s", s->root, t->id);
+    char *script_path = xasprintf("%s/.nni/job.%d.sh", dir, t->attempt);
+    const cJSON *code = worker_config_item(w, "trialCodeDirectory");
+    struct slurm_trial st = {
+        .exp_id = w->exp_id,
+        .trial_id = t->id,
+        .attempt = t->attempt,
+        .sequence = t->sequence,
+        .trial_dir = dir,
+        .code_dir = cJSON_IsString(code) ? code->valuestring : ".",
+        .max_trial_seconds = w->exp.max_trial_seconds,
+    };
+    int rc = -1, st_exit, st_stopped;
+    long long id = 0;
+    /* a job of this attempt may exist (a worker died after its sbatch): every job
+     * submitted before this worker started is in an answer taken since */
+    if (s->fetched_ms < s->started_ms && fetch(w, s, e) < 0)
+        goto out;
+    const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
+    if (j) {
+        id = j->job_id;
+        rc = SUBMIT_ATTACHED;
+        log_info("trial %s: re-attached to Slurm job %lld (%s)", t->id, id, j->state);
+    } else if (exit_record(dir, t->attempt, &st_exit, &st_stopped)) {
+        id = recorded_job(dir, t->attempt);
+        rc = SUBMIT_FINISHED;
+    } else if ((id = recorded_job(dir, t->attempt)) > 0) {
+        rc = SUBMIT_VANISHED; /* it ran, and squeue and its dir know no end of it */
+    } else {
+        if (write_trial_files(w, t, dir, script_path, &st, e) < 0) {
+            rc = errno == ENOSPC || errno == EDQUOT || errno == EROFS ? SUBMIT_FAULT : -1;
+            goto out;
+        }
+        id = sbatch(w, &st, script_path, e);
+        if (id < 0)
+            goto out;
+        char *p = xasprintf("%s/.nni/slurm_job.%d", dir, t->attempt);
+        char txt[32];
+        int len = snprintf(txt, sizeof txt, "%lld\n", id);
+        if (write_file_replace(p, txt, (size_t)len, 0644) < 0)
+            log_warn("trial %s: cannot record job %lld in %s: %s", t->id, id, p, strerror(errno));
+        free(p);
+        mine_add(s, t->id, t->attempt, id)->submitted_ms = now_ms();
+        rc = SUBMIT_NEW;
+        log_info("trial %s: Slurm job %lld submitted", t->id, id);
+    }
+    if (id > 0)
+        mine_add(s, t->id, t->attempt, id);
+    *job_id = id > 0 ? xasprintf("%lld", id) : xasprintf("nni-%s-%s", w->exp_id, t->id);
+    *trial_dir = xstrdup(dir);
+out:
+    free(script_path);
+    free(dir);
+    return rc;
+}
+
+/* The end of a job from its exit record (the command's own status, and whether a stop
+ * reached it). */
+static void ended_by_record(struct job_state *js, int status, int stopped)
+{
+    js->finished = 1;
+    js->has_exit = 1;
+    js->exit_code = status;
+    js->stop_known = 1;
+    js->stopped = stopped;
+    js->end_time = now_ms();
+}
+
+static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    memset(js, 0, sizeof *js);
+    if (fresh(w, s, e) < 0)
+        return -1;
+    char *dir = trial_dir_of(s, t);
+    const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
+    struct sl_job *m = mine_find(s, t->id, t->attempt);
+    int status, stopped;
+    if (!j) {
+        if (exit_record(dir, t->attempt, &status, &stopped)) {
+            ended_by_record(js, status, stopped);
+        } else if (m && m->submitted_ms >= s->fetched_ms) {
+            /* submitted after this answer was asked for: the next one lists it; until
+             * then it is taken as queued (no reason known yet) */
+            js->waiting = 1;
+        } else if (t->kill_request && m && m->kill_ms) {
+            js->finished = 1; /* cancelled and forgotten */
+            js->signal = SIGTERM;
+            js->end_time = now_ms();
+        } else {
+            js->vanished = 1;
+            snprintf(js->why, sizeof js->why, "Slurm no longer knows job %s of this attempt, and it left no "
+                     "exit record", t->job_id ? t->job_id : "?");
+        }
+        goto out;
+    }
+    struct slurm_verdict v;
+    slurm_job_verdict(j, &v);
+    switch (v.outcome) {
+    case SLURM_WAITING:
+        js->waiting = 1; /* the trial stays WAITING with Slurm's reason (queued_start) */
+        snprintf(js->why, sizeof js->why, "%s", v.message);
+        break;
+    case SLURM_RUNNING:
+    case SLURM_UNKNOWN:
+        break;
+    case SLURM_RETRY:
+        js->vanished = 1;
+        snprintf(js->why, sizeof js->why, "Slurm job %lld: %s", j->job_id, v.message);
+        break;
+    case SLURM_SUCCEEDED:
+    case SLURM_FAILED:
+    case SLURM_CANCELED:
+        if (exit_record(dir, t->attempt, &status, &stopped) && v.outcome != SLURM_FAILED) {
+            ended_by_record(js, status, stopped);
+            if (v.outcome == SLURM_CANCELED && !t->kill_request) /* someone else's scancel */
+                snprintf(js->why, sizeof js->why, "%s", v.message);
+        } else {
+            js->finished = 1;
+            js->has_exit = 1;
+            js->exit_code = v.outcome == SLURM_SUCCEEDED ? 0 : v.exit_code > 0 ? v.exit_code : 1;
+            js->end_time = j->end_time > 0 ? j->end_time * 1000 : now_ms();
+            if (v.outcome != SLURM_SUCCEEDED)
+                snprintf(js->why, sizeof js->why, "%s", v.message);
+            if (v.outcome == SLURM_CANCELED) {
+                js->stop_known = 1;
+                js->stopped = m && m->kill_ms; /* ours, else cancelled from outside */
+            }
+        }
+        if (js->finished && js->end_time <= 0)
+            js->end_time = now_ms();
+        break;
+    }
+    /* a stop that the trial does not heed: scancel after the grace */
+    if (m && m->kill_ms && !m->cancelled && !js->finished && now_ms() - m->kill_ms > KILL_GRACE_MS) {
+        char idbuf[32];
+        snprintf(idbuf, sizeof idbuf, "%lld", j->job_id);
+        char *const argv[] = {"scancel", idbuf, NULL};
+        struct errbuf ce;
+        if (run_cmd(argv, NULL, &ce) == 0)
+            m->cancelled = 1;
+        else
+            log_warn("trial %s: %s", t->id, ce.msg);
+    }
+out:
+    if (js->finished || js->vanished)
+        mine_forget(s, t->id);
+    free(dir);
+    return 0;
+}
+
+/* scancel --full --signal=INT (a pending job: scancel): 0 once Slurm took it. */
+static int slurm_kill(struct worker *w, struct trial *t, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    if (fresh(w, s, e) < 0)
+        return -1;
+    const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
+    struct sl_job *m = mine_find(s, t->id, t->attempt);
+    long long id = j ? j->job_id : m ? m->job_id : 0;
+    if (!id)
+        return 0; /* nothing of it runs: the poll records the end */
+    struct slurm_verdict v = {0};
+    if (j)
+        slurm_job_verdict(j, &v);
+    if (j && v.outcome != SLURM_WAITING && v.outcome != SLURM_RUNNING && v.outcome != SLURM_UNKNOWN)
+        return 0; /* ended already */
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%lld", id);
+    char *const stop[] = {"scancel", "--full", "--signal=INT", idbuf, NULL};
+    char *const cancel[] = {"scancel", idbuf, NULL};
+    int pending = !j || v.outcome == SLURM_WAITING;
+    if (run_cmd(pending ? cancel : stop, NULL, e) < 0)
+        return -1;
+    m = mine_add(s, t->id, t->attempt, id);
+    m->kill_ms = now_ms();
+    m->cancelled = pending;
+    s->fetched_ms = 0; /* the next poll asks again */
+    return 0;
+}
+
+static int slurm_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
+{
+    char *dir = trial_dir_of(w->platform, t);
+    int rc = collect_trial_dir(w->db, t, dir, NULL, at_end, e);
+    free(dir);
+    return rc;
+}
+
+static int slurm_pending(struct worker *w, struct trial *t)
+{
+    char *dir = trial_dir_of(w->platform, t);
+    int r = trial_dir_grew(t, dir, NULL);
+    free(dir);
+    return r;
+}
+
+/* nnictl stop: cancels every live job of the experiment, also those the database never
+ * recorded (found by name in squeue). */
+static int slurm_cleanup(struct worker *w, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    if (fetch(w, s, e) < 0)
+        return -1;
+    char **argv = xcalloc((size_t)s->njobs + 2, sizeof *argv);
+    int n = 0;
+    argv[n++] = xstrdup("scancel");
+    for (int i = 0; i < s->njobs; i++) {
+        struct slurm_verdict v;
+        slurm_job_verdict(&s->jobs[i], &v);
+        if (v.outcome == SLURM_WAITING || v.outcome == SLURM_RUNNING || v.outcome == SLURM_UNKNOWN)
+            argv[n++] = xasprintf("%lld", s->jobs[i].job_id);
+    }
+    int rc = 0;
+    if (n > 1) {
+        rc = run_cmd(argv, NULL, e);
+        if (rc == 0)
+            log_info("cancelled %d Slurm job(s) of the experiment", n - 1);
+    }
+    for (int i = 0; i < n; i++)
+        free(argv[i]);
+    free(argv);
+    return rc;
+}
+
+const struct platform_ops platform_slurm = {
+    .name = "slurm",
+    .init = slurm_init,
+    .preflight = slurm_preflight,
+    .submit = slurm_submit,
+    .poll = slurm_poll,
+    .kill = slurm_kill,
+    .collect = slurm_collect,
+    .pending = slurm_pending,
+    .destroy = slurm_destroy,
+    .poll_ms = POLL_MS,
+    .cleanup = slurm_cleanup,
+    .gpu_mode = PLATFORM_GPU_OWN,
+    .queued_start = 1,
+};
