@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cJSON_Delete(ss_sample(s, &r));
         static const char *const names[] = {"Random", "GridSearch", "TPE"};
         cJSON *args = cJSON_CreateObject();
-        struct tuner_history hist = {0, NULL};
+        struct tuner_history hist = {.n = 0, .items = NULL};
         for (size_t t = 0; t < sizeof names / sizeof names[0]; t++) {
             const struct tuner_ops *ops = tuner_find(names[t]);
             void *state = NULL;
