@@ -292,6 +292,68 @@ static const struct field openpai_fields[] = {
     {.name = NULL},
 };
 
+/* ---- dlts ---- */
+
+/* NNI's fallbacks inside a DLTS job: email, password and team from its environment */
+static int dlts_env_key(struct vctx *c, cJSON *obj, const char *key, const char *env)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (cJSON_IsString(v) && v->valuestring[0])
+        return 0;
+    const char *e = getenv(env);
+    if (!e || !e[0])
+        return cfg_err_here(c, key, AT_VALUE, "required for dlts (or set %s)", env);
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddStringToObject(obj, key, e);
+    return 0;
+}
+
+static int dlts_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    (void)map;
+    if (dlts_env_key(c, obj, "email", "DLWS_USER_EMAIL") < 0 ||
+        dlts_env_key(c, obj, "password", "DLTS_JOB_TOKEN") < 0 || dlts_env_key(c, obj, "team", "DLWS_VC_NAME") < 0)
+        return -1;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "dashboard");
+    const char *u = cJSON_IsString(d) ? d->valuestring : "";
+    int insecure = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "insecure"));
+    if (str_starts(u, "http://")) {
+        const char *h = u + 7;
+        if (!insecure && !(str_starts(h, "127.0.0.1") && strchr(":/", h[9] ? h[9] : '/')))
+            return cfg_err_here(c, "dashboard", AT_VALUE, "plain http:// sends the password unencrypted; "
+                                "use https://, or set insecure: true (http://127.0.0.1 is accepted)");
+    } else if (!str_starts(u, "https://")) {
+        return cfg_err_here(c, "dashboard", AT_VALUE, "must be the dashboard's URL (https://...)");
+    }
+    if (u[strlen(u) - 1] != '/') { /* NNI appends paths to it as it is: it ends with / */
+        char *s = xasprintf("%s/", u);
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, "dashboard", cJSON_CreateString(s));
+        free(s);
+    }
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(obj, "containerStorageMountPoint");
+    if (cJSON_IsString(cm) && cm->valuestring[0] != '/')
+        return cfg_err_here(c, "containerStorageMountPoint", AT_VALUE,
+                            "must be an absolute path (as seen inside the jobs)");
+    return 0;
+}
+
+static const struct field dlts_fields[] = {
+    RUNS_COMMAND,
+    {.name = "dashboard", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    {.name = "cluster", .type = FT_STR, .flags = F_NONEMPTY, .def = "\".default\""},
+    {.name = "team", .type = FT_STR},
+    {.name = "email", .type = FT_STR},
+    {.name = "password", .type = FT_STR},
+    {.name = "gpuType", .type = FT_STR, .flags = F_NONEMPTY},
+    {.name = "image", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
+    {.name = "localStorageMountPoint", .type = FT_DIR, .flags = F_REQUIRED},
+    {.name = "containerStorageMountPoint", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
+    /* trialq: plain http:// beyond 127.0.0.1, and a private CA for https:// */
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
+    {.name = "caBundle", .type = FT_FILE},
+    {.name = NULL},
+};
+
 /* ---- aml, dlc ---- */
 
 static int aml_check(struct vctx *c, const struct ynode *map, cJSON *obj)
@@ -666,6 +728,7 @@ static const struct ts_platform {
     {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
     {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
+    {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},
     /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted
      * here (loginNode) */
     {"slurm", {"trainingService (slurm)", slurm_fields, slurm_check, NULL}, 0, 1, TS_MACHINES_NONE},
@@ -741,7 +804,7 @@ int config_ts_machines(const char *config_json,
 }
 
 const char *const ts_platform_names =
-    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl, slurm";
+    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl, dlts, slurm";
 
 static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
 {

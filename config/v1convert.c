@@ -662,7 +662,11 @@ static int convert_platform(struct conv *v, struct ynode *root, struct ynode *tr
         rc = convert_kubeflow(v, root, trial, ts);
     } else if (strcmp(name, "frameworkcontroller") == 0) {
         rc = convert_frameworkcontroller(v, root, trial, ts);
-    } else if (strcmp(name, "dlts") == 0 || strcmp(name, "paiYarn") == 0) {
+    } else if (strcmp(name, "dlts") == 0) {
+        /* NNI v2.3's dltsConfig: its v2 keys are trialq's (docs/platforms/dlts.md) */
+        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "platform dlts is supported in the v2 form only; "
+                          "write trainingService: {platform: dlts, dashboard: ..., ...} (docs/platforms/dlts.md)");
+    } else if (strcmp(name, "paiYarn") == 0) {
         rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL,
                           "platform %s was removed from NNI and is not supported", name);
     } else if (strcmp(name, "slurm") == 0) {

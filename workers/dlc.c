@@ -34,19 +34,12 @@
 #include "common/acs_sign.h"
 #include "schema/worker_rows.h"
 #include "workers/nas_trial.h"
+#include "workers/rest_client.h"
 #include "workers/worker.h"
 
 #define POLL_MS 1000
 #define BACKOFF_MIN_MS 500
-#define BACKOFF_MAX_MS 10000
 #define API_VERSION "2020-12-03"
-
-struct dlc_job {
-    char *trial_id;
-    int attempt;
-    int need_submit; /* creation not confirmed: ListJobs by name, then CreateJob */
-    char *dlc_id;    /* DLC's JobId, once known */
-};
 
 struct dlc {
     char *endpoint;    /* scheme://host[:port], no trailing slash */
@@ -55,15 +48,10 @@ struct dlc {
     char *region, *workspace, *image, *job_type, *role_type, *ecs_spec, *nas, *oss, *ca_bundle;
     long long pod_count;
     char *local_root, *cont_root, *cont_mount;
-    CURL *curl;
-    long timeout_ms;
-    struct worker *w;   /* NULL at nnictl create (preflight) */
-    int fail_streak;    /* calls in a row that got no answer or a passing refusal */
-    int64_t down_until; /* no call before this after the endpoint did not answer */
-    int down_failures;
-    char down_why[256];
-    struct dlc_job *jobs;
-    int njobs, capjobs;
+    struct rest_client rest; /* no redirects: they would not carry a valid signature */
+    struct worker *w;        /* NULL at nnictl create (preflight) */
+    int fail_streak;         /* calls in a row that got no answer or a passing refusal */
+    struct nas_jobs jobs;    /* job_id: DLC's JobId, once known; need_submit: ListJobs by name, then CreateJob */
 };
 
 /* ---------------- configuration ---------------- */
@@ -86,13 +74,9 @@ static void dlc_free(struct dlc *d)
             memset(d->key_secret, 0, strlen(d->key_secret));
         free(*s[i]);
     }
-    if (d->curl)
-        curl_easy_cleanup(d->curl);
-    for (int i = 0; i < d->njobs; i++) {
-        free(d->jobs[i].trial_id);
-        free(d->jobs[i].dlc_id);
-    }
-    free(d->jobs);
+    if (d->rest.curl)
+        curl_easy_cleanup(d->rest.curl);
+    nas_jobs_free(&d->jobs);
     free(d);
 }
 
@@ -153,9 +137,10 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
     const char *ca = ts_str(ts, "caBundle");
     d->ca_bundle = ca ? xstrdup(ca) : NULL;
     const char *tmo = getenv("TRIALQ_DLC_TIMEOUT"); /* seconds; tests shorten it */
-    d->timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
-    d->curl = curl_easy_init();
-    if (!d->curl)
+    d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+    d->rest.ca_bundle = d->ca_bundle;
+    d->rest.curl = curl_easy_init();
+    if (!d->rest.curl)
         return errf(e, "cannot initialise libcurl");
     return 0;
 }
@@ -204,9 +189,6 @@ static void note_call(struct dlc *d, const char *fault)
 static int call(struct dlc *d, const char *method, const char *path, const struct acs_kv *q, size_t nq,
                 const char *action, const char *body, long *status, char **resp, struct errbuf *e)
 {
-    if (d->down_until && mono_ms() < d->down_until)
-        return errf(e, "%s: DLC at %s is not answering (%s); next try in %lld ms", action, d->endpoint, d->down_why,
-                    (long long)(d->down_until - mono_ms()));
     struct acs_request req = {.method = method, .host = d->host, .path = path, .query = q, .nquery = nq,
                               .action = action, .version = API_VERSION, .body = body,
                               .body_len = body ? strlen(body) : 0,
@@ -215,68 +197,27 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
     struct errbuf se;
     if (acs_sign(&req, d->key_id, d->key_secret, &s, &se) < 0)
         return errf(e, "%s: cannot sign the request: %s", action, se.msg);
-    CURL *c = d->curl;
-    curl_easy_reset(c);
-    struct strbuf sb;
-    sb_init(&sb);
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *h = NULL;
-    for (size_t i = 0; i < s.nheaders; i++) {
-        if (strcmp(s.headers[i].name, "host") == 0)
-            continue; /* libcurl sends it, as signed */
-        char *line = xasprintf("%s: %s", s.headers[i].name, s.headers[i].value);
-        h = curl_slist_append(h, line);
-        free(line);
-    }
-    h = curl_slist_append(h, "Accept: application/json");
-    h = curl_slist_append(h, "Expect:");
+    const char **headers = xcalloc(s.nheaders + 3, sizeof *headers);
+    size_t nh = 0;
+    for (size_t i = 0; i < s.nheaders; i++)
+        if (strcmp(s.headers[i].name, "host") != 0) /* libcurl sends it, as signed */
+            headers[nh++] = xasprintf("%s: %s", s.headers[i].name, s.headers[i].value);
+    headers[nh++] = xstrdup("Accept: application/json");
     if (!body)
-        h = curl_slist_append(h, "Content-Type:");
+        headers[nh++] = xstrdup("Content-Type:");
     char *url = xasprintf("%s%s", d->endpoint, s.target);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect would not carry a valid signature */
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, d->timeout_ms < 5000 ? d->timeout_ms : 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, d->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, nas_curl_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    if (d->ca_bundle)
-        curl_easy_setopt(c, CURLOPT_CAINFO, d->ca_bundle);
-    if (strcmp(method, "GET") != 0) {
-        /* libcurl sends a request again, unchanged, when a reused connection closes before
-         * any answer: a CreateJob DLC handled would be sent twice (and its nonce refused).
-         * A new connection for what changes something: a lost answer is ours to handle. */
-        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-    }
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(h);
+    char *shown = xasprintf("%s (DLC at %s)", action, d->endpoint);
+    int rc = rest_call(&d->rest, method, url, shown, headers, body, status, resp, e);
+    for (size_t i = 0; i < nh; i++)
+        free((char *)headers[i]);
+    free(headers);
+    free(shown);
+    free(url);
     acs_signed_free(&s);
-    if (rc != CURLE_OK) {
-        sb_free(&sb);
-        snprintf(d->down_why, sizeof d->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        int64_t wait = BACKOFF_MIN_MS;
-        for (int i = 0; i < d->down_failures && wait < BACKOFF_MAX_MS; i++)
-            wait *= 2;
-        d->down_failures++;
-        d->down_until = mono_ms() + (wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS);
-        errf(e, "%s %s: %s", method, url, d->down_why);
-        free(url);
+    if (rc < 0) {
         note_call(d, "no answer");
         return -1;
     }
-    free(url);
-    d->down_failures = 0;
-    d->down_until = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    *resp = sb_detach(&sb);
     if (transient(*status, *resp)) {
         char fault[64];
         cJSON *j = cJSON_Parse(*resp);
@@ -345,7 +286,7 @@ static int probe(struct dlc *d, int *rejected, struct errbuf *e)
     for (int tries = 0; tries < 4; tries++) {
         if (tries)
             usleep((useconds_t)wait * 1000), wait *= 2;
-        d->down_until = 0; /* this loop paces itself */
+        d->rest.down_until = 0; /* this loop paces itself */
         cJSON *j = list_jobs(d, "nni_exp_", 1, rejected, e);
         if (j) {
             cJSON_Delete(j);
@@ -414,12 +355,8 @@ static int dlc_init(struct worker *w, struct errbuf *e)
     d->nas = ts_str(ts, "nasDataSourceId") ? xstrdup(ts_str(ts, "nasDataSourceId")) : NULL;
     d->oss = ts_str(ts, "ossDataSourceId") ? xstrdup(ts_str(ts, "ossDataSourceId")) : NULL;
     d->cont_mount = xstrdup(cm);
-    d->local_root = xasprintf("%s/%s", lm, w->exp_id);
-    d->cont_root = xasprintf("%s/%s", cm, w->exp_id);
-    if (mkdir_p(d->local_root, 0755) < 0) {
-        errf(e, "cannot create %s: %s", d->local_root, strerror(errno));
+    if (nas_exp_roots(w, lm, cm, &d->local_root, &d->cont_root, e) < 0)
         goto fail;
-    }
     if (probe(d, &rejected, e) < 0) {
         if (rejected) /* it will not get better by itself: the experiment says why */
             nas_report_fatal(w, e->msg);
@@ -447,65 +384,17 @@ static void dlc_destroy(struct worker *w)
 
 /* ---------------- jobs ---------------- */
 
-static char *job_name(struct worker *w, const char *trial_id, int attempt)
-{
-    return attempt <= 1 ? xasprintf("nni_exp_%s_trial_%s", w->exp_id, trial_id)
-                        : xasprintf("nni_exp_%s_trial_%s_attempt%d", w->exp_id, trial_id, attempt);
-}
-
 static char *local_dir(struct dlc *d, const struct trial *t)
 {
     return nas_trial_dir(d->local_root, t);
 }
 
-static char *marker_path(struct dlc *d, const struct trial *t)
-{
-    char *dir = local_dir(d, t);
-    char *m = xasprintf("%s/.nni/submitted", dir);
-    free(dir);
-    return m;
-}
+/* the JobId that DLC gave this attempt's job, kept on the NAS */
+#define JOBID_MARKER "submitted"
 
-static struct dlc_job *job_of(struct dlc *d, const struct trial *t)
+static struct nas_job *job_of(struct dlc *d, const struct trial *t)
 {
-    for (int i = 0; i < d->njobs; i++)
-        if (strcmp(d->jobs[i].trial_id, t->id) == 0) {
-            if (d->jobs[i].attempt != t->attempt) { /* a retry: start afresh */
-                d->jobs[i].attempt = t->attempt;
-                d->jobs[i].need_submit = 0;
-                free(d->jobs[i].dlc_id);
-                d->jobs[i].dlc_id = NULL;
-            }
-            return &d->jobs[i];
-        }
-    if (d->njobs == d->capjobs) {
-        d->capjobs = d->capjobs ? d->capjobs * 2 : 16;
-        d->jobs = xrealloc(d->jobs, sizeof *d->jobs * (size_t)d->capjobs);
-    }
-    struct dlc_job *j = &d->jobs[d->njobs++];
-    memset(j, 0, sizeof *j);
-    j->trial_id = xstrdup(t->id);
-    j->attempt = t->attempt;
-    /* a job this attempt created before a restart */
-    char *m = marker_path(d, t);
-    char *id = read_file(m, NULL);
-    free(m);
-    if (id && id[0] && !strchr(id, '/') && !strchr(id, '\n'))
-        j->dlc_id = id;
-    else
-        free(id);
-    return j;
-}
-
-static void job_forget(struct dlc *d, const char *trial_id)
-{
-    for (int i = 0; i < d->njobs; i++)
-        if (strcmp(d->jobs[i].trial_id, trial_id) == 0) {
-            free(d->jobs[i].trial_id);
-            free(d->jobs[i].dlc_id);
-            d->jobs[i] = d->jobs[--d->njobs];
-            return;
-        }
+    return nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
 }
 
 static char *create_body(struct worker *w, struct dlc *d, const struct trial *t, const char *name)
@@ -543,19 +432,9 @@ static char *create_body(struct worker *w, struct dlc *d, const struct trial *t,
 }
 
 /* Records DLC's JobId of the trial's job (memory and L/.nni/submitted). */
-static void job_known(struct dlc *d, struct dlc_job *j, const struct trial *t, const char *dlc_id)
+static void job_known(struct dlc *d, struct nas_job *j, const struct trial *t, const char *dlc_id)
 {
-    if (!j->dlc_id || strcmp(j->dlc_id, dlc_id) != 0) {
-        free(j->dlc_id);
-        j->dlc_id = xstrdup(dlc_id);
-    }
-    char *m = marker_path(d, t);
-    char *old = read_file(m, NULL);
-    if ((!old || strcmp(old, dlc_id) != 0) && write_file_replace(m, dlc_id, strlen(dlc_id), 0644) < 0)
-        log_warn("cannot write %s: %s", m, strerror(errno));
-    free(old);
-    free(m);
-    j->need_submit = 0;
+    nas_job_known(j, d->local_root, t, JOBID_MARKER, dlc_id);
 }
 
 /* The JobId of the oldest job named exactly name in a ListJobs answer, or NULL. */
@@ -574,9 +453,10 @@ static const char *find_exact(const cJSON *list, const char *name)
 
 /* ListJobs by name, CreateJob when absent. 1: the job exists (created or re-attached);
  * 0: no answer or a passing refusal (e: try again later); -1: DLC refused it (e). */
-static int try_submit(struct worker *w, struct dlc *d, struct dlc_job *j, const struct trial *t, struct errbuf *e)
+static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
 {
-    char *name = job_name(w, t->id, t->attempt);
+    struct dlc *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
     char *body = NULL, msg[400];
     long status = 0;
     int rc = 0, refused = 0;
@@ -627,28 +507,7 @@ out:
 static int dlc_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct dlc *d = w->platform;
-    char *dir = local_dir(d, t);
-    int rc = -1;
-    if (nas_write_trial_files(dir, t, "PAI-DLC", e) < 0)
-        goto out;
-    struct dlc_job *j = job_of(d, t);
-    int s = 1;
-    if (!j->dlc_id) {
-        j->need_submit = 1;
-        s = try_submit(w, d, j, t, e);
-    }
-    if (s < 0) {
-        job_forget(d, t->id);
-        goto out;
-    }
-    if (s == 0) /* DLC does not answer now; the trial is ours and poll submits it later */
-        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
-    *job_id = job_name(w, t->id, t->attempt);
-    *trial_dir = xstrdup(dir);
-    rc = 0;
-out:
-    free(dir);
-    return rc;
+    return nas_submit(w, &d->jobs, job_of(d, t), d->local_root, "PAI-DLC", try_submit, t, job_id, trial_dir, e);
 }
 
 /* The job's state as GetJob reports it. */
@@ -687,14 +546,14 @@ static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, str
 {
     struct dlc *d = w->platform;
     memset(js, 0, sizeof *js);
-    struct dlc_job *j = job_of(d, t);
-    if (!j->dlc_id) {
+    struct nas_job *j = job_of(d, t);
+    if (!j->job_id) {
         struct errbuf se;
         int s;
         if (t->kill_request) {
             /* only look: never create a job for a trial that is to end */
             int refused = 0;
-            char *name = job_name(w, t->id, t->attempt);
+            char *name = nas_job_name(w->exp_id, t);
             cJSON *list = list_jobs(d, name, 100, &refused, &se);
             const char *found = list ? find_exact(list, name) : NULL;
             if (found)
@@ -705,7 +564,7 @@ static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, str
                 js->finished = 1; /* cancelled before it was ever submitted */
                 js->signal = SIGTERM;
                 js->end_time = now_ms();
-                job_forget(d, t->id);
+                nas_job_forget(&d->jobs, t->id);
             }
             cJSON_Delete(list);
             if (s == 0)
@@ -714,22 +573,22 @@ static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, str
                 js->finished = 1;
                 js->signal = SIGTERM;
                 js->end_time = now_ms();
-                job_forget(d, t->id);
+                nas_job_forget(&d->jobs, t->id);
             }
             return 0;
         }
-        s = try_submit(w, d, j, t, &se);
+        s = try_submit(w, j, t, &se);
         if (s < 0) { /* DLC refused it for good: the trial fails with DLC's reason */
             js->finished = 1;
             js->exit_code = 1;
             js->has_exit = 1;
             js->end_time = now_ms();
             snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            job_forget(d, t->id);
+            nas_job_forget(&d->jobs, t->id);
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
-    char *path = xasprintf("/api/v1/jobs/%s", j->dlc_id);
+    char *path = xasprintf("/api/v1/jobs/%s", j->job_id);
     char *dir = local_dir(d, t);
     char *body = NULL, msg[400];
     long status = 0;
@@ -738,19 +597,19 @@ static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, str
     if (call(d, "GET", path, NULL, 0, "GetJob", NULL, &status, &body, &he) < 0) {
         rc = errf(e, "GetJob: %s", he.msg);
     } else if (status == 404 && strstr(body, "JobNotFound")) {
-        log_warn("trial %s: DLC no longer knows job %s", t->id, j->dlc_id);
+        log_warn("trial %s: DLC no longer knows job %s", t->id, j->job_id);
         js->vanished = 1;
-        snprintf(js->why, sizeof js->why, "DLC no longer knows job %.200s", j->dlc_id);
+        snprintf(js->why, sizeof js->why, "DLC no longer knows job %.200s", j->job_id);
     } else if (status != 200) {
         error_text(body, msg, sizeof msg);
-        rc = errf(e, "GetJob %s: HTTP %ld: %s", j->dlc_id, status, msg);
+        rc = errf(e, "GetJob %s: HTTP %ld: %s", j->job_id, status, msg);
     } else {
         cJSON *job = cJSON_Parse(body);
         job_reported(w, t, dir, job, js);
         cJSON_Delete(job);
     }
     if (js->finished || js->vanished)
-        job_forget(d, t->id);
+        nas_job_forget(&d->jobs, t->id);
     free(body);
     free(path);
     free(dir);
@@ -778,10 +637,10 @@ static int stop_job(struct dlc *d, const char *dlc_id, struct errbuf *e)
 static int dlc_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct dlc *d = w->platform;
-    struct dlc_job *j = job_of(d, t);
-    if (!j->dlc_id) /* not known to be on DLC: a poll finds it (then it is stopped) or not (it ends) */
+    struct nas_job *j = job_of(d, t);
+    if (!j->job_id) /* not known to be on DLC: a poll finds it (then it is stopped) or not (it ends) */
         return errf(e, "StopJob: the job is not confirmed by DLC yet");
-    return stop_job(d, j->dlc_id, e);
+    return stop_job(d, j->job_id, e);
 }
 
 static int dlc_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)

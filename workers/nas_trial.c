@@ -10,6 +10,16 @@
 #include "workers/nas_trial.h"
 #include "workers/nniignore.h"
 
+int nas_exp_roots(struct worker *w, const char *local_mount, const char *cont_mount, char **local_root,
+                  char **cont_root, struct errbuf *e)
+{
+    *local_root = xasprintf("%s/%s", local_mount, w->exp_id);
+    *cont_root = xasprintf("%s/%s", cont_mount, w->exp_id);
+    if (mkdir_p(*local_root, 0755) < 0)
+        return errf(e, "cannot create %s: %s", *local_root, strerror(errno));
+    return 0;
+}
+
 char *nas_trial_rel(const char *trial_id, int attempt)
 {
     return attempt <= 1 ? xstrdup(trial_id) : xasprintf("%s.attempt%d", trial_id, attempt);
@@ -21,6 +31,12 @@ char *nas_trial_dir(const char *root, const struct trial *t)
     char *d = xasprintf("%s/%s", root, rel);
     free(rel);
     return d;
+}
+
+char *nas_job_name(const char *exp_id, const struct trial *t)
+{
+    return t->attempt <= 1 ? xasprintf("nni_exp_%s_trial_%s", exp_id, t->id)
+                           : xasprintf("nni_exp_%s_trial_%s_attempt%d", exp_id, t->id, t->attempt);
 }
 
 static char *sdk_dir(void)
@@ -132,7 +148,8 @@ char *nas_job_command(struct worker *w, const char *cont_root, const struct tria
     struct trial_env te;
     trial_env_init(&te);
     worker_trial_env(w, t, c, out, code, &te);
-    trial_env_set_word(&te, "NNI_PLATFORM", nni_platform);
+    if (nni_platform)
+        trial_env_set_word(&te, "NNI_PLATFORM", nni_platform);
     trial_env_set(&te, "CUDA_VISIBLE_DEVICES", NULL); /* the cluster places the GPUs */
     struct strbuf sb;
     sb_init(&sb);
@@ -192,11 +209,116 @@ void nas_report_fatal(struct worker *w, const char *msg)
         exp_add_error(w->db, w->exp_id, msg, &e);
 }
 
-size_t nas_curl_body(char *ptr, size_t size, size_t n, void *ud)
+struct nas_job *nas_job_of(struct nas_jobs *js, const struct trial *t, int *fresh)
 {
-    struct strbuf *sb = ud;
-    if (sb->len + size * n > (8u << 20))
-        return 0;
-    sb_add(sb, ptr, size * n);
-    return size * n;
+    struct nas_job *j = NULL;
+    for (int i = 0; i < js->n && !j; i++)
+        if (strcmp(js->v[i].trial_id, t->id) == 0)
+            j = &js->v[i];
+    int is_new = !j || j->attempt != t->attempt;
+    if (!j) {
+        if (js->n == js->cap) {
+            js->cap = js->cap ? js->cap * 2 : 16;
+            js->v = xrealloc(js->v, sizeof *js->v * (size_t)js->cap);
+        }
+        j = &js->v[js->n++];
+        memset(j, 0, sizeof *j);
+        j->trial_id = xstrdup(t->id);
+    }
+    if (is_new) { /* new, or a retry: start afresh */
+        j->attempt = t->attempt;
+        j->need_submit = 0;
+        free(j->job_id);
+        j->job_id = NULL;
+    }
+    if (fresh)
+        *fresh = is_new;
+    return j;
+}
+
+static char *marker_path(const char *local_root, const struct trial *t, const char *marker)
+{
+    char *dir = nas_trial_dir(local_root, t);
+    char *m = xasprintf("%s/.nni/%s", dir, marker);
+    free(dir);
+    return m;
+}
+
+struct nas_job *nas_job_load(struct nas_jobs *js, const char *local_root, const struct trial *t, const char *marker)
+{
+    int fresh;
+    struct nas_job *j = nas_job_of(js, t, &fresh);
+    if (!fresh)
+        return j;
+    char *m = marker_path(local_root, t, marker);
+    char *id = read_file(m, NULL);
+    free(m);
+    if (id)
+        id[strcspn(id, "\n")] = '\0';
+    if (id && id[0] && !strchr(id, '/'))
+        j->job_id = id;
+    else
+        free(id);
+    j->need_submit = !j->job_id;
+    return j;
+}
+
+void nas_job_known(struct nas_job *j, const char *local_root, const struct trial *t, const char *marker,
+                   const char *id)
+{
+    if (!j->job_id || strcmp(j->job_id, id) != 0) {
+        free(j->job_id);
+        j->job_id = xstrdup(id);
+    }
+    j->need_submit = 0;
+    char *m = marker_path(local_root, t, marker);
+    char *old = read_file(m, NULL);
+    if ((!old || strcmp(old, id) != 0) && write_file_replace(m, id, strlen(id), 0644) < 0)
+        log_warn("cannot write %s: %s", m, strerror(errno));
+    free(old);
+    free(m);
+}
+
+void nas_job_forget(struct nas_jobs *js, const char *trial_id)
+{
+    for (int i = 0; i < js->n; i++)
+        if (strcmp(js->v[i].trial_id, trial_id) == 0) {
+            free(js->v[i].trial_id);
+            free(js->v[i].job_id);
+            js->v[i] = js->v[--js->n];
+            return;
+        }
+}
+
+void nas_jobs_free(struct nas_jobs *js)
+{
+    for (int i = 0; i < js->n; i++) {
+        free(js->v[i].trial_id);
+        free(js->v[i].job_id);
+    }
+    free(js->v);
+    memset(js, 0, sizeof *js);
+}
+
+int nas_submit(struct worker *w, struct nas_jobs *js, struct nas_job *j, const char *local_root, const char *label,
+               nas_try_submit_fn try, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+{
+    char *dir = nas_trial_dir(local_root, t);
+    int s = 1;
+    if (nas_write_trial_files(dir, t, label, e) < 0) {
+        s = -1;
+    } else if (!j->job_id) {
+        j->need_submit = 1;
+        s = try(w, j, t, e);
+    }
+    if (s < 0) {
+        nas_job_forget(js, t->id);
+        free(dir);
+        return -1;
+    }
+    if (s == 0) /* the service does not answer now; the trial is ours and poll submits it later */
+        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
+    *job_id = nas_job_name(w->exp_id, t);
+    *trial_dir = dir;
+    return SUBMIT_NEW;
 }

@@ -1,17 +1,26 @@
 /* nas_trial.h: a trial's files on a storage that is mounted on this host and, at
- * another path, in the cluster's jobs (OpenPAI's storage, PAI-DLC's NAS): the code
- * once per experiment (<root>/nni-code, our SDK in <root>/nni-sdk), and per trial
- * <root>/<trial>[.attemptN] holding parameter.cfg, run.sh, the trial's output,
- * metrics and .nni/state. workers/nas_trial.c; used by workers/openpai.c and dlc.c. */
+ * another path, in the cluster's jobs (OpenPAI's storage, PAI-DLC's NAS, DLTS's shared
+ * filesystem): the code once per experiment (<root>/nni-code, our SDK in
+ * <root>/nni-sdk), and per trial <root>/<trial>[.attemptN] holding parameter.cfg,
+ * run.sh, the trial's output, metrics and .nni/state; the job's name and what the worker
+ * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c
+ * and dlts.c. */
 #ifndef TRIALQ_NAS_TRIAL_H
 #define TRIALQ_NAS_TRIAL_H
 
 #include "workers/worker.h"
 
+/* The experiment's root on the storage: *local_root = <local_mount>/<exp> (created) on
+ * this host, *cont_root = <cont_mount>/<exp> in the jobs. 0, or -1 with e. */
+int nas_exp_roots(struct worker *w, const char *local_mount, const char *cont_mount, char **local_root,
+                  char **cont_root, struct errbuf *e);
 /* The trial's dir relative to the experiment's root: a retry gets a dir of its own. */
 char *nas_trial_rel(const char *trial_id, int attempt);
 /* <root>/<nas_trial_rel> */
 char *nas_trial_dir(const char *root, const struct trial *t);
+/* The job of trial t: nni_exp_<exp>_trial_<trial>, plus _attempt<N> for a retry (a
+ * retry gets a job of its own). New string. */
+char *nas_job_name(const char *exp_id, const struct trial *t);
 /* Copies trialCodeDirectory to <local_root>/nni-code unless it is there (a resumed
  * experiment keeps the first copy), and our SDK beside it. 0, or -1 with e. */
 int nas_ship_code(struct worker *w, const char *local_root, struct errbuf *e);
@@ -19,8 +28,8 @@ int nas_ship_code(struct worker *w, const char *local_root, struct errbuf *e);
  * re-attach rewrites nothing that matters). label names the platform in run.sh. */
 int nas_write_trial_files(const char *dir, const struct trial *t, const char *label, struct errbuf *e);
 /* One job's command: NNI's environment for the trial (as the job sees its dirs under
- * cont_root, NNI_PLATFORM = nni_platform, no CUDA_VISIBLE_DEVICES: the cluster places
- * the GPUs), then run.sh with cmd. */
+ * cont_root, NNI_PLATFORM = nni_platform unless NULL, no CUDA_VISIBLE_DEVICES: the
+ * cluster places the GPUs), then run.sh with cmd. */
 char *nas_job_command(struct worker *w, const char *cont_root, const struct trial *t, const char *nni_platform,
                       const char *cmd);
 /* <dir>/.nni/state, "<exit> <end ms> 0 <attempt>": 0 with v filled, -1 when absent. */
@@ -33,7 +42,41 @@ int nas_pending(struct worker *w, struct trial *t, const char *local_root);
 /* A fault that will not pass by itself (bad credentials, no mount, no code): logged, and
  * the experiment goes to ERROR with msg as its error. */
 void nas_report_fatal(struct worker *w, const char *msg);
-/* libcurl's write callback into a struct strbuf (ud), refusing answers over 8 MiB. */
-size_t nas_curl_body(char *ptr, size_t size, size_t n, void *ud);
+
+/* What the worker knows of each held trial's job (by trial id). */
+struct nas_job {
+    char *trial_id;
+    int attempt;
+    int need_submit; /* creation not confirmed: look for it by name, then create it */
+    char *job_id;    /* the service's id of the job, when it has one of its own (DLC, DLTS) */
+};
+struct nas_jobs {
+    struct nas_job *v;
+    int n, cap;
+};
+/* The entry of t; *fresh = 1 when it is new or was of another attempt (then reset:
+ * need_submit 0, no job_id). fresh may be NULL. */
+struct nas_job *nas_job_of(struct nas_jobs *js, const struct trial *t, int *fresh);
+/* nas_job_of, and for a new entry (or a retry) the service's id of the job this attempt
+ * created before a restart, as <trial dir under local_root>/.nni/<marker> holds it:
+ * job_id, or need_submit when there is none. */
+struct nas_job *nas_job_load(struct nas_jobs *js, const char *local_root, const struct trial *t, const char *marker);
+/* The job of j is id (copied): j->job_id, kept in .nni/<marker> of the trial's dir (written
+ * only when it says otherwise), need_submit 0. */
+void nas_job_known(struct nas_job *j, const char *local_root, const struct trial *t, const char *marker,
+                   const char *id);
+void nas_job_forget(struct nas_jobs *js, const char *trial_id);
+
+/* Creates the job of j (need_submit: look for it by name first): 1 it exists (created or
+ * found), 0 no answer or a passing refusal (e: a later poll tries again), -1 refused for
+ * good (e). */
+typedef int (*nas_try_submit_fn)(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e);
+/* platform_ops.submit of such a platform: the trial files in the attempt's dir under
+ * local_root (label names the platform in run.sh), then, unless j has its job's id, try
+ * (a refusal forgets j and fails the submit; no answer leaves the trial to a later poll).
+ * *job_id is the job's name, *trial_dir the dir. SUBMIT_NEW, or -1 with e. */
+int nas_submit(struct worker *w, struct nas_jobs *js, struct nas_job *j, const char *local_root, const char *label,
+               nas_try_submit_fn try, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
+void nas_jobs_free(struct nas_jobs *js);
 
 #endif

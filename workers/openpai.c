@@ -25,21 +25,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/trialenv.h"
-#include "schema/nnijson.h"
 #include "workers/nas_trial.h"
+#include "workers/rest_client.h"
 #include "workers/openpai.h"
 #include "workers/worker.h"
 
 #define POLL_MS 1000          /* NNI polls PAI every 3 s */
 #define BACKOFF_MIN_MS 500
-#define BACKOFF_MAX_MS 10000
-
-struct pai_job {
-    char *trial_id;
-    int attempt;
-    int need_submit; /* creation not confirmed: GET by name, then POST */
-};
 
 struct pai {
     char *host, *user, *token, *auth_header;
@@ -47,15 +39,8 @@ struct pai {
     char *image, *vc, *storage;
     long long cpu, gpu, mem_mb;
     cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
-    CURL *curl;
-    long timeout_ms;
-    /* the server did not answer: no call before down_until (one timeout per back-off
-     * period, not one per job, so the worker loop keeps renewing its leases) */
-    int64_t down_until;
-    int down_failures;
-    char down_why[256];
-    struct pai_job *jobs;
-    int njobs, capjobs;
+    struct rest_client rest; /* redirects followed, as NNI; the token is not sent to other hosts */
+    struct nas_jobs jobs;
 };
 
 /* ---------------- HTTP ---------------- */
@@ -65,52 +50,11 @@ struct pai {
 static int http(struct pai *p, const char *method, const char *url, const char *ctype, const char *body,
                 long *status, char **resp, struct errbuf *e)
 {
-    if (p->down_until && mono_ms() < p->down_until)
-        return errf(e, "%s %s: the server is not answering (%s); next try in %lld ms", method, url, p->down_why,
-                    (long long)(p->down_until - mono_ms()));
-    CURL *c = p->curl;
-    curl_easy_reset(c);
-    struct strbuf sb;
-    sb_init(&sb);
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *h = NULL;
-    h = curl_slist_append(h, p->auth_header);
     char *ct = xasprintf("Content-Type: %s", ctype ? ctype : "application/json");
-    h = curl_slist_append(h, ct);
+    const char *headers[] = {p->auth_header, ct, NULL};
+    int rc = rest_call(&p->rest, method, url, url, headers, body, status, resp, e);
     free(ct);
-    h = curl_slist_append(h, "Expect:");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L); /* as NNI; the token is not sent to other hosts */
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms < 5000 ? p->timeout_ms : 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, nas_curl_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(h);
-    if (rc != CURLE_OK) {
-        sb_free(&sb);
-        snprintf(p->down_why, sizeof p->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        int64_t d = BACKOFF_MIN_MS;
-        for (int i = 0; i < p->down_failures && d < BACKOFF_MAX_MS; i++)
-            d *= 2;
-        p->down_failures++;
-        p->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
-        return errf(e, "%s %s: %s", method, url, p->down_why);
-    }
-    p->down_failures = 0;
-    p->down_until = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    *resp = sb_detach(&sb);
-    return 0;
+    return rc;
 }
 
 /* The "message" of a PAI error body ({"code": ..., "message": ...}), else the body. */
@@ -127,8 +71,8 @@ static void error_text(const char *body, char *out, size_t outlen)
 
 static char *job_url(struct pai *p, const char *name, const char *suffix)
 {
-    char *u = curl_easy_escape(p->curl, p->user, 0);
-    char *n = curl_easy_escape(p->curl, name, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
+    char *n = curl_easy_escape(p->rest.curl, name, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs/%s~%s%s", p->host, u, n, suffix);
     curl_free(u);
     curl_free(n);
@@ -187,11 +131,9 @@ static void pai_free(struct pai *p)
     free(p->vc);
     free(p->storage);
     cJSON_Delete(p->protocol);
-    if (p->curl)
-        curl_easy_cleanup(p->curl);
-    for (int i = 0; i < p->njobs; i++)
-        free(p->jobs[i].trial_id);
-    free(p->jobs);
+    if (p->rest.curl)
+        curl_easy_cleanup(p->rest.curl);
+    nas_jobs_free(&p->jobs);
     free(p);
 }
 
@@ -199,7 +141,7 @@ static void pai_free(struct pai *p)
  * times when the server does not answer. 0 ok; -1 with e; *rejected set on 401/403. */
 static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
 {
-    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
     *rejected = 0;
@@ -210,7 +152,7 @@ static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
         char *body = NULL;
         if (tries)
             usleep((useconds_t)wait * 1000), wait *= 2;
-        p->down_until = 0; /* this loop paces itself */
+        p->rest.down_until = 0; /* this loop paces itself */
         if (http(p, "GET", url, NULL, NULL, &status, &body, e) < 0) {
             log_warn("OpenPAI at %s does not answer: %s", p->host, e->msg);
             continue;
@@ -254,7 +196,7 @@ static char *host_url(const char *host)
 static void set_timeout(struct pai *p)
 {
     const char *tmo = getenv("TRIALQ_OPENPAI_TIMEOUT"); /* seconds; tests shorten it */
-    p->timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+    p->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
 }
 
 /* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
@@ -274,9 +216,10 @@ static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, co
     p->user = xstrdup(user->valuestring);
     p->auth_header = xasprintf("Authorization: Bearer %s", token->valuestring);
     set_timeout(p);
-    p->curl = curl_easy_init();
+    p->rest.curl = curl_easy_init();
+    p->rest.follow_redirects = 1;
     int rejected = 0;
-    int rc = p->curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
+    int rc = p->rest.curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
     pai_free(p);
     curl_global_cleanup();
     return rc;
@@ -318,8 +261,9 @@ static int openpai_init(struct worker *w, struct errbuf *e)
         p->protocol = cJSON_Duplicate(proto, 1);
     }
     set_timeout(p);
-    p->curl = curl_easy_init();
-    if (!p->curl) {
+    p->rest.curl = curl_easy_init();
+    p->rest.follow_redirects = 1;
+    if (!p->rest.curl) {
         errf(e, "cannot initialise libcurl");
         goto fail;
     }
@@ -332,20 +276,14 @@ static int openpai_init(struct worker *w, struct errbuf *e)
         free(m);
         goto fail;
     }
-    p->local_root = xasprintf("%s/%s", lm, w->exp_id);
-    p->cont_root = xasprintf("%s/%s", cm, w->exp_id);
-    if (mkdir_p(p->local_root, 0755) < 0) {
-        errf(e, "cannot create %s: %s", p->local_root, strerror(errno));
+    if (nas_exp_roots(w, lm, cm, &p->local_root, &p->cont_root, e) < 0)
         goto fail;
-    }
     int rejected = 0;
     if (probe_auth(p, &rejected, e) < 0) {
         if (rejected) /* it will not get better by itself: the experiment says why */
             nas_report_fatal(w, e->msg);
         goto fail;
     }
-    /* the code once per experiment (a resumed experiment keeps the first copy: running
-     * trials copied it already, and a retried trial sees the same code) */
     if (nas_ship_code(w, p->local_root, e) < 0) {
         nas_report_fatal(w, e->msg);
         goto fail;
@@ -367,46 +305,14 @@ static void openpai_destroy(struct worker *w)
 
 /* ---------------- jobs ---------------- */
 
-static char *job_name(struct worker *w, const char *trial_id, int attempt)
-{
-    return attempt <= 1 ? xasprintf("nni_exp_%s_trial_%s", w->exp_id, trial_id)
-                        : xasprintf("nni_exp_%s_trial_%s_attempt%d", w->exp_id, trial_id, attempt);
-}
-
 static char *local_dir(struct pai *p, const struct trial *t)
 {
     return nas_trial_dir(p->local_root, t);
 }
 
-static struct pai_job *job_of(struct pai *p, const struct trial *t)
+static struct nas_job *job_of(struct pai *p, const struct trial *t)
 {
-    for (int i = 0; i < p->njobs; i++)
-        if (strcmp(p->jobs[i].trial_id, t->id) == 0) {
-            if (p->jobs[i].attempt != t->attempt) {
-                p->jobs[i].attempt = t->attempt; /* a retry: start afresh */
-                p->jobs[i].need_submit = 0;
-            }
-            return &p->jobs[i];
-        }
-    if (p->njobs == p->capjobs) {
-        p->capjobs = p->capjobs ? p->capjobs * 2 : 16;
-        p->jobs = xrealloc(p->jobs, sizeof *p->jobs * (size_t)p->capjobs);
-    }
-    struct pai_job *j = &p->jobs[p->njobs++];
-    memset(j, 0, sizeof *j);
-    j->trial_id = xstrdup(t->id);
-    j->attempt = t->attempt;
-    return j;
-}
-
-static void job_forget(struct pai *p, const char *trial_id)
-{
-    for (int i = 0; i < p->njobs; i++)
-        if (strcmp(p->jobs[i].trial_id, trial_id) == 0) {
-            free(p->jobs[i].trial_id);
-            p->jobs[i] = p->jobs[--p->njobs];
-            return;
-        }
+    return nas_job_of(&p->jobs, t, NULL);
 }
 
 static char *marker_path(struct pai *p, const struct trial *t)
@@ -415,12 +321,6 @@ static char *marker_path(struct pai *p, const struct trial *t)
     char *m = xasprintf("%s/.nni/submitted", d);
     free(d);
     return m;
-}
-
-/* One task role's command: NNI's environment, then run.sh with the user's command. */
-static char *role_command(struct worker *w, struct pai *p, const struct trial *t, const char *cmd)
-{
-    return nas_job_command(w, p->cont_root, t, "pai", cmd); /* NNI's name of the platform */
 }
 
 static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *t, const char *name)
@@ -442,7 +342,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
                 sb_puts(&joined, c->valuestring);
             }
             char *jc = sb_detach(&joined);
-            char *line = role_command(w, p, t, jc);
+            char *line = nas_job_command(w, p->cont_root, t, "pai", jc);
             cJSON *cmds = cJSON_CreateArray();
             cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
             cJSON_ReplaceItemInObjectCaseSensitive(r, "commands", cmds);
@@ -451,7 +351,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
         }
     } else {
         const cJSON *tc = worker_config_item(w, "trialCommand");
-        char *line = role_command(w, p, t, cJSON_IsString(tc) ? tc->valuestring : "false");
+        char *line = nas_job_command(w, p->cont_root, t, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
         j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "protocolVersion", 2);
         cJSON_AddStringToObject(j, "name", name);
@@ -494,9 +394,10 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
 
 /* GET the job by name, POST it when absent. 1: the job exists (created or re-attached);
  * 0: no answer or a 5xx (e says which: try again later); -1: PAI refused it (e). */
-static int try_submit(struct worker *w, struct pai *p, struct pai_job *j, const struct trial *t, struct errbuf *e)
+static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
 {
-    char *name = job_name(w, t->id, t->attempt);
+    struct pai *p = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *body = NULL, msg[320];
     long status = 0;
@@ -564,25 +465,7 @@ out:
 static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    char *dir = local_dir(p, t);
-    int rc = -1;
-    if (nas_write_trial_files(dir, t, "OpenPAI", e) < 0)
-        goto out;
-    struct pai_job *j = job_of(p, t);
-    j->need_submit = 1;
-    int s = try_submit(w, p, j, t, e);
-    if (s < 0) {
-        job_forget(p, t->id);
-        goto out;
-    }
-    if (s == 0) /* PAI does not answer now; the trial is ours and poll submits it later */
-        log_warn("trial %s: %s; submitted by a later poll", t->id, e->msg);
-    *job_id = job_name(w, t->id, t->attempt);
-    *trial_dir = xstrdup(dir);
-    rc = 0;
-out:
-    free(dir);
-    return rc;
+    return nas_submit(w, &p->jobs, job_of(p, t), p->local_root, "OpenPAI", try_submit, t, job_id, trial_dir, e);
 }
 
 static int64_t json_ms(const cJSON *o, const char *key)
@@ -627,7 +510,7 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
 
 /* PAI does not know the job (404): it vanished once accepted; one never accepted ended
  * if a kill was asked for, else is submitted (again) by the next poll. */
-static void job_unknown(struct pai *p, struct pai_job *j, struct trial *t, const char *name,
+static void job_unknown(struct pai *p, struct nas_job *j, struct trial *t, const char *name,
                         struct job_state *js)
 {
     char *m = marker_path(p, t);
@@ -652,21 +535,21 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 {
     struct pai *p = w->platform;
     memset(js, 0, sizeof *js);
-    struct pai_job *j = job_of(p, t);
+    struct nas_job *j = job_of(p, t);
     if (j->need_submit && !t->kill_request) {
         struct errbuf se;
-        int s = try_submit(w, p, j, t, &se);
+        int s = try_submit(w, j, t, &se);
         if (s < 0) {
             /* PAI refused it for good: the trial fails with PAI's reason */
             js->finished = 1;
             js->exit_code = 1;
             js->end_time = now_ms();
             snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            job_forget(p, t->id);
+            nas_job_forget(&p->jobs, t->id);
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
-    char *name = job_name(w, t->id, t->attempt);
+    char *name = nas_job_name(w->exp_id, t);
     char *url = job_url(p, name, "");
     char *dir = local_dir(p, t);
     char *body = NULL, msg[320];
@@ -685,7 +568,7 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
         job_reported(w, t, dir, body, js);
     }
     if (js->finished || js->vanished)
-        job_forget(p, t->id);
+        nas_job_forget(&p->jobs, t->id);
     free(body);
     free(url);
     free(name);
@@ -697,11 +580,11 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
 static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    struct pai_job *j = job_of(p, t);
+    struct nas_job *j = job_of(p, t);
     if (j->need_submit)
         /* not known to be on PAI: a poll finds it (then it is stopped) or not (it ends) */
         return errf(e, "stop: job not confirmed by OpenPAI yet");
-    char *name = job_name(w, t->id, t->attempt);
+    char *name = nas_job_name(w->exp_id, t);
     char *surl = job_url(p, name, "/executionType");
     char *body = NULL;
     long status = 0;
@@ -719,12 +602,14 @@ static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
 
 static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
-    return nas_collect(w, t, ((struct pai *)w->platform)->local_root, at_end, e);
+    struct pai *p = w->platform;
+    return nas_collect(w, t, p->local_root, at_end, e);
 }
 
 static int openpai_pending(struct worker *w, struct trial *t)
 {
-    return nas_pending(w, t, ((struct pai *)w->platform)->local_root);
+    struct pai *p = w->platform;
+    return nas_pending(w, t, p->local_root);
 }
 
 /* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
@@ -732,7 +617,7 @@ static int openpai_pending(struct worker *w, struct trial *t)
 static int openpai_cleanup(struct worker *w, struct errbuf *e)
 {
     struct pai *p = w->platform;
-    char *u = curl_easy_escape(p->curl, p->user, 0);
+    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
     long status = 0;

@@ -15,17 +15,10 @@ pai_experiment "$WORK/exp" 4 16 5
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-crash_and_resume openpai "$id" "$port"
-
-total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
-[ "$total" = 16 ] && [ "$ok" = 16 ] ||
-    { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
+crash_and_resume openpai "$id" "$port" 16
 # none duplicated: one submission per trial, no job created twice
 [ "$(pai_stat posts)" = 16 ] || fail "$(pai_stat posts) submissions for 16 trials"
 [ "$(pai_stat created)" = 16 ] && [ "$(pai_stat conflicts)" = 0 ] || fail "jobs created $(pai_stat created), conflicts $(pai_stat conflicts)"
-grep -qs "re-attached\|adopted" "$NNI_HOME/$id"/log/*.log || fail "no re-attach logged"
-assert_final_once "$id"
 pai_assert_metrics "$id"
 pass "16 jobs, each submitted once and re-attached; no metric lost or doubled"
 

@@ -205,7 +205,7 @@ kill9_manager() {
 # with TOTAL trials, each SUCCEEDED in its first attempt and ended exactly once (its
 # events), and a re-attach or adoption logged
 resume_to_done() {
-    local total ok multi
+    local total ok
     nnictl resume "$1" --port "$2" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
     wait_status "$1" DONE 180
     pass "experiment reached DONE after resume"
@@ -214,10 +214,7 @@ resume_to_done() {
     [ "$total" = "$3" ] && [ "$ok" = "$3" ] ||
         { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$1'"; fail "$ok of $total SUCCEEDED in attempt 1"; }
     grep -qs "re-attached\|adopted" "$NNI_HOME/$1"/log/*.log || fail "no re-attach logged"
-    multi=$(sql "SELECT count(*) FROM (SELECT trial_id FROM event WHERE experiment_id='$1' AND entity='trial'
-                 AND to_state IN ('SUCCEEDED','FAILED','USER_CANCELED','SYS_CANCELED','EARLY_STOPPED')
-                 GROUP BY trial_id HAVING count(*) != 1)")
-    [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
+    assert_final_once "$1"
 }
 
 # metrics_experiment <dir> <concurrency> <max trials> <seed> [<trainingService block>]:
@@ -371,35 +368,27 @@ kill_api_at() {
     done
 }
 
-# crash_and_resume PLATFORM ID PORT: a cluster platform's crash drill (82 OpenPAI, 88 DLC):
-# its worker is killed with SIGKILL while 4 jobs run (the api restarts it), then, once 6
-# trials succeeded, the whole manager (api + worker) while jobs still run; after a pause
-# (some jobs end while no manager watches) `nnictl resume`, and the experiment must reach
-# DONE
+# crash_and_resume PLATFORM ID PORT N: a cluster platform's crash drill (82 OpenPAI, 86b
+# DLTS, 88 DLC): its worker is killed with SIGKILL while 4 jobs run (the api restarts
+# it), then, once 6 trials succeeded, the whole manager (kill9_manager) while jobs still
+# run; after a pause (some jobs end while no manager watches) resume_to_done: DONE with
+# the N trials each SUCCEEDED in its first attempt and ended once, a re-attach logged
 crash_and_resume() {
-    local platform=$1 id=$2 port=$3 w a before
-    _worker_pid() { pgrep -f "trialq worker --platform $platform --experiment $id" | head -n1 || true; }
+    local platform=$1 id=$2 port=$3 n=$4 w
     _running() {
         wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" ">=$1" ||
             fail "fewer than $1 trials RUNNING"
     }
     _running 4
-    w=$(_worker_pid)
+    w=$(pgrep -f "trialq worker --platform $platform --experiment $id" | head -n1 || true)
     [ -n "$w" ] || fail "no $platform worker"
     kill -9 "$w"
     pass "worker $w killed with 4 jobs running"
     wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
     _running 2
-    w=$(_worker_pid) a=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
-    [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
-    kill -9 "$w" "$a"
-    wait_until 5 gone "$a" || true
-    before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
-    pass "api $a and worker $w killed with $before jobs in flight"
+    kill9_manager "$id" "$platform"
     sleep 1.5
-    nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
-    wait_status "$id" DONE 180
-    pass "experiment reached DONE after resume"
+    resume_to_done "$id" "$port" "$n"
 }
 
 # assert_final_once ID: every trial of the experiment reached a final state exactly once

@@ -719,6 +719,41 @@ static void test_slurm_keys(void **state)
     free(p);
 }
 
+/* dlc and dlts name the plain-http opt-in alike: `insecure` (dlts refuses a plain
+ * http:// dashboard beyond 127.0.0.1 without it); the old dlts name is an unknown key */
+static void test_insecure_key_of_dlc_and_dlts(void **state)
+{
+    (void)state;
+#define DLTS_TS SS_TOP "trialCommand: x\ntrainingService:\n  platform: dlts\n  dashboard: http://10.0.0.1/\n"   \
+                       "  team: nni\n  email: a@example.com\n  password: pw\n"                                 \
+                       "  localStorageMountPoint: /tmp\n  containerStorageMountPoint: /mnt/share\n"
+    struct errbuf e;
+    struct exp_config *cfg;
+    char *p = write_tmp("dlts.yml", DLTS_TS);
+    assert_int_equal(config_load(p, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "trainingService.dashboard: plain http://"));
+    assert_non_null(strstr(e.msg, "set insecure: true"));
+    free(p);
+    p = write_tmp("dlts.yml", DLTS_TS "  insecure: true\n");
+    cfg = load_ok(p);
+    assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    config_free(cfg);
+    free(p);
+    p = write_tmp("dlts.yml", DLTS_TS "  allowInsecureHttp: true\n");
+    assert_int_equal(config_load(p, &cfg, &e), -1);
+    assert_non_null(strstr(e.msg, "allowInsecureHttp"));
+    free(p);
+#undef DLTS_TS
+    p = write_tmp("dlc.yml", SS_TOP "trialCommand: x\ntrainingService:\n  platform: dlc\n  type: Worker\n"
+                             "  image: img\n  jobType: PyTorchJob\n  podCount: 1\n  ecsSpec: ecs.c6.large\n"
+                             "  region: cn-test\n  localStorageMountPoint: /tmp\n"
+                             "  containerStorageMountPoint: /mnt/nas\n  endpoint: http://10.0.0.1\n  insecure: true\n");
+    cfg = load_ok(p);
+    assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    config_free(cfg);
+    free(p);
+}
+
 /* ---- advisor, anchors, JSON input ---- */
 
 static void test_advisor_becomes_tuner(void **state)
@@ -1290,6 +1325,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_list),
         cmocka_unit_test(test_other_platforms),
         cmocka_unit_test(test_slurm_keys),
+        cmocka_unit_test(test_insecure_key_of_dlc_and_dlts),
         cmocka_unit_test(test_advisor_becomes_tuner),
         cmocka_unit_test(test_yaml_as_pyyaml),
         cmocka_unit_test(test_anchors_and_merge_keys),

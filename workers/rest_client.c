@@ -1,0 +1,77 @@
+/* rest_client.c: a request with back-off (workers/rest_client.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "workers/rest_client.h"
+
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 10000
+#define MAX_BODY (8 << 20)
+
+static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
+{
+    struct strbuf *sb = ud;
+    if (sb->len + size * n > MAX_BODY)
+        return 0;
+    sb_add(sb, ptr, size * n);
+    return size * n;
+}
+
+int rest_call(struct rest_client *r, const char *method, const char *url, const char *shown,
+              const char *const *headers, const char *body, long *status, char **resp, struct errbuf *e)
+{
+    if (r->down_until && mono_ms() < r->down_until)
+        return errf(e, "%s %s: the server is not answering (%s); next try in %lld ms", method, shown, r->down_why,
+                    (long long)(r->down_until - mono_ms()));
+    CURL *c = r->curl;
+    curl_easy_reset(c);
+    struct strbuf sb;
+    sb_init(&sb);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *h = NULL;
+    for (int i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, r->follow_redirects ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (r->ca_bundle)
+        curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
+    /* what changes something (a POST creates a job) never goes on a reused connection:
+     * libcurl sends a request again, unchanged, when a reused connection closes before
+     * any answer, and the server may have handled the first one (a second job, a signed
+     * nonce refused as replayed). A lost answer is the caller's to handle. */
+    if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    }
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+        sb_free(&sb);
+        snprintf(r->down_why, sizeof r->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        int64_t d = BACKOFF_MIN_MS;
+        for (int i = 0; i < r->down_failures && d < BACKOFF_MAX_MS; i++)
+            d *= 2;
+        r->down_failures++;
+        r->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
+        return errf(e, "%s %s: %s", method, shown, r->down_why);
+    }
+    r->down_failures = 0;
+    r->down_until = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    *resp = sb_detach(&sb);
+    return 0;
+}
