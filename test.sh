@@ -41,7 +41,7 @@ ctest --timeout 900 "$@" 2>&1 | tee ctest.log |
 # what the fuzz targets did in their short runs (ctest fuzz/short, bench/fuzz.sh)
 if [ -s fuzz-table.txt ]; then
     echo
-    echo "Fuzz targets (tests/fuzz, 15 s each from their corpus):"
+    echo "Fuzz targets (tests/fuzz, 8 s each from their corpus):"
     sed 's/^/    /' fuzz-table.txt
 fi
 

@@ -83,6 +83,7 @@ static int submit_one(struct api *a, struct errbuf *e)
         if (tuner_view_refresh(&a->tuner_view, a->db, a->exp_id, &o, e) < 0)
             return -1;
         th = tuner_view_history(a->tuner_view);
+        th.experiment_dir = a->exp.exp_dir;
     }
     cJSON *params = NULL;
     int rc = a->tuner->suggest(a->tuner_state, tindex, &th, &params, e);
