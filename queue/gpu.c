@@ -38,20 +38,21 @@ static int path_is(const struct xparse *x, const char *const *names, int k)
     return 1;
 }
 
-/* "16160 MiB" -> 16160; "N/A" -> -1 */
+/* "16160 MiB" -> 16160; "N/A" or a negative number (no amount of memory) -> -1 */
 static int64_t num_i64(const char *s)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    return end == s || errno ? -1 : (int64_t)v;
+    return end == s || errno || v < 0 ? -1 : (int64_t)v;
 }
 
+/* "12 %" -> 12; "N/A" or a negative number -> -1 */
 static double num_pct(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
-    return end == s || !isfinite(v) ? -1 : v;
+    return end == s || !isfinite(v) || v < 0 ? -1 : v;
 }
 
 static void copy_text(char *dst, size_t size, const char *s)

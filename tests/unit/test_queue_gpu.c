@@ -222,6 +222,16 @@ static void test_parse_bad(void **s)
     assert_true(g[0].util == 12);
     assert_int_equal(g[0].mem_total, -1);
     free(g);
+    /* a negative amount is unknown, not a number to schedule by (found by fuzz/short:
+     * tests/fuzz/corpus/nvsmi/regress-negative-mib) */
+    const char *neg = "<nvidia_smi_log><gpu><fb_memory_usage><total>-3 MiB</total><used>-4 MiB</used>"
+                      "</fb_memory_usage><utilization><gpu_util>-5 %</gpu_util></utilization></gpu></nvidia_smi_log>";
+    assert_int_equal(gpu_parse_nvsmi(neg, strlen(neg), &g, &n, &e), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].mem_total, -1);
+    assert_int_equal(g[0].mem_used, -1);
+    assert_true(g[0].util == -1);
+    free(g);
 }
 
 /* The fake tool the e2e tests use prints what the parser reads; a missing tool and a
