@@ -9,6 +9,8 @@
 # the run) and exits 1 when any target found something.
 #   usage: bench/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]
 #   env: FUZZ_BUILD   build dir (default <repo>/build-fuzz)
+#        FUZZ_SEED    libFuzzer's -seed (default: a new one each run; CI sets 1, so its
+#                     short run repeats the same inputs first)
 #        FUZZ_OUT     work corpora and findings (default $FUZZ_BUILD/fuzz-out)
 #        FUZZ_TABLE   also write the table to this file
 #        FUZZ_NICE    run the targets under nice (default 10)
@@ -55,7 +57,7 @@ for t in "${TARGETS[@]}"; do
     dict=()
     [ ! -f "$SRC/tests/fuzz/$t.dict" ] || dict=(-dict="$SRC/tests/fuzz/$t.dict")
     # the work corpus first (new inputs are written there), the seeds read only
-    (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+    (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$SECS" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >"$log" 2>&1 || rc=$?
     # CPU time of the finished child (user + system, clock ticks), from this shell's counters
     t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
