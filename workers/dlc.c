@@ -516,16 +516,9 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     struct errbuf e;
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(job, "Status");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "";
-    long long sv[4];
-    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     if (strcmp(state, "Succeeded") == 0 || strcmp(state, "Failed") == 0) {
-        js->finished = 1;
-        js->has_exit = 1;
-        js->end_time = has_state ? sv[1] : now_ms();
-        if (strcmp(state, "Succeeded") == 0) {
-            js->exit_code = 0;
-        } else {
-            js->exit_code = has_state && sv[0] != 0 ? (int)sv[0] : 1;
+        int has_state = nas_job_ended(dir, t->attempt, strcmp(state, "Succeeded") == 0, 0, 0, js);
+        if (strcmp(state, "Failed") == 0) {
             const cJSON *why = cJSON_GetObjectItemCaseSensitive(job, "ReasonMessage");
             if (!has_state && cJSON_IsString(why) && why->valuestring[0])
                 snprintf(js->why, sizeof js->why, "DLC: %.480s", why->valuestring);

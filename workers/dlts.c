@@ -545,15 +545,8 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     struct errbuf e;
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "";
-    long long sv[4];
-    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     if (strcmp(state, "finished") == 0 || strcmp(state, "failed") == 0) {
-        js->finished = 1;
-        js->has_exit = 1;
-        js->end_time = has_state ? sv[1] : now_ms();
-        js->exit_code = has_state ? (int)sv[0] : strcmp(state, "finished") == 0 ? 0 : 1;
-        if (strcmp(state, "failed") == 0 && js->exit_code == 0)
-            js->exit_code = 1;
+        nas_job_ended(dir, t->attempt, strcmp(state, "finished") == 0, 0, 0, js);
     } else if (strcmp(state, "killing") == 0 || strcmp(state, "killed") == 0 || strcmp(state, "pausing") == 0 ||
                strcmp(state, "paused") == 0) {
         /* not by us: NNI's SYS_CANCELED (a paused job is killed, as NNI does) */
@@ -563,9 +556,10 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
                                &e) < 0)
             log_warn("trial %s: %s", t->id, e.msg);
         if (strcmp(state, "killed") == 0) {
+            long long sv[4];
             js->finished = 1;
             js->signal = SIGTERM;
-            js->end_time = has_state ? sv[1] : now_ms();
+            js->end_time = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt ? sv[1] : now_ms();
         }
     }
 }

@@ -178,6 +178,17 @@ int nas_read_state(const char *dir, long long v[4])
     return n == 4 ? 0 : -1;
 }
 
+int nas_job_ended(const char *dir, int attempt, int ok, int svc_exit, int64_t svc_end_ms, struct job_state *js)
+{
+    long long sv[4];
+    int has = nas_read_state(dir, sv) == 0 && sv[3] == attempt;
+    js->finished = 1;
+    js->has_exit = 1;
+    js->end_time = has ? sv[1] : svc_end_ms ? svc_end_ms : now_ms();
+    js->exit_code = ok ? 0 : has && sv[0] != 0 ? (int)sv[0] : svc_exit ? svc_exit : 1;
+    return has;
+}
+
 static char *dir_of(const struct trial *t, const char *local_root)
 {
     return t->trial_dir ? xstrdup(t->trial_dir) : nas_trial_dir(local_root, t);

@@ -34,6 +34,11 @@ char *nas_job_command(struct worker *w, const char *cont_root, const struct tria
                       const char *cmd);
 /* <dir>/.nni/state, "<exit> <end ms> 0 <attempt>": 0 with v filled, -1 when absent. */
 int nas_read_state(const char *dir, long long v[4]);
+/* A job its service reports ended (ok: succeeded). The trial's own end record of this
+ * attempt (<dir>/.nni/state) gives the end time and a failure's exit code where it
+ * exists; else the service's word: svc_end_ms (0: now) and svc_exit (0: 1). Fills js;
+ * returns whether the end record was there. */
+int nas_job_ended(const char *dir, int attempt, int ok, int svc_exit, int64_t svc_end_ms, struct job_state *js);
 
 /* collect and pending of such a platform: the trial's dir (trial.trial_dir, else the
  * attempt's dir under local_root) */

@@ -483,20 +483,11 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     const cJSON *jst = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
-    long long sv[4];
-    int has_state = nas_read_state(dir, sv) == 0 && sv[3] == t->attempt;
     int64_t done_ms = json_ms(jst, "completedTime");
     if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
-        js->finished = 1;
-        js->has_exit = 1;
-        js->end_time = has_state ? sv[1] : done_ms ? done_ms : now_ms();
-        if (strcmp(state, "SUCCEEDED") == 0) {
-            js->exit_code = 0;
-        } else {
-            const cJSON *code = cJSON_GetObjectItemCaseSensitive(jst, "appExitCode");
-            js->exit_code = has_state && sv[0] != 0 ? (int)sv[0]
-                            : cJSON_IsNumber(code) && code->valueint != 0 ? code->valueint : 1;
-        }
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(jst, "appExitCode");
+        nas_job_ended(dir, t->attempt, strcmp(state, "SUCCEEDED") == 0, cJSON_IsNumber(code) ? code->valueint : 0,
+                      done_ms, js);
     } else if (strcmp(state, "STOPPED") == 0) {
         /* stopped on the cluster, not by us: NNI's SYS_CANCELED */
         if (!t->kill_request && trial_request_kill(w->db, t->id, "SYS_CANCELED", "job stopped on OpenPAI", &e) < 0)
