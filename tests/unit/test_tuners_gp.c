@@ -38,20 +38,6 @@ static void create_fails(const char *class_args, const char *space_text, const c
     ss_free(s);
 }
 
-static cJSON *suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
-{
-    struct tuner_history th = {0};
-    if (h)
-        th = (struct tuner_history){.n = h->n, .items = h->items};
-    cJSON *p = NULL;
-    struct errbuf e = {{0}};
-    int rc = ops->suggest(st, index, h ? &th : NULL, &p, &e);
-    if (rc != 1)
-        fail_msg("%s: suggest(%lld) returned %d: %s", ops->name, (long long)index, rc, rc < 0 ? e.msg : "no more");
-    assert_non_null(p);
-    return p;
-}
-
 static void assert_same_json(const cJSON *a, const cJSON *b)
 {
     char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
@@ -69,7 +55,7 @@ static double run_branin(const struct tuner_ops *ops, void *st, struct hist *h, 
 {
     double best = INFINITY;
     for (int i = 0; i < n; i++) {
-        cJSON *p = suggest(ops, st, h->n, h);
+        cJSON *p = fx_suggest(ops, st, h->n, h);
         double v = branin_params(p);
         best = v < best ? v : best;
         hist_add(h, h->n, p, 1, v, "SUCCEEDED");
@@ -162,13 +148,13 @@ static void test_cold_start_is_random(void **state)
     void *gp = create(&tuner_gp, minimize, s, 7), *rnd = create(&tuner_random, NULL, s, 7);
     struct hist h = {0};
     for (int i = 0; i < 10; i++) {
-        cJSON *g = suggest(&tuner_gp, gp, i, &h), *r = suggest(&tuner_random, rnd, i, NULL);
+        cJSON *g = fx_suggest(&tuner_gp, gp, i, &h), *r = fx_suggest(&tuner_random, rnd, i, NULL);
         assert_same_json(g, r);
         cJSON_Delete(r);
         hist_add(&h, h.n, g, 1, branin_params(g), "SUCCEEDED");
     }
     /* the 11th is the model's: not Random's */
-    cJSON *g = suggest(&tuner_gp, gp, 10, &h), *r = suggest(&tuner_random, rnd, 10, NULL);
+    cJSON *g = fx_suggest(&tuner_gp, gp, 10, &h), *r = fx_suggest(&tuner_random, rnd, 10, NULL);
     char *tg = cJSON_PrintUnformatted(g), *tr = cJSON_PrintUnformatted(r);
     assert_string_not_equal(tg, tr);
     cJSON_free(tg);
@@ -190,21 +176,21 @@ static void test_determinism(void **state)
     struct hist h = {0};
     run_branin(&tuner_gp, a, &h, 12);
     /* the same call twice, and on a fresh state at index k */
-    cJSON *p1 = suggest(&tuner_gp, a, 12, &h), *p2 = suggest(&tuner_gp, a, 12, &h);
+    cJSON *p1 = fx_suggest(&tuner_gp, a, 12, &h), *p2 = fx_suggest(&tuner_gp, a, 12, &h);
     void *b = create(&tuner_gp, args, s, 3);
-    cJSON *p3 = suggest(&tuner_gp, b, 12, &h);
+    cJSON *p3 = fx_suggest(&tuner_gp, b, 12, &h);
     assert_same_json(p1, p2);
     assert_same_json(p1, p3);
     /* another seed: deterministic too (it need not differ: with this history the
      * acquisition's maximum is the corner (10, 0), which every seed finds) */
     void *c = create(&tuner_gp, args, s, 4);
-    cJSON *p4 = suggest(&tuner_gp, c, 12, &h), *p5 = suggest(&tuner_gp, c, 12, &h);
+    cJSON *p4 = fx_suggest(&tuner_gp, c, 12, &h), *p5 = fx_suggest(&tuner_gp, c, 12, &h);
     assert_same_json(p4, p5);
     /* running (and failed) trials are ignored */
     hist_add(&h, h.n, cJSON_Parse("{\"x1\": 0, \"x2\": 0}"), 0, 0, "RUNNING");
     hist_add(&h, h.n, cJSON_Parse("{\"x1\": 1, \"x2\": 1}"), 0, 0, "FAILED");
     hist_add(&h, h.n, cJSON_Parse("{\"x1\": \"bad\"}"), 1, 5, "SUCCEEDED");
-    cJSON *p6 = suggest(&tuner_gp, b, 12, &h);
+    cJSON *p6 = fx_suggest(&tuner_gp, b, 12, &h);
     assert_same_json(p1, p6);
     cJSON_Delete(p1);
     cJSON_Delete(p2);
@@ -246,7 +232,7 @@ static void test_values_in_range(void **state)
         void *st = create(&tuner_gp, args, s, (uint64_t)mode);
         struct hist h = {0};
         for (int i = 0; i < 20; i++) {
-            cJSON *p = suggest(&tuner_gp, st, i, &h);
+            cJSON *p = fx_suggest(&tuner_gp, st, i, &h);
             double u = num(p, "u"), lu = num(p, "lu"), qu = num(p, "qu"), qlu = num(p, "qlu"), ri = num(p, "ri");
             double cn = num(p, "cn");
             assert_true(u >= -2 && u <= 3);
@@ -274,7 +260,7 @@ static void test_flat_results(void **state)
     void *st = create(&tuner_gp, "{\"cold_start_num\": 2}", s, 9);
     struct hist h = {0};
     for (int i = 0; i < 6; i++) {
-        cJSON *p = suggest(&tuner_gp, st, i, &h);
+        cJSON *p = fx_suggest(&tuner_gp, st, i, &h);
         assert_true(num(p, "x1") >= -5 && num(p, "x1") <= 10);
         hist_add(&h, h.n, p, 1, 1.0, "SUCCEEDED");
     }

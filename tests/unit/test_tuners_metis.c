@@ -36,20 +36,6 @@ static void create_fails(const char *class_args, const char *space_text, const c
     ss_free(s);
 }
 
-static cJSON *suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
-{
-    struct tuner_history th = {0};
-    if (h)
-        th = (struct tuner_history){.n = h->n, .items = h->items};
-    cJSON *p = NULL;
-    struct errbuf e = {{0}};
-    int rc = ops->suggest(st, index, h ? &th : NULL, &p, &e);
-    if (rc != 1)
-        fail_msg("%s: suggest(%lld) returned %d: %s", ops->name, (long long)index, rc, rc < 0 ? e.msg : "no more");
-    assert_non_null(p);
-    return p;
-}
-
 static void assert_same_json(const cJSON *a, const cJSON *b)
 {
     char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
@@ -78,7 +64,7 @@ static double run(const struct tuner_ops *ops, void *st, const struct objective 
 {
     double best = INFINITY;
     for (int i = 0; i < n; i++) {
-        cJSON *p = suggest(ops, st, h->n, h);
+        cJSON *p = fx_suggest(ops, st, h->n, h);
         double v = eval_obj(obj, p);
         best = v < best ? v : best;
         hist_add(h, h->n, p, 1, v, "SUCCEEDED");
@@ -151,12 +137,12 @@ static void test_cold_start_is_random(void **state)
     void *m = create(&tuner_metis, minimize, s, 7), *rnd = create(&tuner_random, NULL, s, 7);
     struct hist h = {0};
     for (int i = 0; i < 10; i++) {
-        cJSON *g = suggest(&tuner_metis, m, i, &h), *r = suggest(&tuner_random, rnd, i, NULL);
+        cJSON *g = fx_suggest(&tuner_metis, m, i, &h), *r = fx_suggest(&tuner_random, rnd, i, NULL);
         assert_same_json(g, r);
         cJSON_Delete(r);
         hist_add(&h, h.n, g, 1, branin_params(g), "SUCCEEDED");
     }
-    cJSON *g = suggest(&tuner_metis, m, 10, &h), *r = suggest(&tuner_random, rnd, 10, NULL);
+    cJSON *g = fx_suggest(&tuner_metis, m, 10, &h), *r = fx_suggest(&tuner_random, rnd, 10, NULL);
     char *tg = cJSON_PrintUnformatted(g), *tr = cJSON_PrintUnformatted(r);
     assert_string_not_equal(tg, tr);
     cJSON_free(tg);
@@ -192,8 +178,8 @@ static void test_determinism(void **state)
     void *b = create(&tuner_metis, args, s, 3);
     struct hist h2 = {0};
     copy_history(&h, &h2);
-    cJSON *p1 = suggest(&tuner_metis, a, 16, &h), *p2 = suggest(&tuner_metis, a, 16, &h);
-    cJSON *p3 = suggest(&tuner_metis, b, 16, &h2);
+    cJSON *p1 = fx_suggest(&tuner_metis, a, 16, &h), *p2 = fx_suggest(&tuner_metis, a, 16, &h);
+    cJSON *p3 = fx_suggest(&tuner_metis, b, 16, &h2);
     assert_same_json(p1, p2);
     assert_same_json(p1, p3);
     /* a fresh run with the same seed makes the same 16 suggestions (a resumed experiment) */
@@ -205,7 +191,7 @@ static void test_determinism(void **state)
     /* failed trials and parameters outside the space do not reach the model */
     hist_add(&h2, h2.n, cJSON_Parse("{\"x1\": 1, \"x2\": 1}"), 0, 0, "FAILED");
     hist_add(&h2, h2.n, cJSON_Parse("{\"x1\": \"bad\"}"), 1, 5, "SUCCEEDED");
-    cJSON *p4 = suggest(&tuner_metis, b, 16, &h2);
+    cJSON *p4 = fx_suggest(&tuner_metis, b, 16, &h2);
     assert_same_json(p1, p4);
     cJSON_Delete(p1);
     cJSON_Delete(p2);
@@ -250,7 +236,7 @@ static void test_values_in_range(void **state)
         struct hist h = {0};
         int n = mode == 0 ? 60 : 20;
         for (int i = 0; i < n; i++) {
-            cJSON *p = suggest(&tuner_metis, st, i, &h);
+            cJSON *p = fx_suggest(&tuner_metis, st, i, &h);
             assert_int_equal(cJSON_GetArraySize(p), 6);
             double u = num(p, "u"), lu = num(p, "lu"), qu = num(p, "qu"), qlu = num(p, "qlu"), ri = num(p, "ri");
             double cn = num(p, "cn");
@@ -276,7 +262,7 @@ static void test_flat_and_running(void **state)
     void *st = create(&tuner_metis, "{\"cold_start_num\": 2}", s, 9);
     struct hist h = {0};
     for (int i = 0; i < 6; i++) {
-        cJSON *p = suggest(&tuner_metis, st, i, &h);
+        cJSON *p = fx_suggest(&tuner_metis, st, i, &h);
         assert_true(num(p, "x1") >= -5 && num(p, "x1") <= 10);
         assert_true(num(p, "x2") >= 0 && num(p, "x2") <= 15);
         hist_add(&h, h.n, p, i % 2 == 0, 1.0, i % 2 == 0 ? "SUCCEEDED" : "RUNNING");

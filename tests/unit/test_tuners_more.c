@@ -20,20 +20,6 @@
 
 /* ---- helpers ---- */
 
-static cJSON *suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
-{
-    struct tuner_history th = {0};
-    if (h)
-        th = (struct tuner_history){.n = h->n, .items = h->items};
-    cJSON *p = NULL;
-    struct errbuf e = {{0}};
-    int rc = ops->suggest(st, index, h ? &th : NULL, &p, &e);
-    if (rc != 1)
-        fail_msg("%s: suggest(%lld) returned %d: %s", ops->name, (long long)index, rc, rc < 0 ? e.msg : "no more");
-    assert_non_null(p);
-    return p;
-}
-
 static char *text(const cJSON *j)
 {
     char *c = cJSON_PrintUnformatted(j);
@@ -64,7 +50,7 @@ static double run_sequential(const struct tuner_ops *ops, void *st, struct hist 
 {
     double best = INFINITY;
     for (int i = 0; i < n; i++) {
-        cJSON *p = suggest(ops, st, h->n, h);
+        cJSON *p = fx_suggest(ops, st, h->n, h);
         double v = f(p);
         best = v < best ? v : best;
         hist_add(h, h->n, p, 1, v, "SUCCEEDED");
@@ -316,14 +302,14 @@ static void check_determinism(const struct tuner_ops *ops, const char *args)
         struct hist prefix = h;
         prefix.n = k;
         void *fresh = create(ops, args, s, 7);
-        cJSON *p1 = suggest(ops, fresh, k, &prefix), *p2 = suggest(ops, b, k, &prefix);
+        cJSON *p1 = fx_suggest(ops, fresh, k, &prefix), *p2 = fx_suggest(ops, b, k, &prefix);
         assert_same_json(h.params[k], p1);
         assert_same_json(h.params[k], p2);
         cJSON_Delete(p1);
         cJSON_Delete(p2);
         ops->destroy(fresh);
     }
-    cJSON *p1 = suggest(ops, a, N, &h), *p2 = suggest(ops, a, N, &h);
+    cJSON *p1 = fx_suggest(ops, a, N, &h), *p2 = fx_suggest(ops, a, N, &h);
     assert_same_json(p1, p2);
     cJSON_Delete(p1);
     cJSON_Delete(p2);
@@ -332,7 +318,7 @@ static void check_determinism(const struct tuner_ops *ops, const char *args)
     void *c = create(ops, args, s, 8);
     struct hist prefix = h;
     prefix.n = 40;
-    p1 = suggest(ops, c, 40, &prefix);
+    p1 = fx_suggest(ops, c, 40, &prefix);
     assert_false(cJSON_Compare(p1, h.params[40], 1));
     cJSON_Delete(p1);
 
@@ -348,8 +334,8 @@ static void check_determinism(const struct tuner_ops *ops, const char *args)
         struct hist pre = odd;
         pre.n = k;
         void *fresh = create(ops, args, s, 7);
-        p1 = suggest(ops, fresh, k, &pre);
-        p2 = suggest(ops, b, k, &pre);
+        p1 = fx_suggest(ops, fresh, k, &pre);
+        p2 = fx_suggest(ops, b, k, &pre);
         assert_same_json(p1, p2);
         cJSON_Delete(p1);
         cJSON_Delete(p2);
@@ -492,7 +478,7 @@ static void check_all_types_run(const struct tuner_ops *ops, const char *args, i
     int deep_a_late = 0, true_late = 0;
     double early = 0, late = 0;
     for (int i = 0; i < 120; i++) {
-        cJSON *p = suggest(ops, t, i, &h);
+        cJSON *p = fx_suggest(ops, t, i, &h);
         check_all_types(p);
         double v = all_types_objective(p);
         if (i < 20)
@@ -537,7 +523,7 @@ static void test_anneal_prior_is_random(void **state)
     hist_add(&pending, 0, point(1), 0, 0, "RUNNING");
     hist_add(&pending, 1, point(2), 0, 0, "FAILED");
     for (int k = 0; k < 10; k++) {
-        cJSON *pa = suggest(&tuner_anneal, a, k, k % 2 ? &pending : NULL), *pr = suggest(&tuner_random, r, k, NULL);
+        cJSON *pa = fx_suggest(&tuner_anneal, a, k, k % 2 ? &pending : NULL), *pr = fx_suggest(&tuner_random, r, k, NULL);
         assert_same_json(pa, pr);
         cJSON_Delete(pa);
         cJSON_Delete(pr);
@@ -563,7 +549,7 @@ static void test_anneal_neighbourhood(void **state)
     void *mx = create(&tuner_anneal, "{\"optimize_mode\": \"maximize\"}", s, 2);
     int near = 0, far = 0;
     for (int k = 30; k < 80; k++) {
-        cJSON *a = suggest(&tuner_anneal, mn, k, &h), *b = suggest(&tuner_anneal, mx, k, &h);
+        cJSON *a = fx_suggest(&tuner_anneal, mn, k, &h), *b = fx_suggest(&tuner_anneal, mx, k, &h);
         double xa = num(a, "x"), xb = num(b, "x");
         assert_true(xa >= 0 && xa <= 10 && xb >= 0 && xb <= 10);
         near += fabs(xa - 7) < 2;
@@ -594,7 +580,7 @@ static int near_pending(const char *args, int n_results)
     void *t = create(&tuner_anneal, args, s, 1);
     int count = 0;
     for (int k = 0; k < 40; k++) {
-        cJSON *p = suggest(&tuner_anneal, t, h.n + k, &h);
+        cJSON *p = fx_suggest(&tuner_anneal, t, h.n + k, &h);
         count += num(p, "x") > 7.5;
         cJSON_Delete(p);
     }
@@ -637,7 +623,7 @@ static void test_anneal_no_repeat(void **state)
     void *t = create(&tuner_anneal, NULL, s, 3);
     int repeats = 0;
     for (int k = 30; k < 60; k++) {
-        cJSON *p = suggest(&tuner_anneal, t, k, &h);
+        cJSON *p = fx_suggest(&tuner_anneal, t, k, &h);
         double n = num(p, "n");
         repeats += n == 50000 || (n > 90000 && n < 90030);
         cJSON_Delete(p);
@@ -668,7 +654,7 @@ static void test_anneal_nested_branches(void **state)
     void *t = create(&tuner_anneal, NULL, s, 5);
     int in_b = 0, near = 0;
     for (int k = 40; k < 80; k++) {
-        cJSON *p = suggest(&tuner_anneal, t, k, &h);
+        cJSON *p = fx_suggest(&tuner_anneal, t, k, &h);
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "m");
         const char *name = cJSON_GetObjectItemCaseSensitive(m, "_name")->valuestring;
         double x = num(m, "x");
@@ -718,9 +704,9 @@ static void test_evolution_population_then_mutation(void **state)
     void *r = create(&tuner_random, NULL, s, 4);
     struct hist h = {0};
     for (int i = 0; i < 40; i++) {
-        cJSON *p = suggest(&tuner_evolution, t, i, &h);
+        cJSON *p = fx_suggest(&tuner_evolution, t, i, &h);
         if (i < 6) {
-            cJSON *pr = suggest(&tuner_random, r, i, NULL);
+            cJSON *pr = fx_suggest(&tuner_random, r, i, NULL);
             assert_same_json(p, pr);
             cJSON_Delete(pr);
         } else {
@@ -755,7 +741,7 @@ static void test_evolution_tournament(void **state)
             static const double reward[] = {1, 5, 0, 10};
             int parent_of[] = {-1, -1, 1, 1, 3};
             for (int i = 0; i < 5; i++) {
-                cJSON *p = suggest(&tuner_evolution, t, i, &h);
+                cJSON *p = fx_suggest(&tuner_evolution, t, i, &h);
                 if (parent_of[i] >= 0)
                     assert_true(same_but_one(p, h.params[parent_of[i]]));
                 hist_add(&h, i, p, 1, i < 4 ? sign * reward[i] : 0, "SUCCEEDED");
@@ -776,8 +762,8 @@ static void test_evolution_failures_and_empty_population(void **state)
     void *t = create(&tuner_evolution, args, s, 9), *r = create(&tuner_random, NULL, s, 9);
     struct hist h = {0};
     for (int i = 0; i < 2; i++)
-        hist_add(&h, i, suggest(&tuner_evolution, t, i, &h), 0, 0, "RUNNING");
-    cJSON *p = suggest(&tuner_evolution, t, 2, &h), *pr = suggest(&tuner_random, r, 2, NULL);
+        hist_add(&h, i, fx_suggest(&tuner_evolution, t, i, &h), 0, 0, "RUNNING");
+    cJSON *p = fx_suggest(&tuner_evolution, t, 2, &h), *pr = fx_suggest(&tuner_random, r, 2, NULL);
     assert_same_json(p, pr);  /* nobody has a result yet */
     cJSON_Delete(pr);
     hist_add(&h, 2, p, 0, 0, "RUNNING");
@@ -787,25 +773,25 @@ static void test_evolution_failures_and_empty_population(void **state)
     h.items[1] = (struct tuner_result){.parameter_id = 1, .parameters = h.params[1], .has_value = 1, .value = 4,
                                          .status = "SUCCEEDED"};
     h.items[2].status = "FAILED";
-    p = suggest(&tuner_evolution, t, 3, &h);
-    pr = suggest(&tuner_random, r, 3, NULL);
+    p = fx_suggest(&tuner_evolution, t, 3, &h);
+    pr = fx_suggest(&tuner_random, r, 3, NULL);
     assert_same_json(p, pr);  /* the failure is replaced by a random individual */
     cJSON_Delete(pr);
     hist_add(&h, 3, p, 1, 1, "SUCCEEDED");
     /* then tournaments again; USER_CANCELED and EARLY_STOPPED count as failures, a
      * SUCCEEDED trial without result does not */
-    p = suggest(&tuner_evolution, t, 4, &h);
-    pr = suggest(&tuner_random, r, 4, NULL);
+    p = fx_suggest(&tuner_evolution, t, 4, &h);
+    pr = fx_suggest(&tuner_random, r, 4, NULL);
     assert_false(cJSON_Compare(p, pr, 1));
     cJSON_Delete(pr);
     hist_add(&h, 4, p, 0, 0, "SUCCEEDED");
-    p = suggest(&tuner_evolution, t, 5, &h);
-    pr = suggest(&tuner_random, r, 5, NULL);
+    p = fx_suggest(&tuner_evolution, t, 5, &h);
+    pr = fx_suggest(&tuner_random, r, 5, NULL);
     assert_false(cJSON_Compare(p, pr, 1));
     cJSON_Delete(pr);
     hist_add(&h, 5, p, 0, 0, "EARLY_STOPPED");
-    p = suggest(&tuner_evolution, t, 6, &h);
-    pr = suggest(&tuner_random, r, 6, NULL);
+    p = fx_suggest(&tuner_evolution, t, 6, &h);
+    pr = fx_suggest(&tuner_random, r, 6, NULL);
     assert_same_json(p, pr);
     cJSON_Delete(p);
     cJSON_Delete(pr);
@@ -831,8 +817,8 @@ static void test_evolution_nested_mutation(void **state)
     for (uint64_t seed = 0; seed < 60; seed++) {
         void *t = create(&tuner_evolution, "{\"optimize_mode\": \"maximize\", \"population_size\": 1}", s, seed);
         struct hist h = {0};
-        hist_add(&h, 0, suggest(&tuner_evolution, t, 0, &h), 1, 1, "SUCCEEDED");
-        cJSON *p = suggest(&tuner_evolution, t, 1, &h);
+        hist_add(&h, 0, fx_suggest(&tuner_evolution, t, 0, &h), 1, 1, "SUCCEEDED");
+        cJSON *p = fx_suggest(&tuner_evolution, t, 1, &h);
         const cJSON *parent = h.params[0];
         const cJSON *pm = cJSON_GetObjectItemCaseSensitive(parent, "m");
         const cJSON *cm = cJSON_GetObjectItemCaseSensitive(p, "m");

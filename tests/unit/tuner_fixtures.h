@@ -100,4 +100,19 @@ static inline double branin_params(const cJSON *p)
     return obj_branin(x);
 }
 
+/* the suggestion of ops for index with history h (NULL: none), which must be one */
+static inline cJSON *fx_suggest(const struct tuner_ops *ops, void *st, int64_t index, const struct hist *h)
+{
+    struct tuner_history th = {0};
+    if (h)
+        th = (struct tuner_history){.n = h->n, .items = h->items};
+    cJSON *p = NULL;
+    struct errbuf e = {{0}};
+    int rc = ops->suggest(st, index, h ? &th : NULL, &p, &e);
+    if (rc != 1)
+        fail_msg("%s: suggest(%lld) returned %d: %s", ops->name, (long long)index, rc, rc < 0 ? e.msg : "no more");
+    assert_non_null(p);
+    return p;
+}
+
 #endif
