@@ -419,6 +419,44 @@ static void send_kill(struct worker *w, struct worker_trial *wt, int64_t now)
     note_failure(wt, "kill", wt->kill_failures, wait, e.msg);
 }
 
+/* The batched poll (ops->poll_all), before the trials' steps of a pass: when a held
+ * trial's poll is due, the listing runs if its interval has passed, and then every held
+ * trial is polled in this pass (from the listing); else the due polls wait for the next
+ * listing. A listing that fails polls nothing: all trials wait for the next try, one
+ * back-off for all. */
+static void list_jobs(struct worker *w, int64_t now)
+{
+    int due = 0;
+    for (int i = 0; i < w->ntrials && !due; i++)
+        due = !w->trials[i].submit_pending && w->trials[i].next_poll_ms <= now;
+    if (!due)
+        return;
+    int64_t next = w->next.list;
+    int all = 0;
+    if (now >= next) {
+        struct errbuf e;
+        if (w->ops->poll_all(w, &e) == 0) {
+            if (w->list_failures)
+                log_info("the job listing answers again after %d failure(s)", w->list_failures);
+            w->list_failures = 0;
+            w->next.list = now + w->poll_ms;
+            next = now;
+            all = 1; /* every held trial now */
+        } else {
+            int64_t wait = worker_backoff_ms(w->poll_ms, ++w->list_failures);
+            if (w->list_failures == 1 || w->list_failures % 10 == 0) {
+                char shown[SNIPPET_SIZE];
+                log_warn("listing the experiment's jobs failed (%s); no job is polled; retrying in %lld ms "
+                         "(failure %d)", snippet(shown, e.msg, strlen(e.msg)), (long long)wait, w->list_failures);
+            }
+            next = w->next.list = now + wait;
+        }
+    }
+    for (int i = 0; i < w->ntrials; i++)
+        if (!w->trials[i].submit_pending && (all || w->trials[i].next_poll_ms < next))
+            w->trials[i].next_poll_ms = next;
+}
+
 /* A held trial's due work; 1 when it is no longer held. */
 static int step_trial(struct worker *w, struct worker_trial *wt, int64_t now)
 {
@@ -567,6 +605,8 @@ void worker_step(struct worker *w, int64_t now)
         n->claim = now + CLAIM_EVERY_MS;
         w->wake = 0;
     }
+    if (w->ops->poll_all)
+        list_jobs(w, now);
     for (int i = 0; i < w->ntrials; i++)
         if (step_trial(w, &w->trials[i], now))
             i--; /* the slot now holds another trial */

@@ -62,6 +62,19 @@ struct platform_ops {
      * why): the loop polls again after a back-off (worker_backoff_ms, per trial, reset
      * by a poll that succeeds). The loop paces it: every w->poll_ms per trial. */
     int (*poll)(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
+    /* Optional: the batched poll, for a service that can list the state of all of the
+     * experiment's jobs at once (Kubernetes: one LIST by the experiment's label, paged),
+     * so the cost per poll interval does not grow with the number of running jobs. It
+     * fetches that listing and keeps it in the platform's state; poll then answers from
+     * it. The loop calls it at most once per w->poll_ms, when a held trial's poll is
+     * due, and only then polls: every held trial right after each listing, none between
+     * two (so a job submitted after a listing is first polled after the next one, which
+     * began after its creation). 0: the listing is complete; a job absent from it is
+     * not vanished before poll has confirmed it on its own (a single GET: a job may be
+     * missing from a list for a race of the service). -1 (e says why): no trial is
+     * polled; the next listing waits worker_backoff_ms(w->poll_ms, n) after the n-th
+     * failure in a row: one back-off for all trials, never a storm of single polls. */
+    int (*poll_all)(struct worker *w, struct errbuf *e);
     /* Asks the job to end (t->kill_request names why): 0 when the request reached the
      * job or nothing of it runs (the loop then polls soon for its end), -1 when it did
      * not (e says why): the loop calls kill again after a back-off until it returns 0
@@ -114,6 +127,7 @@ struct worker_trial {
 /* The loop's timers (mono ms of each periodic task's next run). */
 struct worker_timers {
     int64_t collect, kill, renew, adopt, status, claim;
+    int64_t list;            /* the next listing may run (ops->poll_all) */
 };
 
 struct worker {
@@ -137,6 +151,7 @@ struct worker {
     int64_t drain_deadline;
     int exit_code;           /* of worker_main: 1 when a drain left trials running */
     struct worker_timers next;
+    int list_failures;       /* ops->poll_all failed this many times in a row */
 };
 
 /* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is
