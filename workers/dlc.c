@@ -693,6 +693,7 @@ const struct platform_ops platform_dlc = {
     .pending = dlc_pending,
     .destroy = dlc_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = dlc_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

@@ -730,6 +730,7 @@ const struct platform_ops platform_dlts = {
     .pending = dlts_pending,
     .destroy = dlts_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = dlts_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

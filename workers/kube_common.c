@@ -34,6 +34,7 @@
 
 #define POD_MOUNT "/tmp/mount"
 #define APP_LABEL "nni-kubernetes-trial"
+#define LIST_LIMIT 500 /* jobs per page of a listing (kubectl's chunk size) */
 
 /* ---------------- small helpers ---------------- */
 
@@ -413,6 +414,8 @@ static void state_free(struct kube_state *ks)
     free(ks->group); free(ks->version); free(ks->plural); free(ks->kindname); free(ks->container);
     free(ks->ns); free(ks->local_mount); free(ks->pod_mount); free(ks->local_root); free(ks->pod_root);
     free(ks->exp_lower);
+    cJSON_Delete(ks->listed);
+    free(ks->by_name);
     cJSON_Delete(ks->volume);
     for (int i = 0; i < ks->nroles; i++) {
         free(ks->roles[i].name);
@@ -486,6 +489,8 @@ int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e)
     const char *pe = getenv("TRIALQ_KUBE_POLL_MS"); /* the loop polls each job this often */
     if (pe && atoi(pe) > 0)
         w->poll_ms = atoi(pe);
+    const char *le = getenv("TRIALQ_KUBE_LIST_LIMIT"); /* jobs per page of a listing */
+    ks->list_limit = le && atoi(le) > 0 ? atoi(le) : LIST_LIMIT;
     const cJSON *ts = worker_ts_config(w);
     if (setup(ks, w, ts, 0, e) < 0)
         goto fail;
@@ -804,6 +809,10 @@ static int owned_by(const cJSON *job, const char *trial)
 static int create_job(struct kube_state *ks, struct worker *w, const struct trial *t, const char *dir,
                       char **name_out, struct errbuf *e)
 {
+    if (kube_backing_off(&ks->conn)) { /* failures, or a 429's Retry-After: not now */
+        errf(e, "the Kubernetes API server asked to wait (or failed lately)");
+        return 1;
+    }
     for (int alt = 0; alt < 2; alt++) {
         char *name = job_name(ks, w->exp_id, t->id, alt);
         cJSON *job = build_job(ks, w, t, name);
@@ -1046,20 +1055,158 @@ static void job_present(struct kube_state *ks, struct worker *w, struct trial *t
     }
 }
 
+/* ---------------- the listing: every job of the experiment at once ---------------- */
+
+static void listing_clear(struct kube_state *ks)
+{
+    cJSON_Delete(ks->listed);
+    ks->listed = NULL;
+    free(ks->by_name);
+    ks->by_name = NULL;
+    ks->nlisted = ks->listed_ok = 0;
+}
+
+static const char *listed_name(const cJSON *job)
+{
+    return kube_jstr(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "name", "");
+}
+
+static int by_name_cmp(const void *a, const void *b)
+{
+    return strcmp(listed_name(*(const cJSON *const *)a), listed_name(*(const cJSON *const *)b));
+}
+
+/* Keeps what poll reads of each job of a page (its metadata and status) in ks->listed. */
+static void listing_add(struct kube_state *ks, cJSON *page)
+{
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
+    cJSON *it;
+    cJSON_ArrayForEach(it, items) {
+        cJSON *md = cJSON_DetachItemFromObjectCaseSensitive(it, "metadata");
+        if (!cJSON_IsObject(md) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(md, "name"))) {
+            cJSON_Delete(md);
+            continue;
+        }
+        cJSON *job = cJSON_CreateObject();
+        cJSON_AddItemToObject(job, "metadata", md);
+        cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(it, "status");
+        if (st)
+            cJSON_AddItemToObject(job, "status", st);
+        cJSON_AddItemToArray(ks->listed, job);
+        ks->nlisted++;
+    }
+}
+
+/* One LIST of the experiment's jobs by its label, in pages of ks->list_limit (limit and
+ * continue: a consistent snapshot of the collection). A continue token that expired
+ * (410 Gone: the API server compacted that version) lists again from the start, once. */
+int kube_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    listing_clear(ks);
+    if (kube_backing_off(&ks->conn))
+        return errf(e, "the Kubernetes API server failed lately; waiting before asking again");
+    char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
+    char *sel = kube_escape(sel_raw);
+    char *base = job_path(ks, NULL);
+    char *cont = NULL;
+    int rc = 0, restarts = 0;
+    ks->listed = cJSON_CreateArray();
+    for (;;) {
+        char *ce = cont ? kube_escape(cont) : NULL;
+        char *path = xasprintf("%s?labelSelector=%s&limit=%d%s%s", base, sel, ks->list_limit,
+                               ce ? "&continue=" : "", ce ? ce : "");
+        long st;
+        cJSON *r = NULL;
+        struct errbuf le;
+        int q = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &le);
+        free(path);
+        free(ce);
+        if (q == 0 && st == 410 && cont && restarts++ == 0) {
+            log_info("%s: the listing's continue token expired (%s); listing again", ks->platform,
+                     kube_status_message(r, st));
+            cJSON_Delete(r);
+            free(cont);
+            cont = NULL;
+            cJSON_Delete(ks->listed);
+            ks->listed = cJSON_CreateArray();
+            ks->nlisted = 0;
+            continue;
+        }
+        if (q < 0 || st != 200 || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r, "items"))) {
+            rc = errf(e, "listing the %s of experiment %s: %s", ks->plural, w->exp_id,
+                      q < 0 ? le.msg : st == 200 ? "the answer holds no items" : kube_status_message(r, st));
+            if (q == 0 && (st == 401 || st == 403))
+                explain(ks, "listing the experiment's jobs", st, r, e);
+            cJSON_Delete(r);
+            break;
+        }
+        listing_add(ks, r);
+        const char *next = kube_jstr(cJSON_GetObjectItemCaseSensitive(r, "metadata"), "continue", "");
+        free(cont);
+        cont = next[0] ? xstrdup(next) : NULL;
+        cJSON_Delete(r);
+        if (!cont)
+            break;
+    }
+    free(cont);
+    free(sel_raw);
+    free(sel);
+    free(base);
+    if (rc < 0) {
+        listing_clear(ks);
+        return -1;
+    }
+    ks->by_name = xcalloc((size_t)ks->nlisted + 1, sizeof *ks->by_name);
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ks->listed)
+        ks->by_name[i++] = it;
+    qsort(ks->by_name, (size_t)ks->nlisted, sizeof *ks->by_name, by_name_cmp);
+    ks->listed_ok = 1;
+    return 0;
+}
+
+/* The job named name in the last complete listing, or NULL. */
+static const cJSON *listing_find(const struct kube_state *ks, const char *name)
+{
+    int lo = 0, hi = ks->nlisted - 1;
+    while (ks->listed_ok && lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(listed_name(ks->by_name[mid]), name);
+        if (c == 0)
+            return ks->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* From the listing when the job is in it; else (not listed yet, gone, or no listing)
+ * by a GET of the job, which confirms an absence before it is taken as one. */
 int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     memset(js, 0, sizeof *js);
-    if (kube_backing_off(&ks->conn))
-        return 0; /* the API server is struggling: nothing asked, nothing known */
-    char *dir = trial_dir_of(ks, t);
     char *name = t->job_id ? xstrdup(t->job_id) : job_name(ks, w->exp_id, t->id, 0);
-    char *path = job_path(ks, name);
-    long st;
-    cJSON *r = NULL;
+    const cJSON *listed = listing_find(ks, name);
+    if (!listed && kube_backing_off(&ks->conn)) {
+        free(name);
+        return 0; /* the API server is struggling: nothing asked, nothing known */
+    }
+    char *dir = trial_dir_of(ks, t);
+    long st = 200;
+    cJSON *got = NULL;
     struct errbuf ge;
-    int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ge);
-    free(path);
+    int rc = 0;
+    if (!listed) {
+        char *path = job_path(ks, name);
+        rc = kube_request(&ks->conn, "GET", path, NULL, &st, &got, &ge);
+        free(path);
+    }
+    const cJSON *r = listed ? listed : got;
     if (rc < 0 || st >= 500 || st == 401 || st == 403 || st == 429) {
         /* transient: keep the trial; the loop polls again after a back-off */
         rc = errf(e, "cannot get job %s: %s", name, rc < 0 ? ge.msg : kube_status_message(r, st));
@@ -1081,7 +1228,7 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
     } else {
         log_warn("trial %s: getting job %s: %ld %s", t->id, name, st, kube_status_message(r, st));
     }
-    cJSON_Delete(r);
+    cJSON_Delete(got);
     free(name);
     free(dir);
     return rc < 0 ? -1 : 0;

@@ -666,6 +666,7 @@ const struct platform_ops platform_openpai = {
     .pending = openpai_pending,
     .destroy = openpai_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = openpai_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

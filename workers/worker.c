@@ -331,7 +331,23 @@ static int claim_one(struct worker *w, struct trial *t, struct errbuf *e)
     return queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, t, e);
 }
 
-static void claim_all(struct worker *w)
+/* The submission rate limit: may another trial be claimed (and its job submitted) at
+ * now? A token bucket of w->submit_rate per second, one second's worth of burst. */
+static int submit_allowed(struct worker *w, int64_t now)
+{
+    if (w->submit_rate <= 0)
+        return 1;
+    if (now > w->submit_refill) {
+        w->submit_tokens += (double)(now - w->submit_refill) * w->submit_rate / 1000.0;
+        double burst = w->submit_rate > 1 ? w->submit_rate : 1;
+        if (w->submit_tokens > burst)
+            w->submit_tokens = burst;
+        w->submit_refill = now;
+    }
+    return w->submit_tokens >= 1.0;
+}
+
+static void claim_all(struct worker *w, int64_t now)
 {
     if (!may_start(w))
         return;
@@ -340,6 +356,8 @@ static void claim_all(struct worker *w)
     for (;;) {
         struct trial t;
         struct errbuf e;
+        if (!submit_allowed(w, now))
+            return; /* the next claim pass goes on */
         if (w->ops->can_claim && !w->ops->can_claim(w))
             return;
         if (!hybrid_may_claim(w)) /* hybrid: each platform's fair share first */
@@ -351,6 +369,7 @@ static void claim_all(struct worker *w)
         }
         if (rc == 0)
             return;
+        w->submit_tokens -= 1.0;
         start_trial(w, held_add(w, &t));
     }
 }
@@ -560,7 +579,7 @@ void worker_start(struct worker *w, int64_t now)
     refresh_experiment(w);
     adopt(w);
     if (!w->drain)
-        claim_all(w);
+        claim_all(w, now);
     w->next = (struct worker_timers){.collect = now + COLLECT_EVERY_MS, .kill = now,
                                      .renew = now + w->lease_ms / 3, .adopt = now + ADOPT_EVERY_MS,
                                      .status = now + STATUS_EVERY_MS, .claim = now + CLAIM_EVERY_MS};
@@ -601,7 +620,7 @@ void worker_step(struct worker *w, int64_t now)
         n->kill = now + KILLCHECK_EVERY_MS;
     }
     if (!w->drain && (w->wake || now >= n->claim)) {
-        claim_all(w);
+        claim_all(w, now);
         n->claim = now + CLAIM_EVERY_MS;
         w->wake = 0;
     }
@@ -642,6 +661,19 @@ int worker_open(struct worker *w, const struct platform_ops *ops, const char *ho
     w->lease_ms = LEASE_MS;
     w->poll_ms = ops->poll_ms > 0 ? ops->poll_ms : POLL_EVERY_MS;
     w->owner = queue_owner_id();
+    w->submit_rate = ops->submit_rate;
+    const char *rate = getenv("TRIALQ_SUBMIT_RATE");
+    if (rate && *rate) {
+        char *end;
+        double r = strtod(rate, &end);
+        if (*end || !(r >= 0))
+            log_warn("TRIALQ_SUBMIT_RATE=%s is not a number of submissions per second >= 0 (0: no limit); "
+                     "using %d", rate, ops->submit_rate);
+        else
+            w->submit_rate = r;
+    }
+    w->submit_tokens = w->submit_rate > 1 ? w->submit_rate : 1;
+    w->submit_refill = mono_ms();
     char *dbpath = trialq_db_path(w->home);
     int rc = db_open(dbpath, &w->db, e);
     free(dbpath);

@@ -110,6 +110,9 @@ struct platform_ops {
      * stays WAITING, its job recorded, until a poll says it no longer waits; meanwhile
      * js->why of a waiting poll is its waiting_reason. 0: RUNNING once submitted. */
     int queued_start;
+    /* Optional: at most this many new jobs per second per worker (0: no limit), the
+     * default of a service shared with others; TRIALQ_SUBMIT_RATE overrides it. */
+    int submit_rate;
 };
 
 struct worker_trial {
@@ -152,6 +155,9 @@ struct worker {
     int exit_code;           /* of worker_main: 1 when a drain left trials running */
     struct worker_timers next;
     int list_failures;       /* ops->poll_all failed this many times in a row */
+    double submit_rate;      /* new jobs per second at most (TRIALQ_SUBMIT_RATE; 0: no limit) */
+    double submit_tokens;    /* ... a token bucket of one second's burst */
+    int64_t submit_refill;   /* mono ms it was last refilled */
 };
 
 /* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is

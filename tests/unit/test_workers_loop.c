@@ -2,9 +2,9 @@
  * platform_ops on a real database file: what each submit result does to the trial row,
  * polls that report an end or a vanished job, a failing poll's back-off, a kill retried
  * until the platform confirms it, the platform's poll interval per trial, adoption of
- * the trials of a dead owner, and the batched poll (ops->poll_all): one listing per
- * interval, one back-off for all trials when it fails. The loop is driven with
- * worker_step at chosen times; no process is started. */
+ * the trials of a dead owner, the batched poll (ops->poll_all: one listing per
+ * interval, one back-off for all trials when it fails) and the submission rate limit.
+ * The loop is driven with worker_step at chosen times; no process is started. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -535,6 +535,36 @@ static void test_poll_all_new_job_waits(void **s)
     worker_close(&w);
 }
 
+/* Submissions are rate-limited: one second's worth at once, then submit_rate per
+ * second over the claim passes; 0 is no limit. */
+static void test_submit_rate(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 1, 1, 1);
+    assert_true(w.submit_rate == 0); /* the fake's default: no limit */
+    worker_close(&w);
+    setenv("TRIALQ_SUBMIT_RATE", "4", 1);
+    setup_worker(&w, 30, 30, 1);
+    unsetenv("TRIALQ_SUBMIT_RATE");
+    assert_true(w.submit_rate == 4);
+    for (int i = 0; i < 10; i++)
+        jobs[i].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    assert_int_equal(w.ntrials, 4);
+    step_at(&w, t0 + 500);
+    assert_int_equal(w.ntrials, 6);
+    step_at(&w, t0 + 1000);
+    assert_int_equal(w.ntrials, 8);
+    for (int64_t t = t0 + 1500; t <= t0 + 5000; t += 500)
+        step_at(&w, t);
+    assert_int_equal(w.ntrials, 24); /* 4 + 4 per second over 5 s */
+    w.submit_rate = 0;
+    step_at(&w, t0 + 5500);
+    assert_int_equal(w.ntrials, 30);
+    worker_close(&w);
+}
+
 /* One running trial (trial 0) with a kill request of kind; its kills fail kill_fail
  * times. Returns the time after the first pass. */
 static int64_t start_one_to_kill(struct worker *w, const char *kind, int kill_fail)
@@ -737,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_poll_all_once_per_interval),
         cmocka_unit_test(test_poll_all_failure_backoff),
         cmocka_unit_test(test_poll_all_new_job_waits),
+        cmocka_unit_test(test_submit_rate),
         cmocka_unit_test(test_kill_retried_until_confirmed),
         cmocka_unit_test(test_kill_failing_job_ends),
         cmocka_unit_test(test_adopt_dead_owner),
