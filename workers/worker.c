@@ -26,6 +26,7 @@
 #define KILL_POLL_MS 100     /* after a confirmed kill: look for the end soon */
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
+#define LIST_BACKOFF_MAX_MS 5000 /* a failed listing (ops->poll_all) waits at most this */
 
 const cJSON *worker_ts_config(const struct worker *w)
 {
@@ -463,6 +464,8 @@ static void list_jobs(struct worker *w, int64_t now)
             all = 1; /* every held trial now */
         } else {
             int64_t wait = worker_backoff_ms(w->poll_ms, ++w->list_failures);
+            if (wait > LIST_BACKOFF_MAX_MS && w->poll_ms < LIST_BACKOFF_MAX_MS)
+                wait = LIST_BACKOFF_MAX_MS; /* one request per 5 s is gentle, and all trials wait on it */
             if (w->list_failures == 1 || w->list_failures % 10 == 0) {
                 char shown[SNIPPET_SIZE];
                 log_warn("listing the experiment's jobs failed (%s); no job is polled; retrying in %lld ms "

@@ -73,7 +73,8 @@ struct platform_ops {
      * not vanished before poll has confirmed it on its own (a single GET: a job may be
      * missing from a list for a race of the service). -1 (e says why): no trial is
      * polled; the next listing waits worker_backoff_ms(w->poll_ms, n) after the n-th
-     * failure in a row: one back-off for all trials, never a storm of single polls. */
+     * failure in a row, at most 5 s (or poll_ms when longer): one back-off for all
+     * trials, never a storm of single polls. */
     int (*poll_all)(struct worker *w, struct errbuf *e);
     /* Asks the job to end (t->kill_request names why): 0 when the request reached the
      * job or nothing of it runs (the loop then polls soon for its end), -1 when it did

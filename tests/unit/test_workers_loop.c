@@ -505,6 +505,19 @@ static void test_poll_all_failure_backoff(void **s)
     assert_int_equal(w.list_failures, 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(jobs[i].polls, 1);
+    /* a listing that keeps failing waits 4 s, then at most 5 s */
+    list_fail = 100;
+    int64_t t = t0 + 5000;
+    for (int i = 0; i < 6; i++) {
+        step_at(&w, t);
+        t = w.next.list;
+    }
+    assert_int_equal(w.list_failures, 6);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t);
+    step_at(&w, t);
+    assert_int_equal(w.next.list, t + 5000);
+    assert_int_equal(jobs[0].polls, 1);
+    list_fail = 0;
     assert_status(&w, 0, "RUNNING 1"); /* a service that does not list fails nothing */
     worker_close(&w);
 }
