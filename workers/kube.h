@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include "workers/job_listing.h"
 #include "workers/worker.h"
 
 /* One cluster connection, from the kubeconfig's current context. */
@@ -82,10 +83,8 @@ struct kube_state {
     int chief;                      /* the role whose stdout carries the metrics */
     char *exp_lower;
     /* the last listing of the experiment's jobs (kube_poll_all): {metadata, status} of
-     * each, and pointers to them sorted by name; listed: it is complete */
-    cJSON *listed;
-    const cJSON **by_name;
-    int nlisted, listed_ok;
+     * each by name */
+    struct job_listing listed;
     int list_limit;                 /* items per page (TRIALQ_KUBE_LIST_LIMIT, 500) */
 };
 

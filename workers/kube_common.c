@@ -414,8 +414,7 @@ static void state_free(struct kube_state *ks)
     free(ks->group); free(ks->version); free(ks->plural); free(ks->kindname); free(ks->container);
     free(ks->ns); free(ks->local_mount); free(ks->pod_mount); free(ks->local_root); free(ks->pod_root);
     free(ks->exp_lower);
-    cJSON_Delete(ks->listed);
-    free(ks->by_name);
+    job_listing_reset(&ks->listed);
     cJSON_Delete(ks->volume);
     for (int i = 0; i < ks->nroles; i++) {
         free(ks->roles[i].name);
@@ -1057,33 +1056,15 @@ static void job_present(struct kube_state *ks, struct worker *w, struct trial *t
 
 /* ---------------- the listing: every job of the experiment at once ---------------- */
 
-static void listing_clear(struct kube_state *ks)
-{
-    cJSON_Delete(ks->listed);
-    ks->listed = NULL;
-    free(ks->by_name);
-    ks->by_name = NULL;
-    ks->nlisted = ks->listed_ok = 0;
-}
-
-static const char *listed_name(const cJSON *job)
-{
-    return kube_jstr(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "name", "");
-}
-
-static int by_name_cmp(const void *a, const void *b)
-{
-    return strcmp(listed_name(*(const cJSON *const *)a), listed_name(*(const cJSON *const *)b));
-}
-
-/* Keeps what poll reads of each job of a page (its metadata and status) in ks->listed. */
+/* Keeps what poll reads of each job of a page (its metadata and status). */
 static void listing_add(struct kube_state *ks, cJSON *page)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
     cJSON *it;
     cJSON_ArrayForEach(it, items) {
         cJSON *md = cJSON_DetachItemFromObjectCaseSensitive(it, "metadata");
-        if (!cJSON_IsObject(md) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(md, "name"))) {
+        const char *name = kube_jstr(md, "name", NULL);
+        if (!name) {
             cJSON_Delete(md);
             continue;
         }
@@ -1092,8 +1073,7 @@ static void listing_add(struct kube_state *ks, cJSON *page)
         cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(it, "status");
         if (st)
             cJSON_AddItemToObject(job, "status", st);
-        cJSON_AddItemToArray(ks->listed, job);
-        ks->nlisted++;
+        job_listing_add(&ks->listed, name, job);
     }
 }
 
@@ -1103,7 +1083,7 @@ static void listing_add(struct kube_state *ks, cJSON *page)
 int kube_poll_all(struct worker *w, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
-    listing_clear(ks);
+    job_listing_reset(&ks->listed);
     if (kube_backing_off(&ks->conn))
         return errf(e, "the Kubernetes API server failed lately; waiting before asking again");
     char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
@@ -1111,7 +1091,6 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
     char *base = job_path(ks, NULL);
     char *cont = NULL;
     int rc = 0, restarts = 0;
-    ks->listed = cJSON_CreateArray();
     for (;;) {
         char *ce = cont ? kube_escape(cont) : NULL;
         char *path = xasprintf("%s?labelSelector=%s&limit=%d%s%s", base, sel, ks->list_limit,
@@ -1128,9 +1107,7 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
             cJSON_Delete(r);
             free(cont);
             cont = NULL;
-            cJSON_Delete(ks->listed);
-            ks->listed = cJSON_CreateArray();
-            ks->nlisted = 0;
+            job_listing_reset(&ks->listed);
             continue;
         }
         if (q < 0 || st != 200 || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r, "items"))) {
@@ -1154,34 +1131,11 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
     free(sel);
     free(base);
     if (rc < 0) {
-        listing_clear(ks);
+        job_listing_reset(&ks->listed);
         return -1;
     }
-    ks->by_name = xcalloc((size_t)ks->nlisted + 1, sizeof *ks->by_name);
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, ks->listed)
-        ks->by_name[i++] = it;
-    qsort(ks->by_name, (size_t)ks->nlisted, sizeof *ks->by_name, by_name_cmp);
-    ks->listed_ok = 1;
+    job_listing_seal(&ks->listed);
     return 0;
-}
-
-/* The job named name in the last complete listing, or NULL. */
-static const cJSON *listing_find(const struct kube_state *ks, const char *name)
-{
-    int lo = 0, hi = ks->nlisted - 1;
-    while (ks->listed_ok && lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        int c = strcmp(listed_name(ks->by_name[mid]), name);
-        if (c == 0)
-            return ks->by_name[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return NULL;
 }
 
 /* From the listing when the job is in it; else (not listed yet, gone, or no listing)
@@ -1191,7 +1145,7 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
     struct kube_state *ks = w->platform;
     memset(js, 0, sizeof *js);
     char *name = t->job_id ? xstrdup(t->job_id) : job_name(ks, w->exp_id, t->id, 0);
-    const cJSON *listed = listing_find(ks, name);
+    const cJSON *listed = job_listing_find(&ks->listed, name);
     if (!listed && kube_backing_off(&ks->conn)) {
         free(name);
         return 0; /* the API server is struggling: nothing asked, nothing known */

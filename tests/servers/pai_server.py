@@ -8,7 +8,8 @@ mapped to the local mount (the PAI storage as mounted on the manager host):
 
   POST /rest-server/api/v2/jobs                          job protocol v2 YAML -> 202
                                                          (400 bad protocol, 409 duplicate name)
-  GET  /rest-server/api/v2/jobs?username=U               [{"name", "username", "state", ...}]
+  GET  /rest-server/api/v2/jobs?username=U               [{"name", "username", "state", "completedTime",
+                                                          "appExitCode", ...}] (flat: no jobStatus)
   GET  /rest-server/api/v2/jobs/{user}~{name}            {"name", "jobStatus": {"state", ...}} / 404
   PUT  /rest-server/api/v2/jobs/{user}~{name}/executionType   {"value": "STOP"} -> 202
 
@@ -197,6 +198,16 @@ def stop_job(st, job):
     kill_groups(procs, 5)
 
 
+def list_entry(j):
+    """a job as the user's job list shows it: flat, the job's status fields beside its name"""
+    st = j["jobStatus"]
+    return {"name": j["name"], "username": j["username"], "state": st["state"], "subState": st["subState"],
+            "executionType": st["executionType"], "retries": st["retries"], "createdTime": st["createdTime"],
+            "launchedTime": st["appLaunchedTime"], "completedTime": st["completedTime"],
+            "appExitCode": st["appExitCode"], "virtualCluster": st["virtualCluster"],
+            "submissionTime": j["submissionTime"]}
+
+
 def job_json(job):
     return {
         "name": job.name, "username": job.user, "state": job.state,
@@ -303,9 +314,7 @@ class Handler(JsonHandler):
                 st.stats["lists"] += 1
                 want = (q.get("username") or [None])[0]
                 items = [job_json(j) for j in st.jobs.values() if want is None or j.user == want]
-            for i in items:
-                i.pop("taskRoles")
-            return self.reply(200, items)
+            return self.reply(200, [list_entry(i) for i in items])
         parts = rest.strip("/").split("/")
         key = parts[0]
         if "~" not in key:
