@@ -1056,7 +1056,8 @@ static void job_present(struct kube_state *ks, struct worker *w, struct trial *t
 
 /* ---------------- the listing: every job of the experiment at once ---------------- */
 
-/* Keeps what poll reads of each job of a page (its metadata and status). */
+/* Keeps what poll reads of each job of a page (its metadata, without managedFields and
+ * annotations, and its status). */
 static void listing_add(struct kube_state *ks, cJSON *page)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
@@ -1068,6 +1069,9 @@ static void listing_add(struct kube_state *ks, cJSON *page)
             cJSON_Delete(md);
             continue;
         }
+        /* what poll never reads, and large on a real API server */
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "annotations");
         cJSON *job = cJSON_CreateObject();
         cJSON_AddItemToObject(job, "metadata", md);
         cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(it, "status");
