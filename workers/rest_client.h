@@ -1,7 +1,8 @@
 /* rest_client.h: one HTTP(S) request to a cluster's REST service (OpenPAI, PAI-DLC, DLTS), with
  * the back-off the worker loop needs: while the service does not answer, no call is made
  * before down_until (one timeout per back-off period, not one per job, so the loop keeps
- * renewing its leases). */
+ * renewing its leases); a 429 answer with Retry-After sets down_until to then (at most
+ * 60 s), and the caller sees the 429. */
 #ifndef TRIALQ_REST_CLIENT_H
 #define TRIALQ_REST_CLIENT_H
 

@@ -27,8 +27,9 @@ Test controls (no auth; only for the test that started the server):
   GET  /_test/stats                counters: posts, created, conflicts, calls, injected,
                                    routes {"VERB /path/{user}~{name}/...": requests}
   GET  /_test/job/{name}           the protocol a job was submitted with (parsed and as sent)
-  POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D}
-                   next N answers (or all answers for S seconds) are `status`, or are
+  POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D, "retry_after": R}
+                   next N answers (or all answers for S seconds) are `status` (with a
+                   Retry-After: R header when given, as a 429 may have), or are
                    answered after `delay` seconds (a slow server; status 0 = answer normally)
   POST /_test/stop/{name}          stop a job as an administrator would
   POST /_test/forget/{name}        forget a job and kill its processes (PAI lost it)
@@ -276,11 +277,12 @@ class Handler(JsonHandler):
             f = take_fault(st)
             if not f:
                 return False
-            status, delay = f.get("status", 0), f.get("delay", 0)
+            status, delay, retry = f.get("status", 0), f.get("delay", 0), f.get("retry_after")
         if delay:
             time.sleep(delay)
         if status:
-            self.error(status, "InjectedError", "injected failure (HTTP %d)" % status)
+            self.send_json(status, {"code": "InjectedError", "message": "injected failure (HTTP %d)" % status},
+                           headers=(("Retry-After", str(retry)),) if retry is not None else ())
             return True
         return False
 
