@@ -568,7 +568,7 @@ static int dlc_poll_all(struct worker *w, struct errbuf *e)
         int refused = 0;
         cJSON *list = list_jobs_page(d, prefix, page, size, "asc", &refused, e);
         if (!list) {
-            rc = -1;
+            rc = refused ? POLL_ALL_REFUSED : -1; /* refused for good: GetJob per job */
             break;
         }
         const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(list, "Jobs");
@@ -589,7 +589,7 @@ static int dlc_poll_all(struct worker *w, struct errbuf *e)
     free(prefix);
     if (rc < 0) {
         job_listing_reset(&d->listed);
-        return -1;
+        return rc;
     }
     job_listing_seal(&d->listed);
     return 0;

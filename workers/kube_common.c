@@ -1119,6 +1119,10 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
                       q < 0 ? le.msg : st == 200 ? "the answer holds no items" : kube_status_message(r, st));
             if (q == 0 && (st == 401 || st == 403))
                 explain(ks, "listing the experiment's jobs", st, r, e);
+            /* no permission to list (RBAC grants get but not list), or no such call:
+             * for good; a rejected token (401) or a struggling server is not */
+            if (q == 0 && (st == 403 || st == 400 || st == 404 || st == 405))
+                rc = POLL_ALL_REFUSED;
             cJSON_Delete(r);
             break;
         }
@@ -1136,7 +1140,7 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
     free(base);
     if (rc < 0) {
         job_listing_reset(&ks->listed);
-        return -1;
+        return rc;
     }
     job_listing_seal(&ks->listed);
     return 0;

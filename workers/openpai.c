@@ -624,8 +624,9 @@ static int openpai_pending(struct worker *w, struct trial *t)
 
 /* The user's job list (GET .../jobs?username=U: every job of the user, each with its
  * name and state), as a new JSON array, or NULL (e says why). */
-static cJSON *list_jobs(struct pai *p, struct errbuf *e)
+static cJSON *list_jobs(struct pai *p, int *refused, struct errbuf *e)
 {
+    *refused = 0;
     char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
@@ -640,6 +641,7 @@ static cJSON *list_jobs(struct pai *p, struct errbuf *e)
         error_text(body, msg, sizeof msg);
         free(body);
         errf(e, "listing the jobs of %s: HTTP %ld: %s", p->user, status, msg);
+        *refused = status != 401 && !transient(status); /* no such call, not allowed */
         return NULL;
     }
     cJSON *list = cJSON_Parse(body);
@@ -658,9 +660,10 @@ static int openpai_poll_all(struct worker *w, struct errbuf *e)
 {
     struct pai *p = w->platform;
     job_listing_reset(&p->listed);
-    cJSON *list = list_jobs(p, e); /* not tried while rest_call backs off */
+    int refused;
+    cJSON *list = list_jobs(p, &refused, e); /* not tried while rest_call backs off */
     if (!list)
-        return -1;
+        return refused ? POLL_ALL_REFUSED : -1;
     char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
     cJSON *it;
     cJSON_ArrayForEach(it, list) {
@@ -680,7 +683,8 @@ static int openpai_cleanup(struct worker *w, struct errbuf *e)
 {
     struct pai *p = w->platform;
     long status = 0;
-    cJSON *list = list_jobs(p, e);
+    int refused;
+    cJSON *list = list_jobs(p, &refused, e);
     if (!list)
         return -1;
     char *prefix = xasprintf("nni_exp_%s_", w->exp_id);

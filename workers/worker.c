@@ -443,7 +443,7 @@ static void send_kill(struct worker *w, struct worker_trial *wt, int64_t now)
  * trial's poll is due, the listing runs if its interval has passed, and then every held
  * trial is polled in this pass (from the listing); else the due polls wait for the next
  * listing. A listing that fails polls nothing: all trials wait for the next try, one
- * back-off for all. */
+ * back-off for all. One refused for good ends the listings: each job is polled alone. */
 static void list_jobs(struct worker *w, int64_t now)
 {
     int due = 0;
@@ -455,7 +455,15 @@ static void list_jobs(struct worker *w, int64_t now)
     int all = 0;
     if (now >= next) {
         struct errbuf e;
-        if (w->ops->poll_all(w, &e) == 0) {
+        int rc = w->ops->poll_all(w, &e);
+        if (rc == POLL_ALL_REFUSED) {
+            char shown[SNIPPET_SIZE];
+            log_warn("the service refuses to list the experiment's jobs (%s); each job is polled on its own "
+                     "from now on", snippet(shown, e.msg, strlen(e.msg)));
+            w->list_refused = 1;
+            return; /* the due polls run in this pass, one by one */
+        }
+        if (rc == 0) {
             if (w->list_failures)
                 log_info("the job listing answers again after %d failure(s)", w->list_failures);
             w->list_failures = 0;
@@ -627,7 +635,7 @@ void worker_step(struct worker *w, int64_t now)
         n->claim = now + CLAIM_EVERY_MS;
         w->wake = 0;
     }
-    if (w->ops->poll_all)
+    if (w->ops->poll_all && !w->list_refused)
         list_jobs(w, now);
     for (int i = 0; i < w->ntrials; i++)
         if (step_trial(w, &w->trials[i], now))

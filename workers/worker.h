@@ -41,6 +41,9 @@ enum submit_result {
  * itself places them (per machine through its own claim, or by its cluster). */
 enum platform_gpu_mode { PLATFORM_GPU_NONE = 0, PLATFORM_GPU_HOST, PLATFORM_GPU_OWN };
 
+/* poll_all's answer when the service will never list the jobs (see platform_ops). */
+#define POLL_ALL_REFUSED (-2)
+
 /* One platform. workers/platforms.c lists every platform: the only place that names
  * them all (docs/architecture.md, "Adding a platform"). */
 struct platform_ops {
@@ -74,7 +77,9 @@ struct platform_ops {
      * missing from a list for a race of the service). -1 (e says why): no trial is
      * polled; the next listing waits worker_backoff_ms(w->poll_ms, n) after the n-th
      * failure in a row, at most 5 s (or poll_ms when longer): one back-off for all
-     * trials, never a storm of single polls. */
+     * trials, never a storm of single polls. POLL_ALL_REFUSED (e says why): the service
+     * refuses listings for good (no permission to list, no such call): the loop stops
+     * calling poll_all and polls each job on its own, as without it. */
     int (*poll_all)(struct worker *w, struct errbuf *e);
     /* Asks the job to end (t->kill_request names why): 0 when the request reached the
      * job or nothing of it runs (the loop then polls soon for its end), -1 when it did
@@ -156,6 +161,7 @@ struct worker {
     int exit_code;           /* of worker_main: 1 when a drain left trials running */
     struct worker_timers next;
     int list_failures;       /* ops->poll_all failed this many times in a row */
+    int list_refused;        /* ... refused for good: each job is polled on its own */
     double submit_rate;      /* new jobs per second at most (TRIALQ_SUBMIT_RATE; 0: no limit) */
     double submit_tokens;    /* ... a token bucket of one second's burst */
     int64_t submit_refill;   /* mono ms it was last refilled */

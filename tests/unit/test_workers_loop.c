@@ -38,7 +38,7 @@ static struct fake_job jobs[10];
 static int64_t clock_ms; /* the time the test passes to worker_step */
 /* The batched poll (fake_list_ops): listings made, listings to fail, the time of the
  * last one that answered */
-static int lists, list_fail;
+static int lists, list_fail, list_refuse;
 static int64_t last_list = -1;
 
 static struct fake_job *job_of(const struct trial *t)
@@ -144,6 +144,10 @@ static int fake_poll_all(struct worker *w, struct errbuf *e)
 {
     (void)w;
     lists++;
+    if (list_refuse) {
+        errf(e, "the fake service may not list");
+        return POLL_ALL_REFUSED;
+    }
     if (list_fail > 0) {
         list_fail--;
         return errf(e, "the fake service does not list");
@@ -191,7 +195,7 @@ static void setup_worker_ops(struct worker *w, const struct platform_ops *ops, i
     db_close(db);
     free(dbpath);
     memset(jobs, 0, sizeof jobs);
-    lists = list_fail = 0;
+    lists = list_fail = list_refuse = 0;
     last_list = -1;
     assert_int_equal(worker_open(w, ops, home, id, &e), 0);
     assert_int_equal(ops->init(w, &e), 0);
@@ -522,6 +526,27 @@ static void test_poll_all_failure_backoff(void **s)
     worker_close(&w);
 }
 
+/* A service that refuses listings for good: the loop stops listing and polls each job
+ * on its own, every interval, as without poll_all. */
+static void test_poll_all_refused(void **s)
+{
+    (void)s;
+    struct worker w;
+    struct platform_ops ops = fake_list_ops();
+    ops.poll = fake_poll; /* polls come without a listing now */
+    setup_worker_ops(&w, &ops, 2, 2, 1);
+    jobs[0].submit = jobs[1].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    list_refuse = 1;
+    for (int64_t t = t0; t <= t0 + 2000; t += 100)
+        step_at(&w, t);
+    assert_int_equal(lists, 1);
+    assert_int_equal(w.list_refused, 1);
+    assert_int_equal(jobs[0].polls, 3); /* t0, +1 s, +2 s */
+    assert_int_equal(jobs[1].polls, 3);
+    worker_close(&w);
+}
+
 /* A trial started between two listings is polled first after the next one (which
  * began after its job was created), not from the listing before it. */
 static void test_poll_all_new_job_waits(void **s)
@@ -780,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_poll_all_once_per_interval),
         cmocka_unit_test(test_poll_all_failure_backoff),
         cmocka_unit_test(test_poll_all_new_job_waits),
+        cmocka_unit_test(test_poll_all_refused),
         cmocka_unit_test(test_submit_rate),
         cmocka_unit_test(test_kill_retried_until_confirmed),
         cmocka_unit_test(test_kill_failing_job_ends),
