@@ -61,9 +61,40 @@ nnictl config show "$id2" > "$WORK/show.out" 2>&1 || fail "nnictl config show fa
 grep -q "accessKeySecret" "$WORK/show.out" || { cat "$WORK/show.out"; fail "config show has no accessKeySecret line"; }
 curl -sf "http://127.0.0.1:$port2/api/v1/nni/experiment" > "$WORK/rest-exp.json"
 curl -sf "http://127.0.0.1:$port2/api/v1/nni/trial-jobs" > "$WORK/rest-trials.json"
+nnictl stop "$id2" > /dev/null
+nnictl experiment export "$id2" --filename "$WORK/export.json" --type json > /dev/null || fail "export failed"
+nnictl experiment save "$id2" --path "$WORK" > /dev/null || fail "nnictl experiment save failed"
+sqlite3 "$DB" .dump > "$WORK/db.dump"
 dlc_assert_no_secret "$WORK/shown.out" "$WORK/show.out" "$WORK/rest-exp.json" "$WORK/rest-trials.json" \
-    "$WORK/env.out" $(find "$NNI_HOME" "$DLC_NAS" -type f -name "*.log" -o -type f -name "trial.std*" | sort)
-pass "the secret is in no nnictl output, REST answer or log"
+    "$WORK/env.out" "$WORK/export.json" "$WORK/db.dump" "$DB"* "$WORK/nni_experiment_$id2.sqlite" \
+    $(find "$NNI_HOME" "$DLC_NAS" -type f -name "*.log" -o -type f -name "trial.std*" | sort)
+pass "the secret is in no nnictl output, REST answer, log, export, pack or the database file"
+# where it is: the experiment's secrets file, the owner's alone; the stored config says so
+sec="$NNI_HOME/secrets/$id2.json"
+[ "$(stat -c %a "$sec")" = 600 ] && [ "$(stat -c %a "$NNI_HOME/secrets")" = 700 ] || fail "secrets file modes"
+grep -q -F "$DLC_SECRET" "$sec" || fail "the secret is not in $sec"
+grep -q -F "kept outside the database" "$WORK/db.dump" || fail "no placeholder in the stored config"
+nnictl experiment delete "$id2" > /dev/null || fail "delete failed"
+[ ! -e "$sec" ] || fail "nnictl experiment delete left $sec"
+pass "the secret in $id2's secrets file (0600), removed by nnictl experiment delete"
+# the pack holds no secret: loaded, they come back from the config file
+nnictl experiment load --path "$WORK/nni_experiment_$id2.sqlite" > "$WORK/load.out" 2>&1 || { cat "$WORK/load.out"; fail "load"; }
+grep -q "The pack holds no secrets" "$WORK/load.out" || { cat "$WORK/load.out"; fail "load does not say the secrets are missing"; }
+[ ! -e "$sec" ] || fail "a secrets file after load"
+nnictl experiment secrets "$id2" --config "$WORK/shown/config.yml" > "$WORK/secrets.out" 2>&1 || { cat "$WORK/secrets.out"; fail "experiment secrets"; }
+grep -q -F "$DLC_SECRET" "$sec" && [ "$(stat -c %a "$sec")" = 600 ] || fail "experiment secrets did not write $sec"
+dlc_assert_no_secret "$WORK/load.out" "$WORK/secrets.out"
+pass "a loaded pack: no secrets file until nnictl experiment secrets --config writes it"
+# a database written before secrets files: the next nnictl moves them out
+sql "UPDATE experiment SET config = json_set(config, '$.trainingService.accessKeySecret', '$DLC_SECRET') WHERE id='$id'"
+rm -f "$NNI_HOME/secrets/.moved" "$NNI_HOME/secrets/$id.json"
+nnictl experiment list --all > "$WORK/list.out" 2>&1 || fail "experiment list"
+grep -q "experiment $id: 1 secret value of its config moved out of the database" "$WORK/list.out" ||
+    { cat "$WORK/list.out"; fail "no migration said"; }
+sqlite3 "$DB" .dump > "$WORK/db2.dump"
+dlc_assert_no_secret "$WORK/db2.dump" "$WORK/list.out"
+grep -q -F "$DLC_SECRET" "$NNI_HOME/secrets/$id.json" || fail "the migrated secret is not in its file"
+pass "a stored config with a secret (an older database): moved to its secrets file at the next open"
 nnictl stop --all > /dev/null
 assert_no_leftovers
 echo "89-dlc-errors: passed"
