@@ -139,6 +139,8 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
     const char *tmo = getenv("TRIALQ_DLC_TIMEOUT"); /* seconds; tests shorten it */
     d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
     d->rest.ca_bundle = d->ca_bundle;
+    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     d->rest.curl = curl_easy_init();
     if (!d->rest.curl)
         return errf(e, "cannot initialise libcurl");
@@ -297,6 +299,8 @@ static int probe(struct dlc *d, int *rejected, struct errbuf *e)
                          "endpoint, and workspaceId)", d->endpoint, d->key_id);
             return -1;
         }
+        if (d->rest.tls_refused)
+            break; /* the same certificate again */
         log_warn("DLC at %s: %s", d->endpoint, e->msg);
     }
     return errprefix(e, "dlc: cannot reach DLC at %s", d->endpoint);

@@ -738,8 +738,23 @@ static void test_insecure_key_of_dlc_and_dlts(void **state)
     p = write_tmp("dlts.yml", DLTS_TS "  insecure: true\n");
     cfg = load_ok(p);
     assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    assert_int_equal(cfg->nwarnings, 0); /* plain http: no certificate to skip */
     config_free(cfg);
     free(p);
+    /* https with insecure: true: its certificate is not verified, which is said */
+    char *https = xstrdup(DLTS_TS "  insecure: true\n");
+    char *at = strstr(https, "http://");
+    char *fixed = xasprintf("%.*shttps://%s", (int)(at - https), https, at + 7);
+    free(https);
+    https = fixed;
+    p = write_tmp("dlts.yml", https);
+    cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], "trainingService.insecure: true: the TLS certificate of https:/"));
+    assert_non_null(strstr(cfg->warnings[0], "name its CA with caBundle instead"));
+    config_free(cfg);
+    free(p);
+    free(https);
     p = write_tmp("dlts.yml", DLTS_TS "  allowInsecureHttp: true\n");
     assert_int_equal(config_load(p, &cfg, &e), -1);
     assert_non_null(strstr(e.msg, "allowInsecureHttp"));
@@ -751,6 +766,17 @@ static void test_insecure_key_of_dlc_and_dlts(void **state)
                              "  containerStorageMountPoint: /mnt/nas\n  endpoint: http://10.0.0.1\n  insecure: true\n");
     cfg = load_ok(p);
     assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    assert_int_equal(cfg->nwarnings, 0);
+    config_free(cfg);
+    free(p);
+    /* no endpoint: the region's, https */
+    p = write_tmp("dlc.yml", SS_TOP "trialCommand: x\ntrainingService:\n  platform: dlc\n  type: Worker\n"
+                             "  image: img\n  jobType: PyTorchJob\n  podCount: 1\n  ecsSpec: ecs.c6.large\n"
+                             "  region: cn-test\n  localStorageMountPoint: /tmp\n"
+                             "  containerStorageMountPoint: /mnt/nas\n  insecure: true\n");
+    cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], "the TLS certificate of the endpoint is not verified"));
     config_free(cfg);
     free(p);
 }
