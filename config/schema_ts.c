@@ -412,6 +412,9 @@ static const struct field dlc_fields[] = {
     {.name = "endpoint", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "caBundle", .type = FT_FILE},
     {.name = "insecure", .type = FT_BOOL, .def = "false"},
+    /* trialq: the console whose job pages are the trials' tracking URLs (default
+     * https://pai-dlc.console.aliyun.com, as NNI's) */
+    {.name = "consoleUrl", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = NULL},
 };
 
