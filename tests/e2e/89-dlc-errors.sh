@@ -54,12 +54,22 @@ wait_status "$id" DONE 120
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" = 3 ] || fail "env key: trials"
 pass "the access key from ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET: 3 trials SUCCEEDED"
 
+# secrets files that no experiment owns (a create killed between the file and the row):
+# the next create removes those older than a minute, not a younger one (a create running)
+mkdir -p "$NNI_HOME/secrets"
+echo '{}' > "$NNI_HOME/secrets/zz0rphan.json"
+echo '{}' > "$NNI_HOME/secrets/yy0ung00.json"
+touch -d '2 minutes ago' "$NNI_HOME/secrets/zz0rphan.json"
 # the secret given in the config: shown by no command, no REST answer, no log
 dlc_experiment "$WORK/shown" 1 2 4
 port2=$(free_port)
 nnictl create --config "$WORK/shown/config.yml" --port "$port2" > "$WORK/shown.out" 2>&1 ||
     { cat "$WORK/shown.out"; fail "create failed"; }
 id2=$(exp_id_of "$WORK/shown.out")
+[ ! -e "$NNI_HOME/secrets/zz0rphan.json" ] && [ -e "$NNI_HOME/secrets/yy0ung00.json" ] ||
+    fail "create: the old orphan secrets file is $(ls "$NNI_HOME/secrets")"
+rm "$NNI_HOME/secrets/yy0ung00.json"
+pass "nnictl create removed an orphaned secrets file (older than a minute), kept a young one"
 wait_status "$id2" DONE 120
 nnictl config show "$id2" > "$WORK/show.out" 2>&1 || fail "nnictl config show failed"
 grep -q "accessKeySecret" "$WORK/show.out" || { cat "$WORK/show.out"; fail "config show has no accessKeySecret line"; }
