@@ -126,6 +126,8 @@ int secrets_merge_file(const char *home, const char *exp_id, cJSON *config, int 
         *unset = 0;
     if (!secrets_has_placeholder(config))
         return 0; /* stored before secrets moved out, or none */
+    if (!is_experiment_id(exp_id))
+        return errf(e, "secrets: '%.40s' is not an experiment id", exp_id);
     char *path = secrets_path(home, exp_id);
     size_t len;
     char *text = read_file(path, &len);
