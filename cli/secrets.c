@@ -60,6 +60,8 @@ int cli_secrets_migrate(struct db *db, const char *home)
     struct errbuf e;
     struct row *rows = NULL;
     int n = 0, cap = 0, rc = 0;
+    /* the old text is overwritten with zeros where SQLite frees it, not left in the file */
+    sqlite3_exec(db->h, "PRAGMA secure_delete = ON", NULL, NULL, NULL);
     sqlite3_stmt *st = db_query(db, &e, "SELECT id, config FROM experiment", "");
     if (!st)
         rc = -1;
@@ -78,6 +80,7 @@ int cli_secrets_migrate(struct db *db, const char *home)
         free(rows[i].config);
     }
     free(rows);
+    sqlite3_exec(db->h, "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
     char *dir = path_join(home, "secrets");
     if (rc == 0 && (mkdir_p(dir, 0700) < 0 || write_file_atomic(marker, "", 0, 0600) < 0))
         rc = errf(&e, "cannot write %s: %s", marker, strerror(errno));
