@@ -679,15 +679,19 @@ static int dlc_kill(struct worker *w, struct trial *t, struct errbuf *e)
 static void save_pod_logs(struct dlc *d, struct trial *t)
 {
     struct nas_job *j = nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
-    if (!j->job_id)
+    char *dlc_id = j->job_id ? xstrdup(j->job_id) : NULL;
+    nas_job_forget(&d->jobs, t->id); /* the trial ended: no entry kept for it */
+    if (!dlc_id)
         return;
-    char *dlc_id = xstrdup(j->job_id), *path = xasprintf("/api/v1/jobs/%s", dlc_id), *body = NULL;
+    char *path = xasprintf("/api/v1/jobs/%s", dlc_id), *body = NULL;
     struct strbuf out;
     sb_init(&out);
     long status = 0;
     struct errbuf he;
     if (call(d, "GET", path, NULL, 0, "GetJob", NULL, &status, &body, &he) < 0 || status != 200) {
-        log_warn("trial %s: no pod logs: GetJob %s: %s", t->id, dlc_id, status ? "refused" : he.msg);
+        if (status)
+            snprintf(he.msg, sizeof he.msg, "HTTP %ld", status);
+        log_warn("trial %s: no pod logs: GetJob %s: %s", t->id, dlc_id, he.msg);
         goto out;
     }
     cJSON *job = cJSON_Parse(body);
@@ -701,7 +705,9 @@ static void save_pod_logs(struct dlc *d, struct trial *t)
         long ls = 0;
         sb_printf(&out, "==== pod %s ====\n", pid->valuestring);
         if (call(d, "GET", lp, q, 1, "GetPodLogs", NULL, &ls, &lb, &he) < 0 || ls != 200) {
-            sb_printf(&out, "(GetPodLogs: %s)\n", ls ? "refused" : he.msg);
+            if (ls)
+                snprintf(he.msg, sizeof he.msg, "HTTP %ld", ls);
+            sb_printf(&out, "(GetPodLogs: %s)\n", he.msg);
         } else {
             cJSON *ans = cJSON_Parse(lb);
             const cJSON *line;
