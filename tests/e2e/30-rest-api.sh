@@ -73,7 +73,13 @@ $PY -c "import json,sys; a=json.load(open('$WORK/body')); b=[t for t in json.loa
 expect 404 "$API/trial-jobs/NoSuchTrial"; check '"NoSuchTrial" in j["error"]'
 expect 200 "$API/trial-jobs?status=SUCCEEDED"; check 'len(j) == 6'
 expect 200 "$API/trial-jobs?status=FAILED"; check 'j == []'
-pass "trial-jobs: NNI's TrialJobInfo, by id, by status"
+# sequences 0..5 without a gap: an offset is a seek on the sequence (the walk, after a gap, below)
+for off in 1 4 5 6 9; do
+    expect 200 "$API/trial-jobs?limit=2&offset=$off"
+    $PY -c "import json,sys; sys.exit(json.load(open('$WORK/body')) != json.load(open('$WORK/jobs.json'))[$off:$off + 2])" ||
+        fail "trial-jobs?offset=$off is not the list's slice"
+done
+pass "trial-jobs: NNI's TrialJobInfo, by id, by status, by offset"
 
 expect 200 "$API/metric-data"; cp "$WORK/body" "$WORK/metrics.json"
 check 'len(j) == 24 and all(set(m) == {"timestamp","trialJobId","parameterId","type","sequence","data"} for m in j)'
