@@ -18,7 +18,7 @@
 /* The export-data records (with "intermediate" lists when asked) in pieces of a few
  * hundred kB, each handed to fn as the text of a JSON array's items (after the first
  * piece it begins with a comma): the whole export is never in memory, whatever the
- * history's size. 0, or -1 with the error told. */
+ * history's size. 0, or 1 with the error told (fn returns the same). */
 typedef int (*export_piece_fn)(void *arg, const char *text, size_t len);
 
 static int export_pieces(struct db *db, const char *id, int intermediate, export_piece_fn fn, void *arg)
@@ -35,8 +35,8 @@ static int export_pieces(struct db *db, const char *id, int intermediate, export
             sb.buf[0] = '\0';
         if (export_page_next(db, &p, intermediate, (size_t)256 << 10, &sb, &e) < 0)
             rc = cli_error("export %s: %s", id, e.msg);
-        else if (sb.len && fn(arg, sb.buf, sb.len) < 0)
-            rc = -1;
+        else if (sb.len)
+            rc = fn(arg, sb.buf, sb.len);
     }
     sb_free(&sb);
     return rc;
@@ -61,19 +61,21 @@ static int out_open(struct out_file *o, const char *path)
     return 0;
 }
 
-/* Closes and renames when ok, else removes; 0 or -1 told. */
-static int out_close(struct out_file *o, int ok)
+/* Closes the file and renames it over the path, or removes it when something failed
+ * before (failed: that error was told) or now. 0, or 1 with the error told. */
+static int out_close(struct out_file *o, int failed)
 {
-    int rc = 0;
-    if (fclose(o->f) != 0 || (ok && rename(o->tmp, o->path) != 0)) {
-        if (ok)
-            rc = cli_error("cannot write %s", o->path);
-        ok = 0;
-    }
-    if (!ok)
+    int bad = ferror(o->f);
+    if (fclose(o->f) != 0)
+        bad = 1;
+    if (!failed && !bad && rename(o->tmp, o->path) != 0)
+        bad = 1;
+    if (failed || bad)
         unlink(o->tmp);
     free(o->tmp);
-    return ok ? 0 : rc ? rc : -1;
+    if (bad && !failed)
+        return cli_error("cannot write %s", o->path);
+    return failed || bad;
 }
 
 static int json_piece(void *arg, const char *text, size_t len)
@@ -85,14 +87,13 @@ static int json_piece(void *arg, const char *text, size_t len)
 static int write_json(struct db *db, const char *id, const char *path, int intermediate)
 {
     struct out_file o;
-    if (out_open(&o, path) < 0)
-        return -1;
+    if (out_open(&o, path) != 0)
+        return 1;
     fputc('[', o.f);
     int rc = export_pieces(db, id, intermediate, json_piece, &o);
     if (rc == 0)
         fputc(']', o.f);
-    int c = out_close(&o, rc == 0 && !ferror(o.f));
-    return rc < 0 ? rc : c;
+    return out_close(&o, rc);
 }
 
 /* ---------------- CSV, as NNI writes it with csv.DictWriter ---------------- */
@@ -259,9 +260,7 @@ static int write_csv(struct db *db, const char *id, const char *path, int interm
             }
             fputs("\r\n", o.f);
             c.out = &o;
-            rc = export_pieces(db, id, intermediate, csv_piece, &c);
-            int cl = out_close(&o, rc == 0 && !ferror(o.f));
-            rc = rc < 0 ? rc : cl;
+            rc = out_close(&o, export_pieces(db, id, intermediate, csv_piece, &c));
         }
     }
     for (int i = 0; i < c.cols.n; i++)
@@ -302,8 +301,8 @@ static int cmd_export_fn(int argc, char **argv)
     if (db_run(t.db, &e, "BEGIN", "") < 0) {
         cli_error("export %s: %s", t.id, e.msg);
     } else {
-        rc = (strcmp(type, "json") == 0 ? write_json(t.db, t.id, path, intermediate)
-                                        : write_csv(t.db, t.id, path, intermediate)) < 0;
+        rc = strcmp(type, "json") == 0 ? write_json(t.db, t.id, path, intermediate)
+                                       : write_csv(t.db, t.id, path, intermediate);
         db_run(t.db, &e, "COMMIT", "");
     }
     cli_target_close(&t);
