@@ -194,7 +194,8 @@ rows = list(csv.DictReader(open(sys.argv[2], newline="")))
 assert len(rows) == want and list(rows[0]) == ["x", "reward", "trialJobId", "y"], list(rows[0])
 assert rows[10].get("y") == "" and rows[-1]["y"] == "1" and rows[-1]["x"] == "12000", (rows[10], rows[-1])
 PY
-pass "export of $want trials streams out whole (json -i, csv)"
+n experiment export "$id" -t csv -f "$WORK/no/such/dir.csv"; [ "$rc" = 1 ] || fail "export to no dir gave $rc"; has "cannot write"
+pass "export of $want trials streams out whole (json -i, csv); a file it cannot write is an error"
 
 # export -> delete -> import into a new experiment
 nnictl experiment delete "$id" > /dev/null
