@@ -55,6 +55,17 @@ print("GET /trial-jobs?limit=100&offset=rnd p50 %6.2f ms  p99 %6.2f ms  (%d requ
       % (pct(deep, .5), pct(deep, .99), len(deep)))
 print("GET /trial-jobs?since=<last 100>     p50 %6.2f ms  p99 %6.2f ms  (%d requests)"
       % (pct(inc, .5), pct(inc, .99), len(inc)))
+# other reads, median and worst of 5 (a deep metric offset walks: use since= to page metrics)
+_, _, r = get("/metric-data?limit=1")
+mseq = int(r.getheader("X-Trialq-Seq"))
+k = (n // 2) // 10000
+mid = "%s%04d" % (chr(65 + k + (6 if k >= 26 else 0)), (n // 2) % 10000)  # history_db.sh's id of trial n/2
+for p in ["/metric-data?since=%d" % (mseq - 100), "/metric-data?limit=100&offset=%d" % (n // 10),
+          "/metric-data?limit=100&offset=%d" % (n * 10), "/metric-data/" + mid,
+          "/metric-data-range/%d/%d" % (n // 2, n // 2 + 10),
+          "/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10), "/trial-jobs/" + mid, "/job-statistics"]:
+    ts = sorted(get(p)[0] for _ in range(5))
+    print("GET %-52s median %7.1f ms  worst %7.1f ms" % (p, ts[2] * 1000, ts[-1] * 1000))
 def stream(path, key):
     """a full list read in 1 MB pieces, never held whole: ms, MB, records, chunked?"""
     t = time.perf_counter()
