@@ -369,6 +369,15 @@ static const struct field aml_fields[] = {
     {.name = "computeTarget", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
     {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
+    /* trialq (workers/aml.c): the endpoints (a private cloud, a proxy, a test server), the
+     * datastore the jobs mount and where this host has mounted it, a CA bundle, and plain
+     * http:// beyond 127.0.0.1 */
+    {.name = "managementEndpoint", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://management.azure.com\""},
+    {.name = "authorityHost", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://login.microsoftonline.com\""},
+    {.name = "datastore", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"workspaceblobstore\""},
+    {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},
+    {.name = "caBundle", .type = FT_FILE},
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
 };
 
