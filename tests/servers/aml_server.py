@@ -61,9 +61,10 @@ that has ended changes nothing (202, its operation done at once).
 Test controls (no token; only for the test that started the server):
   GET  /_test/stats                 counters, the jobs' states
   GET  /_test/job/{name}            the PUT body as received, the job's states so far, its output
+  POST /_test/job/{name} {"command"}  the job's stored command replaced (as another client made it)
   POST /_test/token {"aud", "tid", "exp_in", "appid"}   a token as this server would sign it
   POST /_test/fail {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status",
-                    "count" | "seconds", "delay", "action": "token"|"put"|"get"|"list"|"cancel"}
+                    "count" | "seconds", "delay", "action": "token"|"put"|"get"|"list"|"cancel"|"environment"}
 """
 import argparse
 import base64
@@ -636,6 +637,18 @@ class Handler(JsonHandler):
             return self.reply(200, {"access_token": st.token(f.get("aud", MGMT_AUDIENCES[0]),
                                                              f.get("tid", next(iter(st.tenants), "")),
                                                              f.get("appid", "test"), f.get("exp_in", 3600))})
+        if path.startswith("/_test/job/") and method == "POST":
+            # {"command": ...}: the job's stored body as another client made it (its
+            # process is not touched): a PUT of the original body is then refused
+            name, f = path[len("/_test/job/"):], json.loads(data or b"{}")
+            with st.lock:
+                job = next((j for j in st.jobs.values() if j.name == name), None)
+                if job:
+                    job.body = json.loads(json.dumps(job.body))
+                    job.body["properties"]["command"] = f["command"]
+                    job.raw = json.dumps(job.body)
+                    return self.reply(200, {"ok": True})
+            return self.refuse(arm_error(404, "UserError", "Job %s not found." % name[:100]))
         if path.startswith("/_test/job/"):
             name = path[len("/_test/job/"):]
             with st.lock:
@@ -661,6 +674,8 @@ class Handler(JsonHandler):
         action = "token" if m else {"GET": "get", "PUT": "put", "POST": "cancel"}.get(method)
         if action == "get" and raw_path.rstrip("/").lower().endswith("/jobs"):
             action = "list"
+        if action == "put" and "/environments/" in raw_path.lower():
+            action = "environment"
         if self.injected(action):
             return
         try:
