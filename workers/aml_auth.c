@@ -376,7 +376,7 @@ static int fetch_cli(struct aml_auth *a, int *fatal, struct errbuf *e)
     int64_t t0 = now_ms();
     int st = run_capture(argv, CLI_TIMEOUT_MS, &out, &err);
     int rc = -1;
-    if (st == -1) {
+    if (st == -1 || (st == 127 && err && strstr(err, "cannot run az"))) {
         *fatal = 1;
         errf(e, "aml: no credential: set AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (or "
                 "AZURE_CLIENT_CERTIFICATE_PATH) for a service principal, or install the Azure CLI and run `az "
@@ -418,7 +418,7 @@ const char *aml_auth_token(struct aml_auth *a, int force, int *fatal, struct err
         return a->token;
     int rc = a->kind == AML_AUTH_CLI ? fetch_cli(a, fatal, e) : fetch_sp(a, fatal, e);
     if (rc == 0) {
-        log_info("aml: new access token from %s, valid for %lld s", a->kind == AML_AUTH_CLI ? "the Azure CLI"
+        log_debug("aml: new access token from %s, valid for %lld s", a->kind == AML_AUTH_CLI ? "the Azure CLI"
                                                                                              : a->authority,
                  (long long)((a->expires_ms - now_ms()) / 1000));
         return a->token;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Azure ML at `nnictl create`: each refusal of the identity platform (no such tenant,
+# no such application, a wrong secret), a service principal half set, no credential at
+# all (no service principal, no az on PATH), a subscription, resource group, workspace,
+# compute target or datastore the workspace lacks, no mount here, plain http to another
+# host: each is refused with a clear message naming what to fix, nothing is created (no
+# experiment, no job) and the secret is in no message.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/aml.sh"
+
+aml_start_server
+port=$(free_port)
+n=0
+# refused <what> <expected text> <sed expression on config.yml> [VAR=VALUE... for the environment]
+refused() {
+    local what=$1 want=$2 expr=$3
+    shift 3
+    n=$((n + 1))
+    aml_experiment "$WORK/bad$n" 1 1 1
+    sed -i "$expr" "$WORK/bad$n/config.yml"
+    if (for kv in "$@"; do export "${kv?}"; done; exec nnictl create --config "$WORK/bad$n/config.yml" --port "$port") \
+        > "$WORK/bad$n.out" 2>&1; then
+        cat "$WORK/bad$n.out"; fail "$what: create succeeded"
+    fi
+    grep -q -- "$want" "$WORK/bad$n.out" || { echo "output:"; cat "$WORK/bad$n.out"; fail "$what: no '$want' in the error"; }
+    aml_assert_no_secret "$WORK/bad$n.out"
+    [ "$(sql "SELECT count(*) FROM experiment" 2>/dev/null || echo 0)" = 0 ] || fail "$what: an experiment was created"
+    [ "$(aml_stat "s['created'] + s.get('put', 0)")" = 0 ] || fail "$what: a job was PUT"
+    pass "$what: $(grep -m1 -o "aml: .*\|trainingService.*" "$WORK/bad$n.out" | cut -c1-200)"
+}
+refused "no such tenant" "AADSTS90002.*check AZURE_TENANT_ID" "" AZURE_TENANT_ID=nobody
+refused "no such application" "AADSTS700016.*check AZURE_CLIENT_ID" "" AZURE_CLIENT_ID=nobody
+refused "a wrong secret" "AADSTS7000215.*AZURE_CLIENT_SECRET must be the secret's value" "" AZURE_CLIENT_SECRET=not-it
+refused "a half service principal" "AZURE_TENANT_ID and AZURE_CLIENT_ID are not both set" "" AZURE_CLIENT_ID=
+refused "no credential at all" "no credential: set AZURE_TENANT_ID" "" AZURE_CLIENT_SECRET= PATH="$BIN_DIR:/usr/bin:/bin"
+refused "a wrong subscription" "subscription 'sub-nope' not found.*subscriptionId" "s/subscriptionId: .*/subscriptionId: sub-nope/"
+refused "a wrong resource group" "resource group 'rg-nope' not found.*resourceGroup" "s/resourceGroup: .*/resourceGroup: rg-nope/"
+refused "a wrong workspace" "workspace 'ws-nope' not found.*workspaceName" "s/workspaceName: .*/workspaceName: ws-nope/"
+refused "a wrong compute target" "has no compute 'gpu-nope'.*computeTarget" "s/computeTarget: .*/computeTarget: gpu-nope/"
+refused "a wrong datastore" "has no datastore 'blob-nope'.*datastore" "s/computeTarget: .*/&\n  datastore: blob-nope/"
+refused "no mount here" "is not a writable directory (the datastore's container" \
+    "s|localStorageMountPoint: .*|localStorageMountPoint: $WORK/no-such-mount|"
+refused "plain http to another host" "is unencrypted" "s|managementEndpoint: .*|managementEndpoint: http://192.0.2.1:80|"
+[ "$(aml_stat 's["refused"].get("invalid_client", 0)')" -ge 1 ] || fail "the wrong secret never reached the server"
+assert_no_leftovers
+echo "89d-aml-errors: passed"
