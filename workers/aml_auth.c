@@ -29,8 +29,9 @@ int64_t aml_refresh_at(int64_t now_ms, long long lifetime_s)
 {
     if (lifetime_s <= 0)
         return now_ms;
-    long long early = lifetime_s / 4 < REFRESH_EARLY_S ? lifetime_s / 4 : REFRESH_EARLY_S;
-    return now_ms + (lifetime_s - early) * 1000;
+    int64_t life = (int64_t)lifetime_s * 1000;
+    int64_t early = life / 3 < REFRESH_EARLY_S * 1000 ? life / 3 : REFRESH_EARLY_S * 1000;
+    return now_ms + life - early;
 }
 
 static const char *env_nonempty(const char *name)

@@ -47,7 +47,7 @@ void aml_auth_free(struct aml_auth *a);
 /* base64url without padding (new string) */
 char *aml_b64url(const void *data, size_t len);
 /* When to refresh a token of lifetime_s obtained at now_ms: 5 minutes before it
- * expires, or at three quarters of a shorter lifetime. */
+ * expires, or at two thirds of a shorter lifetime. */
 int64_t aml_refresh_at(int64_t now_ms, long long lifetime_s);
 /* The message of a refusal of the token endpoint (status, body: the identity platform's
  * JSON with error, error_description, error_codes), naming what to fix; into e. */

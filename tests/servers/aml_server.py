@@ -63,7 +63,9 @@ Test controls (no token; only for the test that started the server):
   GET  /_test/job/{name}            the PUT body as received, the job's states so far, its output
   POST /_test/job/{name} {"command"}  the job's stored command replaced (as another client made it)
   POST /_test/token {"aud", "tid", "exp_in", "appid"}   a token as this server would sign it
-  POST /_test/fail {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status",
+  POST /_test/fail (a "delay" mode handles the request as it comes, token check included,
+                    and answers "delay" seconds late; any other mode with "delay" waits first)
+                   {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status",
                     "count" | "seconds", "delay", "action": "token"|"put"|"get"|"list"|"cancel"|"environment"}
 """
 import argparse
@@ -322,6 +324,9 @@ class Handler(JsonHandler):
     name = "aml_server"
 
     def reply(self, code, obj, headers=()):
+        if getattr(self, "delay_answer", 0):
+            time.sleep(self.delay_answer)
+            self.delay_answer = 0
         if getattr(self, "drop_answer", False):
             self.close_connection = True
             try:
@@ -346,9 +351,13 @@ class Handler(JsonHandler):
             f = take_fault(st, action)
         if not f:
             return False
+        mode = f.get("mode", "status")
+        if f.get("delay") and mode == "delay":
+            # the request is handled as it arrives (its token checked then), the answer is late
+            self.delay_answer = f["delay"]
+            return False
         if f.get("delay"):
             time.sleep(f["delay"])
-        mode = f.get("mode", "status")
         if mode == "drop":
             self.close_connection = True
             try:
