@@ -64,6 +64,11 @@ static int load_cert(struct aml_auth *a, struct errbuf *e)
         return errf(e, "AZURE_CLIENT_CERTIFICATE_PATH: %s must hold the unencrypted private key and the "
                     "certificate (PEM)%s", a->cert_path, key ? "; no certificate found" : "; no private key found");
     }
+    if (X509_check_private_key(x, key) != 1) {
+        EVP_PKEY_free(key);
+        X509_free(x);
+        return errf(e, "AZURE_CLIENT_CERTIFICATE_PATH: the private key in %s is not the certificate's", a->cert_path);
+    }
     if (EVP_PKEY_base_id(key) != EVP_PKEY_RSA) {
         EVP_PKEY_free(key);
         X509_free(x);
