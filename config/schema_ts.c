@@ -375,7 +375,9 @@ static const struct field aml_fields[] = {
     {.name = "managementEndpoint", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://management.azure.com\""},
     {.name = "authorityHost", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://login.microsoftonline.com\""},
     {.name = "datastore", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"workspaceblobstore\""},
-    {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},
+    /* not in NNI's AmlConfig, so not required here (an NNI config still validates):
+     * nnictl create requires it (workers/aml.c) */
+    {.name = "localStorageMountPoint", .type = FT_PATH},
     {.name = "caBundle", .type = FT_FILE},
     {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
@@ -734,7 +736,7 @@ static const struct ts_platform {
     {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
      TS_MACHINES_NONE},
-    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},

@@ -389,10 +389,13 @@ static int probe_workspace(struct aml *d, int *fatal, struct errbuf *e)
 static int check_mount(const char *lm, struct errbuf *e)
 {
     struct stat st;
-    if (!lm || stat(lm, &st) < 0 || !S_ISDIR(st.st_mode) || access(lm, W_OK) < 0)
+    if (!lm)
+        return errf(e, "trainingService.localStorageMountPoint is required for aml: the directory where the "
+                    "datastore's container, which the jobs mount, is mounted on this host (e.g. with blobfuse2)");
+    if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode) || access(lm, W_OK) < 0)
         return errf(e, "trainingService.localStorageMountPoint: %s is not a writable directory (the datastore's "
                     "container, which the jobs mount, must be mounted there on this host, e.g. with blobfuse2)",
-                    lm ? lm : "(unset)");
+                    lm);
     return 0;
 }
 

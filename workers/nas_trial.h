@@ -3,8 +3,8 @@
  * filesystem): the code once per experiment (<root>/nni-code, our SDK in
  * <root>/nni-sdk), and per trial <root>/<trial>[.attemptN] holding parameter.cfg,
  * run.sh, the trial's output, metrics and .nni/state; the job's name and what the worker
- * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c
- * and dlts.c. */
+ * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c,
+ * dlts.c and aml.c. */
 #ifndef TRIALQ_NAS_TRIAL_H
 #define TRIALQ_NAS_TRIAL_H
 

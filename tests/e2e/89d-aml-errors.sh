@@ -40,6 +40,7 @@ refused "a wrong compute target" "has no compute 'gpu-nope'.*computeTarget" "s/c
 refused "a wrong datastore" "has no datastore 'blob-nope'.*datastore" "s/computeTarget: .*/&\n  datastore: blob-nope/"
 refused "no mount here" "is not a writable directory (the datastore's container" \
     "s|localStorageMountPoint: .*|localStorageMountPoint: $WORK/no-such-mount|"
+refused "no localStorageMountPoint" "localStorageMountPoint is required for aml" "/localStorageMountPoint/d"
 refused "plain http to another host" "is unencrypted" "s|managementEndpoint: .*|managementEndpoint: http://192.0.2.1:80|"
 [ "$(aml_stat 's["refused"].get("invalid_client", 0)')" -ge 1 ] || fail "the wrong secret never reached the server"
 assert_no_leftovers
