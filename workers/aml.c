@@ -563,11 +563,13 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
     char *path = job_path(d, name, "");
     long status = 0;
     char *resp = NULL;
-    int fatal = 0, rc;
+    int rc;
     struct errbuf he;
-    if (http(d, "PUT", path, body, &status, &resp, &fatal, &he) < 0) {
+    /* no answer (the job may exist now, and a PUT again finds it) or no token (refused
+     * credentials are the experiment's error, and the trial waits for them to be fixed) */
+    if (http(d, "PUT", path, body, &status, &resp, NULL, &he) < 0) {
         errf(e, "submit (PUT job): %s", he.msg);
-        rc = fatal ? -1 : 0; /* no answer: the job may exist now, and a PUT again finds it */
+        rc = 0;
     } else if (status == 200 || status == 201) {
         log_info("trial %s: %s Azure ML job %s", t->id, status == 201 ? "submitted" : "re-attached to", name);
         nas_job_known(j, d->local_root, t, MARKER, name);

@@ -14,6 +14,7 @@
 
 #define REFRESH_EARLY_S 300 /* Azure's SDKs refresh 5 minutes before expiry */
 #define CLI_TIMEOUT_MS 30000
+#define REFUSED_RETRY_MS 10000 /* refused credentials are asked again after this long */
 
 char *aml_b64url(const void *data, size_t len)
 {
@@ -422,8 +423,18 @@ const char *aml_auth_token(struct aml_auth *a, int force, int *fatal, struct err
     *fatal = 0;
     if (a->token && !force && now_ms() < a->refresh_ms)
         return a->token;
+    if (a->refused_until && mono_ms() < a->refused_until) { /* not every poll of every trial */
+        *fatal = 1;
+        errf(e, "%s", a->refused_why);
+        return NULL;
+    }
     int rc = a->kind == AML_AUTH_CLI ? fetch_cli(a, fatal, e) : fetch_sp(a, fatal, e);
+    if (rc < 0 && *fatal) {
+        a->refused_until = mono_ms() + REFUSED_RETRY_MS;
+        snprintf(a->refused_why, sizeof a->refused_why, "%s", e->msg);
+    }
     if (rc == 0) {
+        a->refused_until = 0;
         log_debug("aml: new access token from %s, valid for %lld s", a->kind == AML_AUTH_CLI ? "the Azure CLI"
                                                                                              : a->authority,
                  (long long)((a->expires_ms - now_ms()) / 1000));

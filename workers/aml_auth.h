@@ -28,6 +28,8 @@ struct aml_auth {
     char *x5t;       /* base64url SHA-1 thumbprint of the certificate (DER) */
     char *token;     /* the current access token, or NULL */
     int64_t expires_ms, refresh_ms; /* wall clock: when it expires, when to fetch a new one */
+    int64_t refused_until;          /* mono ms: a refusal is not asked again before this */
+    char refused_why[1024];
     struct rest_client rest;        /* the token endpoint */
 };
 
@@ -39,7 +41,8 @@ int aml_auth_init(struct aml_auth *a, const char *authority, const char *managem
 const char *aml_auth_what(const struct aml_auth *a, char *buf, size_t len);
 /* A valid access token (owned by a): the current one unless it is due for refresh or
  * force. NULL with e; *fatal = 1 when it was refused (bad credentials: e says which and
- * how to fix it), 0 when no answer came (try again later). */
+ * how to fix it; asked again only after 10 s, the same error meanwhile), 0 when no
+ * answer came (try again later). */
 const char *aml_auth_token(struct aml_auth *a, int force, int *fatal, struct errbuf *e);
 void aml_auth_free(struct aml_auth *a);
 
