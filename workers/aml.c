@@ -477,7 +477,12 @@ static struct nas_job *job_of(struct aml *d, const struct trial *t)
 static char *job_body(struct worker *w, struct aml *d, const struct trial *t, const char *name)
 {
     const cJSON *tc = worker_config_item(w, "trialCommand");
-    char *cmd = nas_job_command(w, d->cont_root, t, "aml", cJSON_IsString(tc) ? tc->valuestring : "false");
+    const char *trial_cmd = cJSON_IsString(tc) ? tc->valuestring : "false";
+    char *url = nas_channel_url(w, t);
+    char *chan_cmd = url ? nas_channel_command(url, trial_cmd) : NULL;
+    char *cmd = nas_job_command(w, d->cont_root, t, "aml", chan_cmd ? chan_cmd : trial_cmd);
+    free(url);
+    free(chan_cmd);
     cJSON *b = cJSON_CreateObject(), *p = cJSON_AddObjectToObject(b, "properties");
     char *exp_name = xasprintf("nni_exp_%s", w->exp_id);
     char *compute = xasprintf("%s/computes/%s", d->ws_id, d->compute);
@@ -602,6 +607,15 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
 static int aml_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct aml *d = w->platform;
+    char *url = nas_channel_url(w, t);
+    if (url) { /* the relay that serves the HTTP channel in the job */
+        char *dir = nas_trial_dir(d->local_root, t);
+        int rc = nas_write_chanrelay(dir, e);
+        free(dir);
+        free(url);
+        if (rc < 0)
+            return -1;
+    }
     return nas_submit(w, &d->jobs, job_of(d, t), d->local_root, "Azure ML", try_submit, t, job_id, trial_dir, e);
 }
 

@@ -6,7 +6,8 @@
 # dockerImage, its output folder the experiment's path on the datastore; the metrics come
 # back over the datastore exactly as the trials wrote them. `nnictl trial kill` cancels a
 # running job (USER_CANCELED), a job cancelled in the workspace ends SYS_CANCELED, a
-# failing trial FAILED with its exit code; `nnictl stop` cancels what still runs. The
+# failing trial FAILED with its exit code; `nnictl stop` cancels what still runs; with
+# trialCommandChannel: http the trials report through the relay in their jobs. The
 # client secret is in no log, error, config show, REST answer or the database.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/aml.sh"
@@ -119,5 +120,26 @@ nnictl stop "$id" > /dev/null
 live() { aml_stat "sum(1 for n, st in s['jobs'].items() if '$id' in n and st not in ('Completed', 'Failed', 'Canceled'))"; }
 wait_until 30 eval '[ "$(live)" = 0 ]' || fail "jobs still live after nnictl stop: $(live)"
 pass "nnictl stop: no job of the experiment left running"
+
+# trialCommandChannel: http: the trials speak NNI v3's HTTP channel, served in the job by
+# .nni/chanrelay.py (metrics to the trial's dir on the datastore)
+port=$(free_port)
+http_experiment "$WORK/http" 5 4 4 "$(aml_ts)"
+aml_create "$WORK/http" "$port"
+id=$AML_ID
+wait_status "$id" DONE 60
+[ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")" = 4 ] ||
+    { sql "SELECT id, status, message FROM trial WHERE experiment_id='$id'"; fail "http channel: not 4 trials SUCCEEDED"; }
+for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
+    dir=$AML_BLOB/$id/$tid
+    [ -s "$dir/.nni/chanrelay.py" ] || fail "http channel: no relay in $tid's dir"
+    want=$(sort "$dir/acked.log")
+    got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
+    [ -n "$want" ] && [ "$want" = "$got" ] || { echo "acknowledged: $want"; echo "stored: $got"; fail "http channel: metrics of $tid"; }
+    curl -sf "$AML_URL/_test/job/nni_exp_${id}_trial_${tid}" | grep -q 'NNI_TRIAL_COMMAND_CHANNEL=.*chanrelay.py' ||
+        fail "http channel: the job of $tid does not run the relay"
+done
+pass "trialCommandChannel http: 4 trials through the relay in their jobs, every acknowledged metric stored"
+nnictl stop "$id" > /dev/null
 assert_no_leftovers
 echo "89b-aml-experiment: passed"
