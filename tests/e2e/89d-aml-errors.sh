@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Azure ML at `nnictl create`: each refusal of the identity platform (no such tenant,
 # no such application, a wrong secret), a service principal half set, no credential at
-# all (no service principal, no az on PATH), a subscription, resource group, workspace,
+# all (no service principal, no az on PATH), a principal without a role on the
+# workspace, a subscription, resource group, workspace,
 # compute target or datastore the workspace lacks, no mount here, plain http to another
 # host: each is refused with a clear message naming what to fix, nothing is created (no
 # experiment, no job) and the secret is in no message.
@@ -33,6 +34,8 @@ refused "no such application" "AADSTS700016.*check AZURE_CLIENT_ID" "" AZURE_CLI
 refused "a wrong secret" "AADSTS7000215.*AZURE_CLIENT_SECRET must be the secret's value" "" AZURE_CLIENT_SECRET=not-it
 refused "a half service principal" "AZURE_TENANT_ID and AZURE_CLIENT_ID are not both set" "" AZURE_CLIENT_ID=
 refused "no credential at all" "no credential: set AZURE_TENANT_ID" "" AZURE_CLIENT_SECRET= PATH="$BIN_DIR:/usr/bin:/bin"
+refused "a principal without a role" "may not read the workspace.*AuthorizationFailed.*give it the role AzureML Data Scientist" "" \
+    AZURE_CLIENT_ID=norole AZURE_CLIENT_SECRET=norole-pw
 refused "a wrong subscription" "subscription 'sub-nope' not found.*subscriptionId" "s/subscriptionId: .*/subscriptionId: sub-nope/"
 refused "a wrong resource group" "resource group 'rg-nope' not found.*resourceGroup" "s/resourceGroup: .*/resourceGroup: rg-nope/"
 refused "a wrong workspace" "workspace 'ws-nope' not found.*workspaceName" "s/workspaceName: .*/workspaceName: ws-nope/"

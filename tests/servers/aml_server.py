@@ -33,7 +33,7 @@ InvalidAuthenticationTokenAudience, ExpiredAuthenticationToken,
 InvalidAuthenticationTokenTenant. Then: 400 MissingApiVersionParameter,
 400 NoRegisteredProviderFound (an api-version not in --api-version), 404
 SubscriptionNotFound, ResourceGroupNotFound, ResourceNotFound (the workspace), and the
-workspace's own 400/404 UserError (a bad job body, an unknown compute or datastore,
+workspace's own 403 AuthorizationFailed (a --no-role principal), 400/404 UserError (a bad job body, an unknown compute or datastore,
 "Job X not found"). A service principal may instead sign a client assertion (--client-cert ID:PEM, the
 certificate registered on the application): client_assertion_type
 urn:ietf:params:oauth:client-assertion-type:jwt-bearer and client_assertion, a JWT whose
@@ -503,6 +503,7 @@ class Handler(JsonHandler):
             raise no("InvalidAuthenticationTokenTenant", "The access token is from the wrong issuer '%s'. It must "
                      "match the tenant 'https://sts.windows.net/%s/' associated with this subscription."
                      % (claims.get("iss"), st.tenant_of(path)))
+        return claims
 
     def arm(self, method, raw_path, query, data):
         st = self.st
@@ -523,7 +524,7 @@ class Handler(JsonHandler):
         if action is None or (action == "cancel" and low[11] != "cancel"):
             raise arm_error(405, "MethodNotAllowed", "The requested resource does not support http method '%s'."
                             % method)
-        self.authenticate(raw_path)
+        claims = self.authenticate(raw_path)
         ver = query.get("api-version")
         if not ver:
             raise arm_error(400, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is "
@@ -540,6 +541,14 @@ class Handler(JsonHandler):
         if (sub, rg, ws) not in st.workspaces:
             raise arm_error(404, "ResourceNotFound", "The Resource 'Microsoft.MachineLearningServices/workspaces/%s' "
                             "under resource group '%s' was not found." % (segs[8], segs[4]))
+        if claims.get("appid") in st.args.no_role:
+            perm = {"list": "jobs/read", "get": "jobs/read", "put": "jobs/write", "cancel": "jobs/cancel/action",
+                    "compute": "computes/read", "datastore": "datastores/read",
+                    "environment": "environments/versions/write"}[action]
+            raise arm_error(403, "AuthorizationFailed", "The client '%s' with object id '%s' does not have "
+                            "authorization to perform action 'Microsoft.MachineLearningServices/workspaces/%s' over "
+                            "scope '%s' or the scope is invalid. If access was recently granted, please refresh your "
+                            "credentials." % (claims.get("appid"), claims.get("oid"), perm, "/".join(segs[:9])))
         with st.lock:
             st.stats[action] = st.stats.get(action, 0) + 1
         if action == "list":
@@ -711,6 +720,8 @@ def main():
     ap.add_argument("--client", action="append", default=[], help="CLIENT_ID:SECRET of a service principal")
     ap.add_argument("--client-cert", action="append", default=[],
                     help="CLIENT_ID:PEM a service principal with this certificate registered")
+    ap.add_argument("--no-role", action="append", default=[],
+                    help="a client id with no role on the workspaces (403 AuthorizationFailed)")
     ap.add_argument("--subscription", action="append", default=[], help="SUBSCRIPTION:TENANT")
     ap.add_argument("--workspace", action="append", default=[], help="SUBSCRIPTION/RESOURCEGROUP/WORKSPACE")
     ap.add_argument("--compute", action="append", default=[], help="a compute target of the workspaces")

@@ -35,7 +35,7 @@ class Server(ServerProcess):
         os.makedirs(self.blob)
         self.cert, self.other = make_cert(tmp, "sp"), make_cert(tmp, "other")
         super().__init__("aml_server.py", tmp, ["--client-cert", CERT_CLIENT + ":" + self.cert + ".pem",
-            "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET,
+            "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET, "--client", "norole:pw", "--no-role", "norole",
             "--subscription", SUB + ":" + TENANT, "--workspace", "%s/%s/%s" % (SUB, RG, WS), "--compute", "cpu-cluster",
             "--datastore", "workspaceblobstore:" + self.blob, "--state-seconds", "0.05", "--stop-grace", "1"])
 
@@ -214,6 +214,10 @@ def test_bearer(srv):
     check(code == 400 and out["error"]["code"] == "NoRegisteredProviderFound", "an old api-version: NoRegisteredProviderFound")
     code, out, _ = srv.arm("GET", ws_path(ws="ws-other") + "/jobs", tok)
     check(code == 404 and out["error"]["code"] == "ResourceNotFound", "an unknown workspace: 404 ResourceNotFound")
+    norole = srv.token(client="norole", secret="pw")[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/computes/cpu-cluster", norole)
+    check(code == 403 and out["error"]["code"] == "AuthorizationFailed" and "computes/read" in out["error"]["message"],
+          "a principal without a role: 403 AuthorizationFailed naming the action")
     code, out, _ = srv.arm("GET", ws_path(rg="rg-other") + "/jobs", tok)
     check(code == 404 and out["error"]["code"] == "ResourceGroupNotFound", "an unknown resource group: ResourceGroupNotFound")
     return tok

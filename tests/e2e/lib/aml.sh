@@ -21,7 +21,7 @@ aml_start_server() {
     mkdir -p "$AML_BLOB" "$WORK/aml-logs"
     rm -f "$WORK/aml.port"
     ( exec "$PY" "$TRIALQ_SRC/tests/servers/aml_server.py" --tenant "$AML_TENANT" \
-        --client "$AML_CLIENT:$AML_SECRET" --subscription "$AML_SUB:$AML_TENANT" \
+        --client "$AML_CLIENT:$AML_SECRET" --client "norole:norole-pw" --no-role norole --subscription "$AML_SUB:$AML_TENANT" \
         --workspace "$AML_SUB/$AML_RG/$AML_WS" --compute "$AML_COMPUTE" \
         --datastore "workspaceblobstore:$AML_BLOB" --workdir "$WORK" --log-dir "$WORK/aml-logs" \
         --stop-grace 2 --port-file "$WORK/aml.port" "$@" >> "$WORK/aml_server.out" 2>&1 ) &
