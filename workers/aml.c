@@ -235,8 +235,10 @@ static int http_url(struct aml *d, const char *method, const char *url, const ch
     int rc = -1;
     for (int attempt = 0; attempt < 2; attempt++) {
         const char *tok = aml_auth_token(&d->auth, attempt > 0, fatal, e);
-        if (!tok)
+        if (!tok) {
+            rc = -1;
             break;
+        }
         char *bearer = xasprintf("Authorization: Bearer %s", tok);
         const char *headers[] = {bearer, "Content-Type: application/json", "Accept: application/json", NULL};
         *resp = NULL;
