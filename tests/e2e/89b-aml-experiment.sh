@@ -43,6 +43,7 @@ for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     [ "$(sql "SELECT job_id FROM trial WHERE id='$tid'")" = "$name" ] || fail "trial $tid: job_id"
     [ "$(cat "$AML_BLOB/$id/$tid/.nni/amljob")" = "$name" ] || fail "trial $tid: no .nni/amljob"
     curl -sf "$AML_URL/_test/job/$name" > "$WORK/job.json" || fail "the server has no job $name"
+    aml_assert_no_secret "$WORK/job.json"
     "$PY" - "$WORK/job.json" "$id" "$tid" "$AML_SUB" "$AML_RG" "$AML_WS" <<'PY' || fail "job body of $tid"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -71,7 +72,7 @@ curl -sf "http://127.0.0.1:$port/api/v1/nni/experiment" > "$WORK/rest.out" || tr
 grep -q '"trainingService"' "$WORK/rest.out" || fail "GET /experiment: no trainingService"
 leaks=$(grep -rlaF "$AML_SECRET" "$NNI_HOME" "$WORK/show.out" "$WORK/rest.out" "$WORK/exp.create.out" "$AML_BLOB" || true)
 [ -z "$leaks" ] || fail "the client secret is in $leaks"
-pass "the client secret is in no log, database, config show, REST answer or file on the datastore"
+pass "the client secret is in no log, database, config show, REST answer, job body or file on the datastore"
 nnictl stop "$id" > /dev/null
 
 # ---- the trial life cycle: kill, a job cancelled in the workspace, a failing trial ----
