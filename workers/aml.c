@@ -9,7 +9,9 @@
  * other shared-storage platforms (workers/nas_trial.h): L = <mount>/<exp>/<trial> here is
  * the job's output folder azureml://datastores/<datastore>/paths/<exp> (mounted
  * read-write, named ${{outputs.nni}} in the command) plus /<trial>; the trial writes its
- * metrics and its end (.nni/state) there, so the compute never reaches us.
+ * metrics and its end (.nni/state) there, so the compute never reaches us. With
+ * trialCommandChannel: http the job runs the trial under .nni/chanrelay.py, which serves
+ * NNI's HTTP channel inside the job and writes the metrics there too.
  *
  * Crash safety: the job's name is the trial's (nni_exp_<exp>_trial_<trial>, plus
  * _attempt<N> for a retry) and the trial row's job_id. A PUT of a job by name is
