@@ -165,6 +165,8 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
     free(ver);
     d->ca_bundle = key_str(ts, "caBundle") ? xstrdup(key_str(ts, "caBundle")) : NULL;
     d->rest.ca_bundle = d->ca_bundle;
+    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     const char *tmo = getenv("TRIALQ_AML_TIMEOUT"); /* seconds; tests shorten it */
     d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 30000;
     d->cont_root = xstrdup("${{outputs." OUTPUT "}}");
@@ -179,6 +181,8 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
         aml_free(d);
         return NULL;
     }
+    d->auth.rest.insecure_tls = d->rest.insecure_tls;
+    d->auth.rest.tls_hint = d->rest.tls_hint;
     return d;
 }
 
@@ -385,6 +389,8 @@ static int probe_workspace(struct aml *d, int *fatal, struct errbuf *e)
             return 0;
         if (*fatal)
             return -1;
+        if (d->rest.tls_refused || d->auth.rest.tls_refused)
+            break; /* the same certificate again */
         log_warn("%s", e->msg);
     }
     return errprefix(e, "aml: cannot reach Azure ML at %s", d->mgmt);

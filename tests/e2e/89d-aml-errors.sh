@@ -2,10 +2,11 @@
 # Azure ML at `nnictl create`: each refusal of the identity platform (no such tenant,
 # no such application, a wrong secret), a service principal half set, no credential at
 # all (no service principal, no az on PATH), a principal without a role on the
-# workspace, a subscription, resource group, workspace,
-# compute target or datastore the workspace lacks, no mount here, plain http to another
-# host: each is refused with a clear message naming what to fix, nothing is created (no
-# experiment, no job) and the secret is in no message.
+# workspace, a subscription, resource group, workspace, compute target or datastore the
+# workspace lacks, no mount here, plain http to another host, an https endpoint whose CA
+# is not named: each is refused with a clear message naming what to fix, nothing is
+# created (no experiment, no job) and the secret is in no message. Over https, caBundle
+# naming the CA runs a trial and insecure: true creates with a warning.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/aml.sh"
 
@@ -46,5 +47,25 @@ refused "no mount here" "is not a writable directory (the datastore's container"
 refused "no localStorageMountPoint" "localStorageMountPoint is required for aml" "/localStorageMountPoint/d"
 refused "plain http to another host" "is unencrypted" "s|managementEndpoint: .*|managementEndpoint: http://192.0.2.1:80|"
 [ "$(aml_stat 's["refused"].get("invalid_client", 0)')" -ge 1 ] || fail "the wrong secret never reached the server"
+
+# ---- TLS: the server's certificate from a throwaway CA ----
+aml_stop_server
+tls_ca "$WORK/tls"
+AML_SCHEME=https AML_CURL_OPTS="--cacert $WORK/tls/ca.pem"
+aml_start_server --tls-cert "$WORK/tls/srv.pem" --tls-key "$WORK/tls/srv.key"
+refused "https, the CA not named" "SSL certificate problem.*name its CA with caBundle" ""
+aml_experiment "$WORK/tls2" 1 1 6 "caBundle: $WORK/tls/ca.pem"
+aml_create "$WORK/tls2" "$port"
+! grep -q "WARNING" "$WORK/tls2.create.out" || { cat "$WORK/tls2.create.out"; fail "a warning with caBundle"; }
+wait_status "$AML_ID" DONE 60
+[ "$(sql "SELECT status FROM trial WHERE experiment_id='$AML_ID'")" = SUCCEEDED ] || fail "caBundle: the trial did not succeed"
+nnictl stop "$AML_ID" > /dev/null
+pass "https with caBundle naming the CA: a trial to DONE"
+aml_experiment "$WORK/tls3" 1 1 6 "insecure: true"
+aml_create "$WORK/tls3" "$(free_port)"
+grep -q "WARNING: .*insecure: true: the TLS certificate of https://127.0.0.1:[0-9]* is not verified" "$WORK/tls3.create.out" ||
+    { cat "$WORK/tls3.create.out"; fail "no warning for insecure: true"; }
+nnictl stop "$AML_ID" > /dev/null
+pass "https with insecure: true: created without verifying, with a warning"
 assert_no_leftovers
 echo "89d-aml-errors: passed"

@@ -27,7 +27,7 @@ aml_start_server() {
         --stop-grace 2 --port-file "$WORK/aml.port" "$@" >> "$WORK/aml_server.out" 2>&1 ) &
     AML_PID=$!
     wait_until 10 test -s "$WORK/aml.port" || { cat "$WORK/aml_server.out" >&2; fail "the Azure ML test server did not start"; }
-    AML_URL=http://127.0.0.1:$(cat "$WORK/aml.port")
+    AML_URL=${AML_SCHEME:-http}://127.0.0.1:$(cat "$WORK/aml.port")
 }
 
 aml_stop_server() {
@@ -41,11 +41,12 @@ aml_stop_server() {
 # experiments first (their jobs are cancelled through the server), then the server
 trap 'rc=$?; nnictl stop --all >/dev/null 2>&1; aml_stop_server; (exit $rc) || cleanup; cleanup' EXIT
 
-aml_stats() { curl -sf "$AML_URL/_test/stats"; }
+# (AML_SCHEME=https and AML_CURL_OPTS="--cacert CA" for a server started with --tls-cert)
+aml_stats() { curl -sf ${AML_CURL_OPTS:-} "$AML_URL/_test/stats"; }
 # aml_stat <python expression on the stats s>: e.g. 's["created"]', 's["refused"]'
 aml_stat() { aml_stats | "$PY" -c "import json,sys; s = json.load(sys.stdin); print($1)"; }
 # aml_fail '<json>': failure injection, e.g. '{"mode": "status", "status": 503, "count": 5}'
-aml_fail() { curl -sf -X POST -d "$1" "$AML_URL/_test/fail" > /dev/null; }
+aml_fail() { curl -sf ${AML_CURL_OPTS:-} -X POST -d "$1" "$AML_URL/_test/fail" > /dev/null; }
 
 # aml_ts [key: value ...]: the trainingService block (indented 2), extra lines appended
 aml_ts() {
