@@ -725,6 +725,14 @@ static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, str
         js->vanished = 1;
         snprintf(js->why, sizeof js->why, "Azure ML no longer knows job %.200s", name);
     } else {
+        const char *studio = studio_url(job);
+        struct errbuf ue;
+        if (!t->url && studio[0]) { /* the trial's tracking URL: the job's page in Azure ML studio */
+            if (trial_set_url(w->db, t->id, studio, &ue) < 0)
+                log_warn("trial %s: cannot record its tracking URL: %s", t->id, ue.msg);
+            else
+                t->url = xstrdup(studio);
+        }
         char *dir = nas_trial_dir(d->local_root, t);
         job_reported(w, t, dir, job, js);
         free(dir);

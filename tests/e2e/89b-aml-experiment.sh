@@ -42,6 +42,9 @@ for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     name=nni_exp_${id}_trial_${tid}
     [ "$(sql "SELECT job_id FROM trial WHERE id='$tid'")" = "$name" ] || fail "trial $tid: job_id"
     [ "$(cat "$AML_BLOB/$id/$tid/.nni/amljob")" = "$name" ] || fail "trial $tid: no .nni/amljob"
+    url=$(sql "SELECT url FROM trial WHERE id='$tid'")
+    [[ $url == "https://ml.azure.com/runs/$name?wsid=/subscriptions/$AML_SUB/"*"&tid=$AML_TENANT" ]] ||
+        fail "trial $tid: tracking URL '$url' is not its job's Studio page"
     curl -sf "$AML_URL/_test/job/$name" > "$WORK/job.json" || fail "the server has no job $name"
     aml_assert_no_secret "$WORK/job.json"
     "$PY" - "$WORK/job.json" "$id" "$tid" "$AML_SUB" "$AML_RG" "$AML_WS" <<'PY' || fail "job body of $tid"
@@ -64,7 +67,7 @@ for want in ("NNI_PLATFORM=aml", "NNI_SYS_DIR='${{outputs.nni}}/%s'" % tid, "NNI
 assert "CUDA_VISIBLE_DEVICES" not in p["command"], p["command"]
 PY
 done
-pass "12 command jobs nni_exp_<exp>_trial_<trial>, each PUT once, walking the documented states"
+pass "12 command jobs nni_exp_<exp>_trial_<trial>, each PUT once, walking the documented states, their Studio pages the trials' tracking URLs"
 
 # the client secret: nowhere, the database included (it only ever comes from the environment)
 nnictl config show "$id" > "$WORK/show.out" 2>&1 || true
