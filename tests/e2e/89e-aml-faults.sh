@@ -13,9 +13,6 @@ export TRIAL_STEPS=3 TRIAL_SLEEP=0.3   # the jobs inherit these from the server
 aml_start_server --token-lifetime 4
 port=$(free_port)
 aml_experiment "$WORK/exp" 4 10 9
-aml_create "$WORK/exp" "$port"
-id=$AML_ID
-check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 # fault <json> <n>: inject, then wait until n more answers were faults
 fault() {
     local before
@@ -24,6 +21,11 @@ fault() {
     wait_until 20 eval "[ \"\$(aml_stat 's[\"injected\"]')\" -ge $((before + $2)) ]" ||
         fail "fault $1: fewer than $2 requests met it"
 }
+aml_fail '{"mode": "throttle", "status": 429, "count": 3, "action": "put"}'   # the first submissions
+aml_create "$WORK/exp" "$port"
+id=$AML_ID
+wait_until 20 eval "[ \"\$(aml_stat 's[\"injected\"]')\" -ge 3 ]" || fail "fewer than 3 submissions throttled"
+check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' 30 "2 trials RUNNING"
 aml_fail '{"mode": "status", "status": 503, "seconds": 2, "action": "get"}'
 wait_until 6 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
@@ -32,7 +34,6 @@ grep -q "HTTP 503" "$WORK/status.json" || { cat "$WORK/status.json"; fail "check
 pass "a service answering 503 is the experiment's error: $(grep -o 'Azure ML at[^"]*' "$WORK/status.json" | head -c 200)"
 wait_until 10 eval "! check | grep -q 'Azure ML at'" || fail "the error stays after the service answers again"
 pass "the error is gone once the service answers"
-fault '{"mode": "throttle", "status": 429, "count": 3, "action": "put"}' 3
 fault '{"mode": "drop", "count": 3, "action": "get"}' 3
 fault '{"mode": "delay", "delay": 3, "count": 1, "action": "get"}' 1
 fault '{"mode": "status", "status": 503, "count": 1, "action": "token"}' 1
