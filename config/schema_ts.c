@@ -377,6 +377,7 @@ static const struct field dlts_fields[] = {
 
 static int aml_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
+    insecure_tls_warn(c, obj, "managementEndpoint");
     return per_gpu_check(c, obj, obj, "maxTrialNumberPerGpu");
 }
 
@@ -388,6 +389,17 @@ static const struct field aml_fields[] = {
     {.name = "computeTarget", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
     {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
+    /* trialq (workers/aml.c): the endpoints (a private cloud, a proxy, a test server), the
+     * datastore the jobs mount and where this host has mounted it, a CA bundle, and plain
+     * http:// beyond 127.0.0.1 */
+    {.name = "managementEndpoint", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://management.azure.com\""},
+    {.name = "authorityHost", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://login.microsoftonline.com\""},
+    {.name = "datastore", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"workspaceblobstore\""},
+    /* not in NNI's AmlConfig, so not required here (an NNI config still validates):
+     * nnictl create requires it (workers/aml.c) */
+    {.name = "localStorageMountPoint", .type = FT_PATH},
+    {.name = "caBundle", .type = FT_FILE},
+    {.name = "insecure", .type = FT_BOOL, .def = "false"},
     {.name = NULL},
 };
 
@@ -747,7 +759,7 @@ static const struct ts_platform {
     {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
      TS_MACHINES_NONE},
-    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
+    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlc", {"trainingService (dlc)", dlc_fields, dlc_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},

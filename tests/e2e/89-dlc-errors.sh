@@ -115,12 +115,7 @@ pass "a stored config with a secret (an older database): moved to its secrets fi
 nnictl stop --all > /dev/null
 dlc_stop_server
 tls=$WORK/tls
-mkdir -p "$tls"
-(cd "$tls" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 1 -subj "/CN=trialq test CA" &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr -subj "/CN=127.0.0.1" &&
-    printf 'subjectAltName=IP:127.0.0.1\n' > ext &&
-    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile ext -out srv.pem) \
-    > "$WORK/openssl.out" 2>&1 || { cat "$WORK/openssl.out"; fail "openssl"; }
+tls_ca "$tls"
 DLC_SCHEME=https DLC_CURL_OPTS="--cacert $tls/ca.pem"
 dlc_start_server --tls-cert "$tls/srv.pem" --tls-key "$tls/srv.key"
 nexp=$(sql "SELECT count(*) FROM experiment")
