@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/chantoken.h"
 #include "common/trialenv.h"
 #include "schema/nnijson.h"
 #include "workers/nas_trial.h"
@@ -164,6 +165,51 @@ char *nas_job_command(struct worker *w, const char *cont_root, const struct tria
     free(code);
     free(run);
     return sb_detach(&sb);
+}
+
+char *nas_channel_url(struct worker *w, const struct trial *t)
+{
+    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
+    if (!cJSON_IsString(chan) || strcmp(chan->valuestring, "http") != 0 || !w->exp.token || w->exp.port <= 0)
+        return NULL;
+    char tok[CHAN_TOKEN_LEN + 1];
+    chan_token(w->exp.token, t->id, tok);
+    const cJSON *ip = worker_config_item(w, "nniManagerIp");
+    const char *host = cJSON_IsString(ip) ? ip->valuestring : w->exp.bind_address;
+    if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
+        host = "127.0.0.1";
+    return xasprintf(strchr(host, ':') ? "http://[%s]:%d/env/%s/%s" : "http://%s:%d/env/%s/%s", host, w->exp.port,
+                     tok, t->id);
+}
+
+char *nas_channel_command(const char *url, const char *cmd)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "export NNI_TRIAL_COMMAND_CHANNEL=");
+    sh_quote(&sb, url);
+    sb_puts(&sb, "\nif command -v python3 > /dev/null 2>&1 &&\n"
+                 "   python3 -c 'import sys; sys.exit(sys.version_info < (3, 5))' > /dev/null 2>&1; then\n"
+                 "  set -- python3 \"$NNI_SYS_DIR/.nni/chanrelay.py\" --\n"
+                 "else\n"
+                 "  echo \"trialq: no python3 >= 3.5 in the image: this trial's HTTP channel is the api's\" >&2\n"
+                 "  set --\n"
+                 "fi\n"
+                 "\"$@\" bash -c ");
+    sh_quote(&sb, cmd);
+    return sb_detach(&sb);
+}
+
+int nas_write_chanrelay(const char *dir, struct errbuf *e)
+{
+    char *nni = xasprintf("%s/.nni", dir), *p = xasprintf("%s/.nni/chanrelay.py", dir);
+    int rc = mkdir_p(nni, 0755) < 0 ||
+                     write_file_replace(p, trialq_chanrelay_py, strlen(trialq_chanrelay_py), 0644) < 0
+                 ? errf(e, "cannot write %s: %s", p, strerror(errno))
+                 : 0;
+    free(nni);
+    free(p);
+    return rc;
 }
 
 int nas_read_state(const char *dir, long long v[4])

@@ -3,8 +3,8 @@
  * filesystem): the code once per experiment (<root>/nni-code, our SDK in
  * <root>/nni-sdk), and per trial <root>/<trial>[.attemptN] holding parameter.cfg,
  * run.sh, the trial's output, metrics and .nni/state; the job's name and what the worker
- * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c
- * and dlts.c. */
+ * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c,
+ * dlts.c and aml.c. */
 #ifndef TRIALQ_NAS_TRIAL_H
 #define TRIALQ_NAS_TRIAL_H
 
@@ -32,6 +32,17 @@ int nas_write_trial_files(const char *dir, const struct trial *t, const char *la
  * cluster places the GPUs), then run.sh with cmd. */
 char *nas_job_command(struct worker *w, const char *cont_root, const struct trial *t, const char *nni_platform,
                       const char *cmd);
+/* trialCommandChannel: http (and the api has a channel to name): NNI v3's HTTP channel
+ * URL of trial t, the api's at nniManagerIp with the trial's own token in its path; else
+ * NULL. New string. */
+char *nas_channel_url(struct worker *w, const struct trial *t);
+/* cmd run with NNI_TRIAL_COMMAND_CHANNEL=url under <trial dir>/.nni/chanrelay.py (which
+ * serves the channel in the job, writing metrics to the trial's dir, so that the api's
+ * restarts cost the trial nothing) when the image has python3 >= 3.5, else talking to
+ * the api itself. A command for run.sh's eval; new string. */
+char *nas_channel_command(const char *url, const char *cmd);
+/* <dir>/.nni/chanrelay.py (sdk/chanrelay/trialq_chanrelay.py). 0, or -1 with e. */
+int nas_write_chanrelay(const char *dir, struct errbuf *e);
 /* <dir>/.nni/state, "<exit> <end ms> 0 <attempt>": 0 with v filled, -1 when absent. */
 int nas_read_state(const char *dir, long long v[4]);
 /* A job its service reports ended (ok: succeeded). The trial's own end record of this

@@ -10,13 +10,14 @@
 
 extern const struct platform_ops platform_local, platform_remote, platform_openpai;
 extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
-extern const struct platform_ops platform_dlc, platform_dlts, platform_slurm;
+extern const struct platform_ops platform_dlc, platform_dlts, platform_slurm, platform_aml;
 
 /* This order is the one `nnictl create` lists as supported; the first is the default. */
 const struct platform_ops *const platform_all[] = {
     &platform_local,   &platform_kubeflow, &platform_frameworkcontroller,
     &platform_adl,     &platform_openpai,  &platform_remote,
     &platform_dlc,     &platform_dlts,     &platform_slurm,
+    &platform_aml,
     NULL,
 };
 

@@ -189,6 +189,17 @@ write_config() {
     done > "$file"
 }
 
+# tls_ca DIR: a throwaway CA (DIR/ca.pem) and a certificate of 127.0.0.1 it signed
+# (DIR/srv.pem, its key DIR/srv.key), for a test server started with --tls-cert/--tls-key
+tls_ca() {
+    mkdir -p "$1"
+    (cd "$1" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 1 -subj "/CN=trialq test CA" &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr -subj "/CN=127.0.0.1" &&
+        printf 'subjectAltName=IP:127.0.0.1\n' > ext &&
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile ext -out srv.pem) \
+        > "$1/openssl.out" 2>&1 || { cat "$1/openssl.out"; fail "openssl cannot make a CA"; }
+}
+
 # kill9_manager ID PLATFORM: SIGKILL to the experiment's api and its PLATFORM worker at once
 kill9_manager() {
     local w a before

@@ -14,6 +14,10 @@ process, with the workspace's datastores mapped to local directories:
                                          same job again; 400 UserError: another job of that name)
   GET  .../jobs/{name}?api-version=...   the job, properties.status
   GET  .../jobs?api-version=...          {"value": [jobs]}
+  GET  .../computes/{name}, .../datastores/{name}   a compute target, a datastore (404
+                                         UserError when the workspace has none of that name)
+  PUT  .../environments/{name}/versions/{version}  {"properties": {"image"}}: an environment
+                                         (201; 200 the same again; 400 UserError: another image)
   POST .../jobs/{name}/cancel?api-version=...   202 Accepted, Location: an operation that
                                          answers 202 until the job is Canceled, then 200 (its GET
                                          needs the bearer token too)
@@ -29,12 +33,20 @@ InvalidAuthenticationTokenAudience, ExpiredAuthenticationToken,
 InvalidAuthenticationTokenTenant. Then: 400 MissingApiVersionParameter,
 400 NoRegisteredProviderFound (an api-version not in --api-version), 404
 SubscriptionNotFound, ResourceGroupNotFound, ResourceNotFound (the workspace), and the
-workspace's own 400/404 UserError (a bad job body, an unknown compute or datastore,
-"Job X not found"). The token endpoint refuses as the identity platform does: 400
+workspace's own 403 AuthorizationFailed (a --no-role principal), 400/404 UserError (a bad job body, an unknown compute or datastore,
+"Job X not found"). A service principal may instead sign a client assertion (--client-cert ID:PEM, the
+certificate registered on the application): client_assertion_type
+urn:ietf:params:oauth:client-assertion-type:jwt-bearer and client_assertion, a JWT whose
+header has alg RS256 and x5t (base64url SHA-1 thumbprint of the certificate), whose
+claims have aud (this token endpoint's URL), iss = sub = the client id, exp, nbf and jti,
+and whose signature verifies with the certificate's public key (checked with the openssl
+command). The token endpoint refuses as the identity platform does: 400
 invalid_request (AADSTS90002, no such tenant), 400 unauthorized_client (AADSTS700016,
 no such application), 401 invalid_client (AADSTS7000215, a wrong secret), 400
 invalid_scope (AADSTS1002012, a scope without /.default), 400 invalid_resource
-(AADSTS500011), 400 unsupported_grant_type (AADSTS70003).
+(AADSTS500011), 400 unsupported_grant_type (AADSTS70003), 401 invalid_client
+(AADSTS700027: an assertion whose certificate is not registered, whose signature does
+not verify or whose jti was used before; AADSTS700024: not within its valid time range).
 
 Jobs walk NotStarted -> Starting -> Provisioning -> Preparing -> Queued -> Running ->
 Finalizing -> Completed | Failed (by the command's exit code; --state-seconds each);
@@ -49,9 +61,12 @@ that has ended changes nothing (202, its operation done at once).
 Test controls (no token; only for the test that started the server):
   GET  /_test/stats                 counters, the jobs' states
   GET  /_test/job/{name}            the PUT body as received, the job's states so far, its output
+  POST /_test/job/{name} {"command"}  the job's stored command replaced (as another client made it)
   POST /_test/token {"aud", "tid", "exp_in", "appid"}   a token as this server would sign it
-  POST /_test/fail {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status",
-                    "count" | "seconds", "delay", "action": "token"|"put"|"get"|"list"|"cancel"}
+  POST /_test/fail (a "delay" mode handles the request as it comes, token check included,
+                    and answers "delay" seconds late; any other mode with "delay" waits first)
+                   {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status",
+                    "count" | "seconds", "delay", "action": "token"|"put"|"get"|"list"|"cancel"|"environment"}
 """
 import argparse
 import base64
@@ -169,6 +184,21 @@ class State:
             if len(parts) != 3 or parts[0].lower() not in self.subs:
                 raise SystemExit("aml_server: --workspace wants SUB/RESOURCEGROUP/NAME of a --subscription")
             self.workspaces[tuple(x.lower() for x in parts)] = True
+        self.certs = {}  # client id -> (x5t, public key PEM path)
+        for c in args.client_cert:
+            cid, sep, pem = c.partition(":")
+            if not sep or not os.path.isfile(pem):
+                raise SystemExit("aml_server: --client-cert wants ID:PEM_FILE")
+            text = open(pem).read()
+            m = re.search(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", text, re.S)
+            if not m:
+                raise SystemExit("aml_server: %s holds no certificate" % pem)
+            der = base64.b64decode("".join(m.group(1).split()))
+            pub = os.path.join(tempfile.mkdtemp(prefix="aml-cert-"), "pub.pem")
+            subprocess.run(["openssl", "x509", "-pubkey", "-noout", "-in", pem, "-out", pub], check=True)
+            self.certs[cid] = (b64url(hashlib.sha1(der).digest()), pub)
+        self.jtis = set()
+        self.environments = {}  # ARM id lower -> image
         self.computes = {c.lower() for c in args.compute}
         self.datastores = {}
         for d in args.datastore:
@@ -181,6 +211,9 @@ class State:
         self.fail = None
         self.stats = {"calls": 0, "injected": 0, "created": 0, "tokens": 0, "refused": {}}
         self.log_dir = args.log_dir or tempfile.mkdtemp(prefix="aml-server-logs-")
+
+    def cert_of(self, cid):
+        return self.certs.get(cid)
 
     def tenant_of(self, path):
         return self.subs.get(path.split("/")[2].lower(), "")
@@ -250,6 +283,10 @@ def check_job(st, body):
     for k in ("command", "environmentId", "computeId"):
         if not isinstance(p.get(k), str) or not p[k].strip():
             raise user("properties.%s is required for a command job." % k)
+    env_id = p["environmentId"]
+    if "/environments/" in env_id.lower() and env_id.lower() not in st.environments:
+        raise user("Environment '%s' not found: register it (PUT .../environments/<name>/versions/<version>) "
+                   "first." % env_id[:200])
     compute = p["computeId"].rstrip("/").rsplit("/", 1)[-1]
     if "/computes/" not in p["computeId"].lower() or compute.lower() not in st.computes:
         raise user("Compute '%s' not found in the workspace: computeId must be the ARM id of one of its computes."
@@ -287,6 +324,9 @@ class Handler(JsonHandler):
     name = "aml_server"
 
     def reply(self, code, obj, headers=()):
+        if getattr(self, "delay_answer", 0):
+            time.sleep(self.delay_answer)
+            self.delay_answer = 0
         if getattr(self, "drop_answer", False):
             self.close_connection = True
             try:
@@ -311,9 +351,13 @@ class Handler(JsonHandler):
             f = take_fault(st, action)
         if not f:
             return False
+        mode = f.get("mode", "status")
+        if f.get("delay") and mode == "delay":
+            # the request is handled as it arrives (its token checked then), the answer is late
+            self.delay_answer = f["delay"]
+            return False
         if f.get("delay"):
             time.sleep(f["delay"])
-        mode = f.get("mode", "status")
         if mode == "drop":
             self.close_connection = True
             try:
@@ -354,10 +398,13 @@ class Handler(JsonHandler):
             raise aad(400, "unsupported_grant_type", 70003, "The app requested an unsupported grant type '%s'."
                       % form.get("grant_type", "")[:40])
         cid = form.get("client_id", "")
-        if cid not in st.clients:
+        if cid not in st.clients and cid not in st.certs:
             raise aad(400, "unauthorized_client", 700016, "Application with identifier '%s' was not found in the "
                       "directory '%s'." % (cid[:80], tenant))
-        if not hmac.compare_digest(form.get("client_secret", "").encode(), st.clients[cid].encode()):
+        if "client_assertion" in form:
+            self.check_assertion(aad, tenant, cid, form)
+        elif cid not in st.clients or not hmac.compare_digest(form.get("client_secret", "").encode(),
+                                                              st.clients[cid].encode()):
             raise aad(401, "invalid_client", 7000215, "Invalid client secret provided. Ensure the secret being sent "
                       "in the request is the client secret value, not the client secret ID, for a secret added to "
                       "app '%s'." % cid)
@@ -375,6 +422,51 @@ class Handler(JsonHandler):
             st.stats["tokens"] += 1
         return {"token_type": "Bearer", "expires_in": life, "ext_expires_in": life,
                 "access_token": st.token(resource, tenant, cid, life)}
+
+    def check_assertion(self, aad, tenant, cid, form):
+        st = self.st
+
+        def bad(code, desc):
+            return aad(401, "invalid_client", code, desc)
+        if form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            raise aad(400, "invalid_request", 50027, "Invalid client_assertion_type '%s'."
+                      % form.get("client_assertion_type", "")[:80])
+        parts = form["client_assertion"].split(".")
+        try:
+            head, claims = json.loads(unb64url(parts[0])), json.loads(unb64url(parts[1]))
+            sig = unb64url(parts[2])
+        except (ValueError, IndexError):
+            raise aad(400, "invalid_request", 50027, "JWT token is invalid or malformed.")
+        cert = st.cert_of(cid)
+        if not isinstance(head, dict) or not isinstance(claims, dict) or head.get("alg") != "RS256":
+            raise aad(400, "invalid_request", 50027, "JWT token is invalid or malformed (alg must be RS256).")
+        if cert is None or head.get("x5t") != cert[0]:
+            raise bad(700027, "The certificate with identifier used to sign the client assertion is not registered "
+                      "on application. [Reason - The key was not found., Thumbprint of key used by client: '%s']"
+                      % str(head.get("x5t"))[:60])
+        with tempfile.TemporaryDirectory(prefix="aml-jwt-") as d:
+            open(os.path.join(d, "data"), "wb").write((parts[0] + "." + parts[1]).encode())
+            open(os.path.join(d, "sig"), "wb").write(sig)
+            ok = subprocess.run(["openssl", "dgst", "-sha256", "-verify", cert[1], "-signature",
+                                 os.path.join(d, "sig"), os.path.join(d, "data")], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL).returncode == 0
+        if not ok:
+            raise bad(700027, "Client assertion failed signature validation.")
+        want_aud = "http://%s/%s/oauth2/v2.0/token" % (self.headers.get("Host", ""), tenant)
+        if claims.get("aud") != want_aud:
+            raise bad(700027, "The audience claim value '%s' is invalid; it must be '%s'." % (
+                str(claims.get("aud"))[:200], want_aud))
+        if claims.get("iss") != cid or claims.get("sub") != cid:
+            raise bad(700027, "The issuer and subject of the client assertion must be the client id '%s'." % cid)
+        now = time.time()
+        if not isinstance(claims.get("exp"), int) or claims["exp"] <= now or claims.get("nbf", 0) > now + 300:
+            raise bad(700024, "Client assertion is not within its valid time range. Current time: %s, assertion "
+                      "valid from %s, expiry time of assertion %s." % (utc_iso(now), claims.get("nbf"),
+                                                                       claims.get("exp")))
+        with st.lock:
+            if not claims.get("jti") or claims["jti"] in st.jtis:
+                raise bad(700027, "The client assertion's jti is missing or was used before.")
+            st.jtis.add(claims["jti"])
 
     # -- ARM --
     def authenticate(self, path):
@@ -411,6 +503,7 @@ class Handler(JsonHandler):
             raise no("InvalidAuthenticationTokenTenant", "The access token is from the wrong issuer '%s'. It must "
                      "match the tenant 'https://sts.windows.net/%s/' associated with this subscription."
                      % (claims.get("iss"), st.tenant_of(path)))
+        return claims
 
     def arm(self, method, raw_path, query, data):
         st = self.st
@@ -418,14 +511,20 @@ class Handler(JsonHandler):
         low = [s.lower() for s in segs]
         # /subscriptions/S/resourceGroups/RG/providers/Microsoft.MachineLearningServices/workspaces/WS/jobs[/N[/cancel]]
         if (len(segs) < 10 or low[1] != "subscriptions" or low[3] != "resourcegroups" or low[5] != "providers"
-                or low[6] != "microsoft.machinelearningservices" or low[7] != "workspaces" or low[9] != "jobs"):
+                or low[6] != "microsoft.machinelearningservices" or low[7] != "workspaces"
+                or low[9] not in ("jobs", "computes", "datastores", "environments")):
             raise arm_error(404, "InvalidResourceType", "The resource type could not be found in the namespace.")
-        action = {(10, "GET"): "list", (11, "PUT"): "put", (11, "GET"): "get", (12, "POST"): "cancel"}.get(
-            (len(segs), method))
+        if low[9] == "jobs":
+            action = {(10, "GET"): "list", (11, "PUT"): "put", (11, "GET"): "get", (12, "POST"): "cancel"}.get(
+                (len(segs), method))
+        elif low[9] == "environments":
+            action = "environment" if (len(segs), method) == (13, "PUT") and low[11] == "versions" else None
+        else:
+            action = low[9][:-1] if (len(segs), method) == (11, "GET") else None
         if action is None or (action == "cancel" and low[11] != "cancel"):
             raise arm_error(405, "MethodNotAllowed", "The requested resource does not support http method '%s'."
                             % method)
-        self.authenticate(raw_path)
+        claims = self.authenticate(raw_path)
         ver = query.get("api-version")
         if not ver:
             raise arm_error(400, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is "
@@ -442,6 +541,14 @@ class Handler(JsonHandler):
         if (sub, rg, ws) not in st.workspaces:
             raise arm_error(404, "ResourceNotFound", "The Resource 'Microsoft.MachineLearningServices/workspaces/%s' "
                             "under resource group '%s' was not found." % (segs[8], segs[4]))
+        if claims.get("appid") in st.args.no_role:
+            perm = {"list": "jobs/read", "get": "jobs/read", "put": "jobs/write", "cancel": "jobs/cancel/action",
+                    "compute": "computes/read", "datastore": "datastores/read",
+                    "environment": "environments/versions/write"}[action]
+            raise arm_error(403, "AuthorizationFailed", "The client '%s' with object id '%s' does not have "
+                            "authorization to perform action 'Microsoft.MachineLearningServices/workspaces/%s' over "
+                            "scope '%s' or the scope is invalid. If access was recently granted, please refresh your "
+                            "credentials." % (claims.get("appid"), claims.get("oid"), perm, "/".join(segs[:9])))
         with st.lock:
             st.stats[action] = st.stats.get(action, 0) + 1
         if action == "list":
@@ -450,6 +557,17 @@ class Handler(JsonHandler):
                 jobs = [j.resource(st) for k, j in st.jobs.items() if k.startswith(prefix)]
             return 200, {"value": jobs}, []
         name = urllib.parse.unquote(segs[10])
+        if action in ("compute", "datastore"):
+            known = name.lower() in st.computes if action == "compute" else name in st.datastores
+            if not known:
+                raise arm_error(404, "UserError", "%s %s not found in workspace %s." % (
+                    "Compute" if action == "compute" else "Datastore", name[:100], segs[8]))
+            props = ({"computeType": "AmlCompute", "provisioningState": "Succeeded"} if action == "compute" else
+                     {"datastoreType": "AzureBlob", "containerName": "azureml-blobstore", "isDefault":
+                      name == "workspaceblobstore"})
+            return 200, {"id": raw_path, "name": name, "properties": props}, []
+        if action == "environment":
+            return self.put_environment(raw_path, data)
         job_path = "/".join(segs[:10] + [name])
         with st.lock:
             job = st.jobs.get(job_path.lower())
@@ -472,6 +590,25 @@ class Handler(JsonHandler):
         kill_groups(procs, st.args.stop_grace)
         loc = "http://%s/_ops/%s?api-version=%s" % (self.headers.get("Host", ""), op, ver)
         return 202, None, [("Location", loc), ("Retry-After", "1")]
+
+    def put_environment(self, raw_path, data):
+        st = self.st
+        try:
+            body = json.loads(data.decode("utf-8"))
+            image = body["properties"]["image"]
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+            raise arm_error(400, "UserError", "An environment version needs properties.image (a docker image).")
+        if not isinstance(image, str) or not image.strip():
+            raise arm_error(400, "UserError", "properties.image must be a docker image.")
+        with st.lock:
+            old = st.environments.get(raw_path.lower())
+            if old is not None and old != image:
+                raise arm_error(400, "UserError", "An environment version cannot be changed: this one exists with "
+                                "another image.")
+            st.environments[raw_path.lower()] = image
+            st.stats["environments"] = len(st.environments)
+        return (200 if old else 201), {"id": raw_path, "name": raw_path.rsplit("/", 1)[-1],
+                                       "properties": {"image": image}}, []
 
     def put(self, job_path, name, job, data):
         st = self.st
@@ -518,6 +655,18 @@ class Handler(JsonHandler):
             return self.reply(200, {"access_token": st.token(f.get("aud", MGMT_AUDIENCES[0]),
                                                              f.get("tid", next(iter(st.tenants), "")),
                                                              f.get("appid", "test"), f.get("exp_in", 3600))})
+        if path.startswith("/_test/job/") and method == "POST":
+            # {"command": ...}: the job's stored body as another client made it (its
+            # process is not touched): a PUT of the original body is then refused
+            name, f = path[len("/_test/job/"):], json.loads(data or b"{}")
+            with st.lock:
+                job = next((j for j in st.jobs.values() if j.name == name), None)
+                if job:
+                    job.body = json.loads(json.dumps(job.body))
+                    job.body["properties"]["command"] = f["command"]
+                    job.raw = json.dumps(job.body)
+                    return self.reply(200, {"ok": True})
+            return self.refuse(arm_error(404, "UserError", "Job %s not found." % name[:100]))
         if path.startswith("/_test/job/"):
             name = path[len("/_test/job/"):]
             with st.lock:
@@ -543,6 +692,8 @@ class Handler(JsonHandler):
         action = "token" if m else {"GET": "get", "PUT": "put", "POST": "cancel"}.get(method)
         if action == "get" and raw_path.rstrip("/").lower().endswith("/jobs"):
             action = "list"
+        if action == "put" and "/environments/" in raw_path.lower():
+            action = "environment"
         if self.injected(action):
             return
         try:
@@ -567,6 +718,10 @@ def main():
     common_args(ap, "cwd of the jobs' commands")
     ap.add_argument("--tenant", action="append", required=True, help="a tenant id (repeatable)")
     ap.add_argument("--client", action="append", default=[], help="CLIENT_ID:SECRET of a service principal")
+    ap.add_argument("--client-cert", action="append", default=[],
+                    help="CLIENT_ID:PEM a service principal with this certificate registered")
+    ap.add_argument("--no-role", action="append", default=[],
+                    help="a client id with no role on the workspaces (403 AuthorizationFailed)")
     ap.add_argument("--subscription", action="append", default=[], help="SUBSCRIPTION:TENANT")
     ap.add_argument("--workspace", action="append", default=[], help="SUBSCRIPTION/RESOURCEGROUP/WORKSPACE")
     ap.add_argument("--compute", action="append", default=[], help="a compute target of the workspaces")

@@ -4,18 +4,26 @@ refusals, the bearer token checks (audience, expiry, tenant, a token not of the
 server), ARM's api-version and resource checks, a command job walking the documented
 states to Completed with its output on a datastore mapped to a local directory, a
 failing job, cancel (CancelRequested, Canceled, the process gone, the operation), a job
-PUT again (same: 200; different: 400 UserError), and injected faults.
+PUT again (same: 200; different: 400 UserError), the workspace's computes, datastores
+and environment versions, client assertions signed with a registered certificate (and
+their refusals: another key, an unregistered certificate, expired, replayed), and
+injected faults.
 
 usage: test_aml_server.py
 """
+import base64
+import hashlib
 import http.client
 import json
 import os
+import subprocess
 import time
 import urllib.parse
+import uuid
 
 from servertest import ServerProcess, check, run_checks, server_log, wait_pid
 
+CERT_CLIENT = "99999999-2222-3333-4444-555555555555"
 TENANT, CLIENT, SECRET = "72f988bf-0000-4000-8000-000000000001", "11111111-2222-3333-4444-555555555555", "cl13nt-s3cr3t"
 SUB, RG, WS = "00000000-aaaa-bbbb-cccc-000000000001", "rg-nni", "ws-nni"
 API = "2023-04-01"
@@ -25,8 +33,9 @@ class Server(ServerProcess):
     def __init__(self, tmp):
         self.blob = os.path.join(tmp, "blob")
         os.makedirs(self.blob)
-        super().__init__("aml_server.py", tmp, [
-            "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET,
+        self.cert, self.other = make_cert(tmp, "sp"), make_cert(tmp, "other")
+        super().__init__("aml_server.py", tmp, ["--client-cert", CERT_CLIENT + ":" + self.cert + ".pem",
+            "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET, "--client", "norole:pw", "--no-role", "norole",
             "--subscription", SUB + ":" + TENANT, "--workspace", "%s/%s/%s" % (SUB, RG, WS), "--compute", "cpu-cluster",
             "--datastore", "workspaceblobstore:" + self.blob, "--state-seconds", "0.05", "--stop-grace", "1"])
 
@@ -53,6 +62,83 @@ class Server(ServerProcess):
     def arm(self, method, path, token, body=None, api=API):
         q = "?api-version=" + api if api else ""
         return self.request(method, path + q, body, {"Authorization": "Bearer " + token} if token else {})
+
+
+def make_cert(tmp, name):
+    """a self-signed RSA certificate: <base>.key, .crt, and .pem (both); returns <base>"""
+    base = os.path.join(tmp, name)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", base + ".key", "-out",
+                    base + ".crt", "-days", "2", "-subj", "/CN=" + name], check=True, stderr=subprocess.DEVNULL)
+    with open(base + ".pem", "w") as f:
+        f.write(open(base + ".key").read() + open(base + ".crt").read())
+    return base
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def assertion(srv, key, crt, **claims):
+    """a client assertion for CERT_CLIENT signed RS256 with key, x5t of crt (PEM files)"""
+    der = subprocess.run(["openssl", "x509", "-in", crt, "-outform", "DER"], check=True, capture_output=True).stdout
+    now = int(time.time())
+    c = {"aud": "http://127.0.0.1:%d/%s/oauth2/v2.0/token" % (srv.port, TENANT), "iss": CERT_CLIENT,
+         "sub": CERT_CLIENT, "jti": str(uuid.uuid4()), "nbf": now, "iat": now, "exp": now + 600}
+    c.update(claims)
+    head = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "x5t": b64url(hashlib.sha1(der).digest())}).encode())
+    data = head + "." + b64url(json.dumps(c).encode())
+    sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=data.encode(), check=True,
+                         capture_output=True).stdout
+    return data + "." + b64url(sig)
+
+
+def cert_token(srv, jwt):
+    return srv.request("POST", "/%s/oauth2/v2.0/token" % TENANT, {
+        "grant_type": "client_credentials", "client_id": CERT_CLIENT, "scope": "https://management.azure.com/.default",
+        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion": jwt},
+        form=True)
+
+
+def test_certificate(srv):
+    good = assertion(srv, srv.cert + ".key", srv.cert + ".crt")
+    code, out, _ = cert_token(srv, good)
+    check(code == 200 and out["access_token"].count(".") == 2, "a client assertion signed with the registered "
+          "certificate's key: a token")
+    code, out, _ = cert_token(srv, good)
+    check(code == 401 and "AADSTS700027" in out["error_description"], "the same assertion again (its jti): refused")
+    code, out, _ = cert_token(srv, assertion(srv, srv.other + ".key", srv.cert + ".crt"))
+    check(code == 401 and "AADSTS700027" in out["error_description"] and "signature" in out["error_description"],
+          "signed with another key (x5t of the registered certificate): AADSTS700027 signature validation")
+    code, out, _ = cert_token(srv, assertion(srv, srv.other + ".key", srv.other + ".crt"))
+    check(code == 401 and "not registered" in out["error_description"], "another certificate: not registered")
+    code, out, _ = cert_token(srv, assertion(srv, srv.cert + ".key", srv.cert + ".crt", exp=int(time.time()) - 5))
+    check(code == 401 and "AADSTS700024" in out["error_description"], "an expired assertion: AADSTS700024")
+    code, out, _ = cert_token(srv, assertion(srv, srv.cert + ".key", srv.cert + ".crt", aud="https://elsewhere/"))
+    check(code == 401 and "audience" in out["error_description"], "an assertion for another audience: refused")
+
+
+def test_workspace(srv, tok):
+    code, out, _ = srv.arm("GET", ws_path() + "/computes/cpu-cluster", tok)
+    check(code == 200 and out["properties"]["computeType"] == "AmlCompute", "GET a compute")
+    code, out, _ = srv.arm("GET", ws_path() + "/computes/gpu-nope", tok)
+    check(code == 404 and out["error"]["code"] == "UserError" and "gpu-nope" in out["error"]["message"],
+          "an unknown compute: 404 UserError naming it")
+    code, out, _ = srv.arm("GET", ws_path() + "/datastores/workspaceblobstore", tok)
+    check(code == 200 and out["properties"]["datastoreType"] == "AzureBlob", "GET a datastore")
+    code, out, _ = srv.arm("GET", ws_path() + "/datastores/nostore", tok)
+    check(code == 404 and "nostore" in out["error"]["message"], "an unknown datastore: 404 naming it")
+    env = ws_path() + "/environments/trialq-nni/versions/1"
+    code, out, _ = srv.arm("PUT", env, tok, {"properties": {"image": "example/nni:1"}})
+    check(code == 201 and out["properties"]["image"] == "example/nni:1", "PUT an environment version: 201")
+    code, _, _ = srv.arm("PUT", env, tok, {"properties": {"image": "example/nni:1"}})
+    check(code == 200, "the same environment version again: 200")
+    code, out, _ = srv.arm("PUT", env, tok, {"properties": {"image": "example/nni:2"}})
+    check(code == 400 and out["error"]["code"] == "UserError", "another image under that version: 400 UserError")
+    code, out, _ = srv.arm("PUT", ws_path() + "/jobs/env-nope", tok, command_job(
+        "true", environmentId=ws_path() + "/environments/trialq-nni/versions/9"))
+    check(code == 400 and "not found" in out["error"]["message"], "a job in an unregistered environment: 400")
+    code, _, _ = srv.arm("PUT", ws_path() + "/jobs/env-ok", tok, command_job("true", environmentId=env))
+    check(code == 201, "a job in a registered environment: 201")
 
 
 def ws_path(sub=SUB, rg=RG, ws=WS):
@@ -128,6 +214,10 @@ def test_bearer(srv):
     check(code == 400 and out["error"]["code"] == "NoRegisteredProviderFound", "an old api-version: NoRegisteredProviderFound")
     code, out, _ = srv.arm("GET", ws_path(ws="ws-other") + "/jobs", tok)
     check(code == 404 and out["error"]["code"] == "ResourceNotFound", "an unknown workspace: 404 ResourceNotFound")
+    norole = srv.token(client="norole", secret="pw")[1]["access_token"]
+    code, out, _ = srv.arm("GET", ws_path() + "/computes/cpu-cluster", norole)
+    check(code == 403 and out["error"]["code"] == "AuthorizationFailed" and "computes/read" in out["error"]["message"],
+          "a principal without a role: 403 AuthorizationFailed naming the action")
     code, out, _ = srv.arm("GET", ws_path(rg="rg-other") + "/jobs", tok)
     check(code == 404 and out["error"]["code"] == "ResourceGroupNotFound", "an unknown resource group: ResourceGroupNotFound")
     return tok
@@ -183,8 +273,8 @@ def test_jobs(srv, tok):
     code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad3", tok, command_job("echo ${{inputs.missing}}"))
     check(code == 400 and "inputs.missing" in out["error"]["message"], "an undefined ${{inputs.X}}: 400")
     code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok)
-    check(code == 200 and sorted(x["name"] for x in out["value"]) == ["nni-abc-t1", "nni-abc-t2", "nni-abc-t3"],
-          "the list holds the three jobs")
+    check(code == 200 and sorted(x["name"] for x in out["value"]) == ["env-ok", "nni-abc-t1", "nni-abc-t2",
+                                                                      "nni-abc-t3"], "the list holds the four jobs")
 
 
 def test_faults(srv, tok):
@@ -208,6 +298,8 @@ def checks(tmp):
     with Server(tmp) as srv:
         test_tokens(srv)
         tok = test_bearer(srv)
+        test_certificate(srv)
+        test_workspace(srv, tok)
         test_jobs(srv, tok)
         test_faults(srv, tok)
     check(SECRET not in server_log(tmp), "the client secret is not in the server's log")
