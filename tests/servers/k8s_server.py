@@ -38,7 +38,9 @@ It speaks the documented REST API of what those platforms use:
               runs (found through its nfs/azureFile volumeMount); no pod objects are made
   test hooks  (no auth) POST /_test/fail {"mode": "5xx"|"429"|"slow"|"drop"|"hang", "seconds":
               S, "delay": D} (429: Too Many Requests with Retry-After: D seconds, at
-              least 1); POST /_test/continue {"ttl": S} sets --continue-ttl;
+              least 1); POST /_test/continue {"ttl": S} sets --continue-ttl; POST
+              /_test/deny {"list": true} answers every list 403 Forbidden (a role without
+              the list verb), false lifts it;
               GET /_test/stats -> {"creates": {name: n}, "create_calls": n,
               "requests": n, "failed": n, "lists": n (chunked lists begun), "continues": n
               (chunks after the first), "expired": n (410 answers),
@@ -285,6 +287,7 @@ class Cluster:
         self.sim_metrics = args.sim_metrics
         self.fail_mode = None
         self.continue_ttl = args.continue_ttl
+        self.deny_list = False  # POST /_test/deny: RBAC without the list verb
         self.continues = {}  # continue token -> {'t': first chunk's time, 'items': the rest of the snapshot}
         self.lists = self.continued = self.expired = 0
         self.fail_until = 0
@@ -680,7 +683,8 @@ class Handler(BaseHTTPRequestHandler):
             c.routes[route] = c.routes.get(route, 0) + 1
         if self.inject():
             return
-        if self.auth() is None:
+        self.who = self.auth()
+        if self.who is None:
             return
         if parts == ['version']:
             return self.send_json(200, {'major': '1', 'minor': '27', 'gitVersion': 'v1.27.0-trialq-test',
@@ -733,6 +737,10 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(404, status_obj(404, 'NotFound', '%s.%s "%s" not found' % (plural, group, name)
                                                           if group else '%s "%s" not found' % (plural, name)))
                 return self.send_json(200, obj)
+            if method == 'GET' and c.deny_list:
+                return self.send_json(403, status_obj(403, 'Forbidden', '%s.%s is forbidden: User "%s" cannot list '
+                                                      'resource "%s" in API group "%s" in the namespace "%s"' %
+                                                      (plural, group, self.who, plural, group, ns)))
             if method == 'GET':
                 try:
                     limit = int((q.get('limit') or ['0'])[0] or 0)
@@ -836,6 +844,10 @@ class Handler(BaseHTTPRequestHandler):
                 c.fail_mode = req.get('mode')
                 c.fail_until = time.time() + float(req.get('seconds', 0))
                 c.fail_delay = float(req.get('delay', 0))
+            return self.send_json(200, {'ok': True})
+        if parts == ['deny'] and method == 'POST':
+            with c.lock:
+                c.deny_list = bool(json.loads(self.body() or b'{}').get('list'))
             return self.send_json(200, {'ok': True})
         if parts == ['continue'] and method == 'POST':
             req = json.loads(self.body() or b'{}')
