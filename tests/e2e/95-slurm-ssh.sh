@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Slurm, SSH mode: trialq runs sbatch, squeue and scancel on a login node over SSH (a real
+# sshd on loopback in front of the test cluster, logged in as the non-root tqremote1 with
+# an ed25519 key, its host key checked against known_hosts). The trial files are written
+# there as that user (the jobs run as tqremote1: squeue says so, and root's sbatch would
+# make root their user); the manager reads the metrics from sharedDirectory, mounted here
+# at the same path. 8 trials at concurrency 4 on 3 CPUs to DONE with exact metrics, across
+# a dropped SSH session (reopened: a second session logged) and a kill -9 of the api and
+# the worker with `nnictl resume` re-attaching to the jobs over SSH (one job per trial).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/slurm.sh"
+. "$(dirname "$0")/lib/remote.sh"
+trap 'rc=$?; remote_cleanup; (exit $rc); slurm_on_exit' EXIT
+slurm_cluster_start
+remote_need_root
+chmod 755 "$SLURM_DIR/munge"   # the munge socket, for the login user (the key stays 0400)
+remote_user tqremote1
+remote_keys
+REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF" remote_sshd 1
+remote_known_host 1 > "$WORK/known_hosts"
+export TRIALQ_SLURM_POLL_MS=300
+
+mkdir -p "$WORK/shared"
+chown tqremote1 "$WORK/shared"
+metrics_experiment "$WORK/exp" 4 8 31 "  platform: slurm
+  sharedDirectory: $WORK/shared
+  knownHostsFile: $WORK/known_hosts
+  loginNode: {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: tqremote1, sshKeyFile: $WORK/id_ed25519}"
+# the job's environment is the login session's: the trial's pace is set in its command
+sed -i "s|^trialCommand: .*|trialCommand: 'TRIAL_STEPS=3 TRIAL_SLEEP=0.4 sh metrics.sh'|" "$WORK/exp/config.yml"
+port=$(free_port)
+nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
+    { cat "$WORK/create.out"; fail "create failed"; }
+id=$(exp_id_of "$WORK/create.out")
+[ -n "$id" ] || { cat "$WORK/create.out"; fail "no experiment id"; }
+
+wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=1' ||
+    fail "no trial SUCCEEDED over SSH"
+users=$(squeue -h -t all -o '%j %u' | awk -v p="nni-$id-" 'index($1, p) == 1 {print $2}' | sort -u | tr '\n' ' ')
+[ "$users" = "tqremote1 " ] || fail "the jobs' users are '$users', not tqremote1 (sbatch did not run over SSH?)"
+pass "jobs submitted on the login node as its user"
+
+# the session drops (its sshd processes end; the listener stays): the worker reopens it
+remote_drop_sessions 1
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=3' ||
+    fail "no 3 trials SUCCEEDED after the SSH session dropped"
+opened() { [ "$(cat "$NNI_HOME/$id"/log/*.log | grep -c 'SSH session opened')" -ge 2 ]; }
+wait_until 10 opened || fail "no second SSH session logged after the drop"
+pass "the dropped SSH session was reopened"
+
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND lease_owner IS NOT NULL AND job_id IS NOT NULL" '>=2' ||
+    fail "fewer than 2 jobs in flight"
+kill9_manager "$id" slurm
+resume_to_done "$id" "$port" 8
+slurm_one_job_each "$id" 8
+for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
+    dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
+    case $dir in "$WORK/shared/$id/trials/"*) ;; *) fail "trial dir $dir is not under sharedDirectory" ;; esac
+    [ "$(stat -c %U "$dir/parameter.cfg")" = tqremote1 ] || fail "$dir/parameter.cfg was not written by the login user"
+done
+pass "8 trials DONE over SSH, one job each, across a dropped session and a kill -9 + resume; metrics exact"
+
+nnictl stop "$id" > /dev/null
+echo "95-slurm-ssh: passed"
