@@ -68,6 +68,8 @@ struct slurm {
     } login;
     struct ssh_conn *conn; /* the login node's session, opened when first needed */
     int connections;       /* sessions opened (logged: a reconnect shows) */
+    int recheck;           /* an sbatch may have been taken without our knowing its job id
+                            * (a timeout, a dropped session): the next submit asks squeue */
 };
 
 static void jobs_drop(struct slurm *s)
@@ -155,15 +157,21 @@ static int cmd_failed(const char *cmd, const char *where, int st, const char *ou
     if (st == -1 || st == 127)
         return errf(e, "%s%s: cannot run it (is the Slurm client installed and on PATH%s?)", cmd, where,
                     where[0] ? " there" : "");
-    return errf(e, "%s%s failed (status %d): %s", cmd, where, st, snippet(shown, why, strlen(why)));
+    size_t len = strlen(why);
+    while (len && (why[len - 1] == '\n' || why[len - 1] == ' ')) /* Slurm's last newline */
+        len--;
+    return errf(e, "%s%s failed (status %d): %s", cmd, where, st, snippet(shown, why, len));
 }
 
 /* The seam of the two modes: runs argv on this host or, in the SSH mode, on the login
  * node, feeding `in` (SSH mode only; may be NULL) on its stdin. 0 with *out (out may be
- * NULL; caller frees), -1 with e naming the command. A session found dropped is
- * reopened and the command run again when `again` allows (a command that may run twice);
- * otherwise SL_LOST: it is not known whether it ran. */
+ * NULL; caller frees), or < 0 with e naming the command: SL_RETRY when the cause should
+ * pass (no answer in time, the login node unreachable, the controller not answering:
+ * slurm_sbatch_transient), -1 otherwise. A session found dropped is reopened and the
+ * command run again when `again` allows (a command that may run twice); otherwise
+ * SL_LOST: it is not known whether it ran. */
 #define SL_LOST (-3)
+#define SL_RETRY (-4)
 static int sl_exec(struct slurm *s, char *const argv[], const char *in, size_t inlen, int again, char **out,
                    struct errbuf *e)
 {
@@ -176,7 +184,7 @@ static int sl_exec(struct slurm *s, char *const argv[], const char *in, size_t i
             *out = o ? o : xstrdup("");
         else
             free(o);
-        return rc;
+        return rc < 0 && (st == -2 || slurm_sbatch_transient(e->msg)) ? SL_RETRY : rc;
     }
     struct strbuf cmd, ob, eb;
     sb_init(&cmd);
@@ -196,6 +204,8 @@ static int sl_exec(struct slurm *s, char *const argv[], const char *in, size_t i
             sent = 1;
             if (ssh_exec(s->conn, cmd.buf, in, inlen, &ob, &eb, &st, &ce) == 0) {
                 rc = st != 0 ? cmd_failed(argv[0], where, st, ob.buf, eb.buf, e) : 0;
+                if (rc < 0 && slurm_sbatch_transient(e->msg))
+                    rc = SL_RETRY;
                 if (rc == 0 && out)
                     *out = ob.buf ? xstrdup(ob.buf) : xstrdup("");
                 sb_free(&ob);
@@ -205,16 +215,17 @@ static int sl_exec(struct slurm *s, char *const argv[], const char *in, size_t i
             /* the session dropped: reopened next time */
             log_warn("login node %s: SSH session lost (%s)", s->login.label, ce.msg);
             login_drop(s);
-            rc = errf(e, "%s%s: the SSH session was lost: %s", argv[0], where, ce.msg);
+            errf(e, "%s%s: the SSH session was lost: %s", argv[0], where, ce.msg);
+            rc = again ? SL_RETRY : SL_LOST; /* lost twice, or once when it may not run again */
         }
         sb_free(&ob);
         sb_free(&eb);
-        if (!sent)
-            break; /* cannot connect now: the caller tries again later */
-        if (!again) {
-            rc = SL_LOST;
+        if (!sent) {
+            rc = SL_RETRY; /* cannot connect now: the caller tries again later */
             break;
         }
+        if (!again)
+            break;
     }
     free(where);
     sb_free(&cmd);
@@ -228,7 +239,8 @@ static int run_cmd(struct slurm *s, char *const argv[], char **out, struct errbu
 }
 
 /* Writes a file of the trial dir, replacing it: here, or on the login node as its user
- * (write-tmp + rename there too). -1 with errno set here, 0 / -1 there (errno EIO). */
+ * (write-tmp + rename there too). -1 with errno set here; there sl_exec's answer, errno
+ * EIO. */
 static int sl_put(struct slurm *s, const char *path, const char *data, size_t len, int mode, struct errbuf *e)
 {
     if (!s->login.host) {
@@ -245,10 +257,10 @@ static int sl_put(struct slurm *s, const char *path, const char *data, size_t le
                           "umask 022; mkdir -p \"${1%/*}\" && cat > \"$1.tq$$\" && chmod \"$2\" \"$1.tq$$\" && "
                           "mv -f \"$1.tq$$\" \"$1\"",
                           "sh", (char *)path, modebuf, NULL};
-    if (sl_exec(s, argv, data, len, 1, NULL, e) == 0)
-        return 0;
-    errno = EIO;
-    return -1;
+    int rc = sl_exec(s, argv, data, len, 1, NULL, e);
+    if (rc < 0)
+        errno = EIO;
+    return rc;
 }
 
 /* The experiment's jobs now (one squeue call), kept in s. */
@@ -322,7 +334,53 @@ static char *trial_dir_of(struct slurm *s, const struct trial *t)
     return t->trial_dir ? xstrdup(t->trial_dir) : xasprintf("%s/trials/%s", s->root, t->id);
 }
 
-/* nnictl create: squeue answers where the commands run (here, or on the login node). */
+/* Is `name` a line of the command's output? 1 yes, 0 no, -1 when the command failed
+ * (sacctmgr without an accounting database: nothing known). */
+static int listed(struct slurm *s, char *const argv[], const char *name)
+{
+    char *out = NULL;
+    struct errbuf ce;
+    if (run_cmd(s, argv, &out, &ce) < 0) {
+        log_debug("platform slurm: %s (not checked)", ce.msg);
+        return -1;
+    }
+    int found = 0;
+    for (char *line = strtok(out, "\n"); line && !found; line = strtok(NULL, "\n"))
+        found = strcmp(line, name) == 0;
+    free(out);
+    return found;
+}
+
+/* The partition, account and qos that trainingService names exist where cheap to ask:
+ * sinfo lists the partitions; sacctmgr (only with an accounting database) the accounts
+ * and qos. Names them in e when not. */
+static int names_exist(struct slurm *s, const cJSON *ts, struct errbuf *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ts, "partition");
+    if (cJSON_IsString(v)) {
+        char *const argv[] = {"sinfo", "-h", "-o", "%R", NULL};
+        if (listed(s, argv, v->valuestring) == 0)
+            return errf(e, "trainingService.partition: the cluster has no partition \"%s\" (sinfo -o %%R)",
+                        v->valuestring);
+    }
+    static const char *const keys[][2] = {{"account", "account"}, {"qos", "qos"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        v = cJSON_GetObjectItemCaseSensitive(ts, keys[i][0]);
+        if (!cJSON_IsString(v))
+            continue;
+        char *what = xasprintf("format=%s", i == 0 ? "account" : "name");
+        char *const argv[] = {"sacctmgr", "-nP", "show", (char *)keys[i][1], v->valuestring, what, NULL};
+        int found = listed(s, argv, v->valuestring);
+        free(what);
+        if (found == 0)
+            return errf(e, "trainingService.%s: the cluster has no %s \"%s\" (sacctmgr show %s)", keys[i][0],
+                        keys[i][1], v->valuestring, keys[i][1]);
+    }
+    return 0;
+}
+
+/* nnictl create: squeue answers where the commands run (here, or on the login node),
+ * and the partition, account and qos exist. */
 static int slurm_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
     (void)ops;
@@ -333,17 +391,22 @@ static int slurm_preflight(const struct platform_ops *ops, const cJSON *ts, cons
     struct slurm s = {0};
     login_setup(&s, ts);
     int rc = run_cmd(&s, argv, &out, &ce);
-    login_free(&s);
-    if (rc < 0)
-        return errf(e, "platform slurm: %s", ce.msg);
-    struct slurm_job *jobs;
-    int n;
-    rc = slurm_squeue_parse(out, strlen(out), "", &jobs, &n, &ce);
+    if (rc == 0) {
+        struct slurm_job *jobs;
+        int n;
+        rc = slurm_squeue_parse(out, strlen(out), "", &jobs, &n, &ce);
+        char m[sizeof ce.msg];
+        snprintf(m, sizeof m, "%s", ce.msg);
+        if (rc < 0)
+            errf(&ce, "squeue --json: %.900s", m);
+        else
+            slurm_jobs_free(jobs, n);
+    }
     free(out);
-    if (rc < 0)
-        return errf(e, "platform slurm: squeue --json: %s", ce.msg);
-    slurm_jobs_free(jobs, n);
-    return 0;
+    if (rc == 0)
+        rc = names_exist(&s, ts, &ce);
+    login_free(&s);
+    return rc < 0 ? errf(e, "platform slurm: %s", ce.msg) : 0;
 }
 
 static int slurm_init(struct worker *w, struct errbuf *e)
@@ -441,9 +504,9 @@ static int write_trial_files(struct worker *w, struct trial *t, const char *dir,
     return rc;
 }
 
-/* sbatch; the job id, or -1 with e set. When the login node's session drops during
- * sbatch, the job may have been submitted: squeue (a new session) says, else it is
- * submitted again, once. */
+/* sbatch; the job id, or < 0 with e set: SL_RETRY when the controller (or the login
+ * node) did not answer, -1 when sbatch refused the job. After a timeout or a dropped
+ * session the job may have been taken: the next submit asks squeue first (recheck). */
 static long long sbatch(struct worker *w, const struct slurm_trial *st, const char *script_path, struct errbuf *e)
 {
     struct slurm *s = w->platform;
@@ -452,18 +515,20 @@ static long long sbatch(struct worker *w, const struct slurm_trial *st, const ch
         return -1;
     char *out = NULL;
     int rc = sl_exec(s, argv, NULL, 0, 0, &out, e);
-    if (rc == SL_LOST && fetch(w, s, e) == 0) {
-        const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, st->trial_id, st->attempt);
-        if (j) {
-            slurm_argv_free(argv);
-            log_info("trial %s: Slurm job %lld was submitted before the session dropped", st->trial_id, j->job_id);
-            return j->job_id;
-        }
-        rc = sl_exec(s, argv, NULL, 0, 0, &out, e);
-    }
     slurm_argv_free(argv);
-    if (rc < 0)
+    if (rc == SL_LOST || rc == SL_RETRY) {
+        s->recheck = 1;
+        fault_set("slurm sbatch", "sbatch did not answer: %s; the trials wait and their submission is "
+                  "retried with a back-off", e->msg);
+        return SL_RETRY;
+    }
+    if (rc < 0) {
+        fault_set("slurm sbatch", "sbatch refused a trial's job, which FAILED: %s (check trainingService: "
+                  "partition, account, qos, sbatchArgs)", e->msg);
         return -1;
+    }
+    if (fault_has("slurm sbatch"))
+        fault_clear("slurm sbatch");
     long long id = atoll(out); /* --parsable: "<id>" or "<id>;<cluster>" */
     free(out);
     if (id <= 0)
@@ -488,10 +553,17 @@ static int slurm_submit(struct worker *w, struct trial *t, char **job_id, char *
     };
     int rc = -1, st_exit, st_stopped;
     long long id = 0;
-    /* a job of this attempt may exist (a worker died after its sbatch): every job
-     * submitted before this worker started is in an answer taken since */
-    if (s->fetched_ms < s->started_ms && fetch(w, s, e) < 0)
-        goto out;
+    /* a job of this attempt may exist (a worker died after its sbatch, or an sbatch
+     * timed out): every job submitted before this worker started, or before that
+     * sbatch ended, is in an answer taken since. squeue not answering is not the
+     * trial's fault: tried again later */
+    if (s->fetched_ms < s->started_ms || s->recheck) {
+        if (fetch(w, s, e) < 0) {
+            rc = SUBMIT_RETRY;
+            goto out;
+        }
+        s->recheck = 0;
+    }
     const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
     if (j) {
         id = j->job_id;
@@ -503,13 +575,16 @@ static int slurm_submit(struct worker *w, struct trial *t, char **job_id, char *
     } else if ((id = recorded_job(dir, t->attempt)) > 0) {
         rc = SUBMIT_VANISHED; /* it ran, and squeue and its dir know no end of it */
     } else {
-        if (write_trial_files(w, t, dir, script_path, &st, e) < 0) {
-            rc = errno == ENOSPC || errno == EDQUOT || errno == EROFS ? SUBMIT_FAULT : -1;
+        int wr = write_trial_files(w, t, dir, script_path, &st, e);
+        if (wr < 0) {
+            rc = wr == SL_RETRY ? SUBMIT_RETRY : errno == ENOSPC || errno == EDQUOT || errno == EROFS ? SUBMIT_FAULT : -1;
             goto out;
         }
         id = sbatch(w, &st, script_path, e);
-        if (id < 0)
+        if (id < 0) {
+            rc = id == SL_RETRY ? SUBMIT_RETRY : -1;
             goto out;
+        }
         char *p = xasprintf("%s/.nni/slurm_job.%d", dir, t->attempt);
         char txt[32];
         int len = snprintf(txt, sizeof txt, "%lld\n", id);

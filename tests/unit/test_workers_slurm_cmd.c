@@ -344,6 +344,28 @@ static void test_script_stop(void **state)
     kill(-pid, SIGKILL); /* the trial's sleep */
 }
 
+/* sbatch's failures: the controller not answering is tried again, a refusal is not
+ * (the first two as sbatch 22.05 wrote them on the test cluster, e2e/96: slurmctld
+ * stopped, and partition: nope; the others slurm_strerror's words) */
+static void test_sbatch_transient(void **state)
+{
+    (void)state;
+    assert_true(slurm_sbatch_transient("sbatch failed (status 1): sbatch: error: Batch job submission failed: "
+                                       "Unable to contact slurm controller (connect failure)"));
+    assert_false(slurm_sbatch_transient("sbatch: error: invalid partition specified: nope\n"
+                                        "sbatch: error: Batch job submission failed: Invalid partition name specified"));
+    assert_true(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Socket timed out on send/recv "
+                                       "operation"));
+    assert_true(slurm_sbatch_transient("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Invalid account or "
+                                        "account/partition combination specified"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Invalid qos specification"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Requested node configuration "
+                                        "is not available"));
+    assert_false(slurm_sbatch_transient(""));
+    assert_false(slurm_sbatch_transient(NULL));
+}
+
 static void test_exit_parse(void **state)
 {
     (void)state;
@@ -566,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_sizes),         cmocka_unit_test(test_sbatch_argv),
         cmocka_unit_test(test_script_runs),   cmocka_unit_test(test_script_setup),
         cmocka_unit_test(test_script_stop),   cmocka_unit_test(test_exit_parse),
+        cmocka_unit_test(test_sbatch_transient),
         cmocka_unit_test(test_squeue_queue),  cmocka_unit_test(test_squeue_states),
         cmocka_unit_test(test_squeue_bad),    cmocka_unit_test(test_state_table),
     };
