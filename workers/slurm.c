@@ -618,6 +618,22 @@ static void ended_by_record(struct job_state *js, int status, int stopped)
     js->end_time = now_ms();
 }
 
+/* A job killed for its memory is named so, whatever its state says (FAILED, reason
+ * JobLaunchFailure, under jobacct_gather's OverMemoryKill): slurmstepd said it in the
+ * job's slurm.stderr. */
+static void oom_named(const char *dir, struct job_state *js)
+{
+    char *p = xasprintf("%s/slurm.stderr", dir);
+    char *txt = read_file(p, NULL);
+    free(p);
+    size_t len = 0;
+    const char *line = slurm_oom_line(txt, &len);
+    if (line && !strstr(js->why, "OUT_OF_MEMORY"))
+        snprintf(js->why, sizeof js->why, "OUT_OF_MEMORY: the job used more memory than it had (memoryPerTrial); "
+                 "Slurm: %.*s", (int)(len > 300 ? 300 : len), line);
+    free(txt);
+}
+
 static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct slurm *s = w->platform;
@@ -674,6 +690,8 @@ static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, s
             js->end_time = j->end_time > 0 ? j->end_time * 1000 : now_ms();
             if (v.outcome != SLURM_SUCCEEDED)
                 snprintf(js->why, sizeof js->why, "%s", v.message);
+            if (v.outcome == SLURM_FAILED)
+                oom_named(dir, js);
             if (v.outcome == SLURM_CANCELED) {
                 js->stop_known = 1;
                 js->stopped = m && m->kill_ms; /* ours, else cancelled from outside */

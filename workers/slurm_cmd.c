@@ -288,6 +288,21 @@ int slurm_sbatch_transient(const char *message)
     return 0;
 }
 
+const char *slurm_oom_line(const char *text, size_t *len)
+{
+    static const char *const marks[] = {"exceeded memory limit", "oom-kill event", "Exceeded job memory limit"};
+    for (size_t i = 0; text && i < sizeof marks / sizeof marks[0]; i++) {
+        const char *p = strcasestr(text, marks[i]);
+        if (!p)
+            continue;
+        while (p > text && p[-1] != '\n')
+            p--;
+        *len = strcspn(p, "\n");
+        return p;
+    }
+    return NULL;
+}
+
 int slurm_exit_parse(const char *text, int *status, int *stopped, int *attempt)
 {
     int s, st, at, used = 0;

@@ -77,6 +77,13 @@ char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struc
  * trial fails with Slurm's message. */
 int slurm_sbatch_transient(const char *message);
 
+/* The line of a job's Slurm stderr (slurm.stderr: what slurmstepd writes there) that says
+ * the job was killed for its memory, or NULL: "StepId=N.batch exceeded memory limit (A >
+ * B), being killed" (jobacct_gather/linux with OverMemoryKill, which leaves the job
+ * FAILED, reason JobLaunchFailure, not OUT_OF_MEMORY: seen on the test cluster, e2e/97),
+ * "Detected N oom-kill event(s)" (task/cgroup). *len: the line's length. */
+const char *slurm_oom_line(const char *text, size_t *len);
+
 /* Reads a .nni/slurm_exit record. 0 with the fields set, -1 when it is not one. */
 int slurm_exit_parse(const char *text, int *status, int *stopped, int *attempt);
 

@@ -6,7 +6,9 @@
 # make root their user); the manager reads the metrics from sharedDirectory, mounted here
 # at the same path. 8 trials at concurrency 4 on 3 CPUs to DONE with exact metrics, across
 # a dropped SSH session (reopened: a second session logged) and a kill -9 of the api and
-# the worker with `nnictl resume` re-attaching to the jobs over SSH (one job per trial).
+# the worker with `nnictl resume` re-attaching to the jobs over SSH (one job per trial);
+# `nnictl stop` cancels, over SSH, a job of the experiment's name it never recorded. A
+# login node whose host key is not in knownHostsFile is refused at create.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/slurm.sh"
 . "$(dirname "$0")/lib/remote.sh"
@@ -28,6 +30,15 @@ metrics_experiment "$WORK/exp" 4 8 31 "  platform: slurm
   loginNode: {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: tqremote1, sshKeyFile: $WORK/id_ed25519}"
 # the job's environment is the login session's: the trial's pace is set in its command
 sed -i "s|^trialCommand: .*|trialCommand: 'TRIAL_STEPS=3 TRIAL_SLEEP=0.4 sh metrics.sh'|" "$WORK/exp/config.yml"
+
+# a login node whose host key is not in knownHostsFile: refused at create, nothing created
+sed "s|knownHostsFile: .*|knownHostsFile: $WORK/empty_known_hosts|" "$WORK/exp/config.yml" > "$WORK/exp/unknown.yml"
+out=$(nnictl create --config "$WORK/exp/unknown.yml" --port "$(free_port)" 2>&1) && fail "an unknown host key accepted: $out"
+echo "$out" | grep -q "host key of \[127.0.0.1\]:${SSHD_PORT[1]} is not in" || fail "no clear message for an unknown host key: $out"
+n=$(sql "SELECT count(*) FROM experiment" 2>/dev/null || true)
+[ "${n:-0}" = 0 ] || fail "an experiment was created with an unknown host key"
+pass "unknown host key of the login node refused at create"
+
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
@@ -60,5 +71,12 @@ for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
 done
 pass "8 trials DONE over SSH, one job each, across a dropped session and a kill -9 + resume; metrics exact"
 
+# nnictl stop cancels over SSH, also a job of the experiment's name it never recorded
+ghost=$(su tqremote1 -s /bin/sh -c "SLURM_CONF=$SLURM_CONF sbatch --parsable --job-name=nni-$id-ghost0 --comment=trialq:$id:ghost0:1 -o /dev/null --wrap 'sleep 300'")
+[ -n "$ghost" ] || fail "no ghost job"
+
 nnictl stop "$id" > /dev/null
+ghost_cancelled() { [ "$(squeue -h -t all -j "$ghost" -o %T)" = CANCELLED ]; }
+wait_until 20 ghost_cancelled || fail "the unrecorded job $ghost is $(squeue -h -t all -j "$ghost" -o %T) after stop"
+pass "nnictl stop cancelled the unrecorded job over SSH"
 echo "95-slurm-ssh: passed"

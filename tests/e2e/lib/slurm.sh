@@ -95,6 +95,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 CONF
+    [ -z "${SLURM_CONF_EXTRA:-}" ] || echo "$SLURM_CONF_EXTRA" >> "$d/slurm.conf"
     : > "$d/gres.conf"
     for n in $(seq 1 "$SLURM_NODE_COUNT"); do
         mkdir -p "$d/spool/n$n"
@@ -220,18 +221,24 @@ slurm_wait_state() {
     fail "job $1 is '$got' after $3 s, wanted $2"
 }
 
-# slurm_one_job_each ID N: squeue (MinJobAge 600) lists N jobs of the experiment, one per
-# trial (no name twice), and each trial's metric rows are exactly what it wrote
-# (written.log in its dir, trials/metrics.sh)
-slurm_one_job_each() {
-    local jobs names tid dir want got
-    jobs=$(squeue -h -t all -o %j | grep -c "^nni-$1-")
-    names=$(squeue -h -t all -o %j | grep "^nni-$1-" | sort -u | wc -l)
-    [ "$jobs" = "$2" ] && [ "$names" = "$2" ] || fail "$jobs Slurm jobs ($names names) for $2 trials"
-    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1'"); do
+# slurm_exact_metrics ID [STATUS]: each trial's metric rows (of the trials in STATUS,
+# default all) are exactly what it wrote (written.log in its dir, trials/metrics.sh)
+slurm_exact_metrics() {
+    local tid dir want got
+    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status LIKE '${2:-%}'"); do
         dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
         want=$(sort "$dir/written.log")
         got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
         [ -n "$want" ] && [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
     done
+}
+
+# slurm_one_job_each ID N: squeue (MinJobAge 600) lists N jobs of the experiment, one per
+# trial (no name twice), and slurm_exact_metrics
+slurm_one_job_each() {
+    local jobs names
+    jobs=$(squeue -h -t all -o %j | grep -c "^nni-$1-")
+    names=$(squeue -h -t all -o %j | grep "^nni-$1-" | sort -u | wc -l)
+    [ "$jobs" = "$2" ] && [ "$names" = "$2" ] || fail "$jobs Slurm jobs ($names names) for $2 trials"
+    slurm_exact_metrics "$1"
 }
