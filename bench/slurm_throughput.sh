@@ -29,16 +29,8 @@ ts=$'\n  platform: slurm'
 if [ "${MODE:-local}" = ssh ]; then
     . "$SRC/tests/e2e/lib/remote.sh"
     trap 'rc=$?; remote_cleanup; (exit $rc); slurm_on_exit' EXIT
-    remote_need_root
-    chmod 755 "$SLURM_DIR/munge"
-    remote_user tqremote1
-    remote_keys
-    REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF PATH=$WORK/bin:/usr/bin:/bin" remote_sshd 1
-    remote_known_host 1 > "$WORK/known_hosts"
-    mkdir -p "$WORK/shared"
-    chown tqremote1 "$WORK/shared"
-    ts+=$'\n  sharedDirectory: '"$WORK/shared"$'\n  knownHostsFile: '"$WORK/known_hosts"
-    ts+=$'\n  loginNode: {host: 127.0.0.1, port: '"${SSHD_PORT[1]}"', user: tqremote1, sshKeyFile: '"$WORK/id_ed25519}"
+    SLURM_LOGIN_PATH=$WORK/bin:/usr/bin:/bin slurm_login_node
+    ts+=$SLURM_LOGIN_TS
 fi
 write_config "$WORK/code/config.yml" trialConcurrency="$C" maxTrialNumber="$N" \
     searchSpace=$'\n  x: {_type: uniform, _value: [0, 1000]}' trainingService="$ts"

@@ -14,20 +14,10 @@
 . "$(dirname "$0")/lib/remote.sh"
 trap 'rc=$?; remote_cleanup; (exit $rc); slurm_on_exit' EXIT
 slurm_cluster_start
-remote_need_root
-chmod 755 "$SLURM_DIR/munge"   # the munge socket, for the login user (the key stays 0400)
-remote_user tqremote1
-remote_keys
-REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF" remote_sshd 1
-remote_known_host 1 > "$WORK/known_hosts"
+slurm_login_node
 export TRIALQ_SLURM_POLL_MS=300
 
-mkdir -p "$WORK/shared"
-chown tqremote1 "$WORK/shared"
-metrics_experiment "$WORK/exp" 4 8 31 "  platform: slurm
-  sharedDirectory: $WORK/shared
-  knownHostsFile: $WORK/known_hosts
-  loginNode: {host: 127.0.0.1, port: ${SSHD_PORT[1]}, user: tqremote1, sshKeyFile: $WORK/id_ed25519}"
+metrics_experiment "$WORK/exp" 4 8 31 "  platform: slurm$SLURM_LOGIN_TS"
 # the job's environment is the login session's: the trial's pace is set in its command
 sed -i "s|^trialCommand: .*|trialCommand: 'TRIAL_STEPS=3 TRIAL_SLEEP=0.4 sh metrics.sh'|" "$WORK/exp/config.yml"
 

@@ -242,3 +242,21 @@ slurm_one_job_each() {
     [ "$jobs" = "$2" ] && [ "$names" = "$2" ] || fail "$jobs Slurm jobs ($names names) for $2 trials"
     slurm_exact_metrics "$1"
 }
+
+# slurm_login_node: the SSH mode's login node (source lib/remote.sh first; after
+# slurm_cluster_start): sshd 1 on loopback whose sessions get SLURM_CONF (and PATH, when
+# SLURM_LOGIN_PATH is set), the non-root user tqremote1 logging in with $WORK/id_ed25519,
+# its host key in $WORK/known_hosts, $WORK/shared owned by that user. Sets SLURM_LOGIN_TS:
+# the trainingService lines (sharedDirectory, knownHostsFile, loginNode), a newline first.
+slurm_login_node() {
+    remote_need_root
+    chmod 755 "$SLURM_DIR/munge" # the munge socket, for the login user (the key stays 0400)
+    remote_user tqremote1
+    remote_keys
+    REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF${SLURM_LOGIN_PATH:+ PATH=$SLURM_LOGIN_PATH}" remote_sshd 1
+    remote_known_host 1 > "$WORK/known_hosts"
+    mkdir -p "$WORK/shared"
+    chown tqremote1 "$WORK/shared"
+    SLURM_LOGIN_TS=$'\n  sharedDirectory: '"$WORK/shared"$'\n  knownHostsFile: '"$WORK/known_hosts"
+    SLURM_LOGIN_TS+=$'\n  loginNode: {host: 127.0.0.1, port: '"${SSHD_PORT[1]}"', user: tqremote1, sshKeyFile: '"$WORK/id_ed25519}"
+}
