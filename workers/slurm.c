@@ -395,12 +395,13 @@ static int slurm_preflight(const struct platform_ops *ops, const cJSON *ts, cons
         struct slurm_job *jobs;
         int n;
         rc = slurm_squeue_parse(out, strlen(out), "", &jobs, &n, &ce);
-        char m[sizeof ce.msg];
-        snprintf(m, sizeof m, "%s", ce.msg);
-        if (rc < 0)
+        if (rc < 0) {
+            char m[sizeof ce.msg];
+            snprintf(m, sizeof m, "%s", ce.msg);
             errf(&ce, "squeue --json: %.900s", m);
-        else
+        } else {
             slurm_jobs_free(jobs, n);
+        }
     }
     free(out);
     if (rc == 0)
@@ -518,8 +519,6 @@ static long long sbatch(struct worker *w, const struct slurm_trial *st, const ch
     slurm_argv_free(argv);
     if (rc == SL_LOST || rc == SL_RETRY) {
         s->recheck = 1;
-        fault_set("slurm sbatch", "sbatch did not answer: %s; the trials wait and their submission is "
-                  "retried with a back-off", e->msg);
         return SL_RETRY;
     }
     if (rc < 0) {
@@ -601,6 +600,9 @@ static int slurm_submit(struct worker *w, struct trial *t, char **job_id, char *
     *job_id = id > 0 ? xasprintf("%lld", id) : xasprintf("nni-%s-%s", w->exp_id, t->id);
     *trial_dir = xstrdup(dir);
 out:
+    if (rc == SUBMIT_RETRY)
+        fault_set("slurm sbatch", "trials cannot be submitted now: %s; they wait, and their submission is "
+                  "retried with a back-off", e->msg);
     free(script_path);
     free(dir);
     return rc;

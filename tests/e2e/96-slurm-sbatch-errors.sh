@@ -63,7 +63,7 @@ port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-timeout_shown() { cs "$port" | grep -q "sbatch did not answer.*Socket timed out"; }
+timeout_shown() { cs "$port" | grep -q "trials cannot be submitted now: .*Socket timed out"; }
 wait_until 10 timeout_shown || { cs "$port"; fail "check-status does not show sbatch's timeout"; }
 wait_until 10 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='WAITING' AND waiting_reason LIKE 'not submitted yet, retried: %Socket timed out%'" '>=1' ||
     fail "no trial WAITING with sbatch's timeout as its reason"
@@ -76,7 +76,7 @@ ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCE
 [ "$ok" = 3 ] || { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of 3 SUCCEEDED in attempt 1"; }
 [ -d "$WORK/taken" ] || fail "no sbatch took a job and timed out"
 grep -qs "re-attached" "$NNI_HOME/$id"/log/*.log || fail "the job taken despite the timeout was not re-attached"
-gone() { ! cs "$port" | grep -q "sbatch did not answer"; }
+gone() { ! cs "$port" | grep -q "cannot be submitted now"; }
 wait_until 10 gone || { cs "$port"; fail "check-status still shows sbatch's timeout"; }
 pass "sbatch timeouts retried with a back-off ($(wc -l < "$WORK/sbatch.calls") calls); the job taken despite one found again, one job per trial"
 nnictl stop "$id" > /dev/null
