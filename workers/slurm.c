@@ -410,6 +410,21 @@ static int slurm_preflight(const struct platform_ops *ops, const cJSON *ts, cons
     return rc < 0 ? errf(e, "platform slurm: %s", ce.msg) : 0;
 }
 
+static void slurm_destroy(struct worker *w)
+{
+    struct slurm *s = w->platform;
+    if (!s)
+        return;
+    jobs_drop(s);
+    for (int i = 0; i < s->nmine; i++)
+        free(s->mine[i].trial_id);
+    free(s->mine);
+    free(s->root);
+    login_free(s);
+    free(s);
+    w->platform = NULL;
+}
+
 static int slurm_init(struct worker *w, struct errbuf *e)
 {
     const cJSON *ts = worker_ts_config(w);
@@ -439,23 +454,12 @@ static int slurm_init(struct worker *w, struct errbuf *e)
         snprintf(m, sizeof m, "%s", e->msg);
         rc = errf(e, "slurm: %s", m);
     }
+    if (rc < 0)
+        slurm_destroy(w); /* the caller destroys nothing after a failed init (the api
+                           * starts the worker again later: the login node may be back) */
     return rc;
 }
 
-static void slurm_destroy(struct worker *w)
-{
-    struct slurm *s = w->platform;
-    if (!s)
-        return;
-    jobs_drop(s);
-    for (int i = 0; i < s->nmine; i++)
-        free(s->mine[i].trial_id);
-    free(s->mine);
-    free(s->root);
-    login_free(s);
-    free(s);
-    w->platform = NULL;
-}
 
 /* The job id recorded after our sbatch (.nni/slurm_job.<attempt>), 0 when none. */
 static long long recorded_job(const char *dir, int attempt)

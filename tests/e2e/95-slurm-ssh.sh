@@ -6,7 +6,8 @@
 # make root their user); the manager reads the metrics from sharedDirectory, mounted here
 # at the same path. 8 trials at concurrency 4 on 3 CPUs to DONE with exact metrics, across
 # a dropped SSH session (reopened: a second session logged) and a kill -9 of the api and
-# the worker with `nnictl resume` re-attaching to the jobs over SSH (one job per trial);
+# the worker with `nnictl resume` (the login node unreachable at first) re-attaching to
+# the jobs over SSH (one job per trial);
 # `nnictl stop` cancels, over SSH, a job of the experiment's name it never recorded. A
 # login node whose host key is not in knownHostsFile is refused at create.
 . "$(dirname "$0")/lib.sh"
@@ -52,7 +53,17 @@ pass "the dropped SSH session was reopened"
 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND lease_owner IS NOT NULL AND job_id IS NOT NULL" '>=2' ||
     fail "fewer than 2 jobs in flight"
 kill9_manager "$id" slurm
-resume_to_done "$id" "$port" 8
+# ... and the login node cannot be reached when the worker starts again: it fails to
+# start (no session), the api starts it again with a back-off, and it re-attaches once
+# the login node is back
+remote_partition 1
+worker_failed() { grep -qs "platform slurm: .*login node tqremote1@127.0.0.1:${SSHD_PORT[1]}: unreachable" "$NNI_HOME/$id"/log/*.log; }
+login_back() {
+    wait_until 20 worker_failed || fail "no worker start failing for the unreachable login node"
+    remote_sshd 1
+    pass "the worker could not start without the login node; sshd back"
+}
+RESUME_THEN=login_back resume_to_done "$id" "$port" 8
 slurm_one_job_each "$id" 8
 for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")

@@ -253,7 +253,9 @@ slurm_login_node() {
     chmod 755 "$SLURM_DIR/munge" # the munge socket, for the login user (the key stays 0400)
     remote_user tqremote1
     remote_keys
-    REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF${SLURM_LOGIN_PATH:+ PATH=$SLURM_LOGIN_PATH}" remote_sshd 1
+    # kept: `remote_sshd 1` brings the login node back (after remote_partition) as it was
+    REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF${SLURM_LOGIN_PATH:+ PATH=$SLURM_LOGIN_PATH}"
+    remote_sshd 1
     remote_known_host 1 > "$WORK/known_hosts"
     mkdir -p "$WORK/shared"
     chown tqremote1 "$WORK/shared"
