@@ -142,7 +142,8 @@ static int login_connect(struct slurm *s, struct errbuf *e)
     if (ssh_connect(&t, &s->conn, &why, &ce) < 0)
         return errf(e, "login node %s: %s", s->login.label, ce.msg);
     s->connections++;
-    log_info("login node %s: SSH session opened (%d opened by this process)", s->login.label, s->connections);
+    if (s->started_ms) /* the worker's; nnictl create's check stays quiet */
+        log_info("login node %s: SSH session opened (%d opened by this process)", s->login.label, s->connections);
     return 0;
 }
 

@@ -35,6 +35,7 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || { cat "$WORK/create.out"; fail "no experiment id"; }
+! grep -q "SSH session" "$WORK/create.out" || { cat "$WORK/create.out"; fail "nnictl create printed the worker's log"; }
 
 wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=1' ||
     fail "no trial SUCCEEDED over SSH"
