@@ -9,7 +9,8 @@
 # the worker with `nnictl resume` (the login node unreachable at first) re-attaching to
 # the jobs over SSH (one job per trial);
 # `nnictl stop` cancels, over SSH, a job of the experiment's name it never recorded. A
-# login node whose host key is not in knownHostsFile is refused at create.
+# login node whose host key is not in knownHostsFile, or a wrong password, is refused at
+# create.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/slurm.sh"
 . "$(dirname "$0")/lib/remote.sh"
@@ -29,6 +30,12 @@ echo "$out" | grep -q "host key of \[127.0.0.1\]:${SSHD_PORT[1]} is not in" || f
 n=$(sql "SELECT count(*) FROM experiment" 2>/dev/null || true)
 [ "${n:-0}" = 0 ] || fail "an experiment was created with an unknown host key"
 pass "unknown host key of the login node refused at create"
+# ... and a wrong password (the password login of loginNode)
+sed "s|sshKeyFile: [^}]*|password: not-$REMOTE_PASS|" "$WORK/exp/config.yml" > "$WORK/exp/badpass.yml"
+grep -q "password: not-" "$WORK/exp/badpass.yml" || fail "no password in the config"
+out=$(nnictl create --config "$WORK/exp/badpass.yml" --port "$(free_port)" 2>&1) && fail "a wrong password accepted: $out"
+echo "$out" | grep -q "authentication refused: wrong password for user tqremote1" || fail "no clear message for a wrong password: $out"
+pass "wrong login node password refused at create"
 
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
