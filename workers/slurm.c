@@ -57,6 +57,8 @@ struct slurm {
     struct slurm_job *jobs;     /* the last squeue answer: the experiment's jobs */
     int njobs;
     int64_t fetched_ms;         /* wall ms when that answer was asked for (0: none) */
+    int64_t failed_ms;          /* wall ms when squeue last failed (0: it answered since) */
+    char failed[512];           /* ... and why */
     int64_t started_ms;         /* wall ms of init */
     int poll_ms;
     struct sl_job *mine;
@@ -285,12 +287,22 @@ static int fetch(struct worker *w, struct slurm *s, struct errbuf *e)
     return 0;
 }
 
-/* The cache, refreshed when it is older than the poll interval. */
+/* The cache, refreshed when it is older than the poll interval. A failing squeue is
+ * asked again once per interval too, not once per trial (it may take seconds to fail). */
 static int fresh(struct worker *w, struct slurm *s, struct errbuf *e)
 {
-    if (s->fetched_ms && now_ms() - s->fetched_ms < s->poll_ms)
+    int64_t now = now_ms();
+    if (s->fetched_ms && now - s->fetched_ms < s->poll_ms)
         return 0;
-    return fetch(w, s, e);
+    if (s->failed_ms && now - s->failed_ms < s->poll_ms)
+        return errf(e, "%s", s->failed);
+    if (fetch(w, s, e) < 0) {
+        s->failed_ms = now_ms();
+        snprintf(s->failed, sizeof s->failed, "%.500s", e->msg);
+        return -1;
+    }
+    s->failed_ms = 0;
+    return 0;
 }
 
 static struct sl_job *mine_find(struct slurm *s, const char *trial_id, int attempt)
@@ -645,12 +657,21 @@ static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, s
 {
     struct slurm *s = w->platform;
     memset(js, 0, sizeof *js);
-    if (fresh(w, s, e) < 0)
-        return -1;
     char *dir = trial_dir_of(s, t);
+    int status, stopped;
+    if (fresh(w, s, e) < 0) {
+        /* the controller does not answer: an attempt that wrote its end is over all the
+         * same (its node finished it), and its slot is free for the next trial */
+        int ended = exit_record(dir, t->attempt, &status, &stopped);
+        free(dir);
+        if (!ended)
+            return -1;
+        ended_by_record(js, status, stopped);
+        mine_forget(s, t->id);
+        return 0;
+    }
     const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
     struct sl_job *m = mine_find(s, t->id, t->attempt);
-    int status, stopped;
     if (!j) {
         if (exit_record(dir, t->attempt, &status, &stopped)) {
             ended_by_record(js, status, stopped);

@@ -8,10 +8,14 @@
 # the trials WAITING with that reason and check-status showing it, their submission
 # retried with a back-off; the job taken despite the timeout is found in squeue and never
 # submitted twice; every trial SUCCEEDED in attempt 1 with exact metrics, and the fault
-# is gone from check-status once sbatch answers.
+# is gone from check-status once sbatch answers. With slurmctld itself stopped (a real
+# outage), the running trials are recorded from their exit records, the next ones wait
+# with sbatch's own words ("Unable to contact slurm controller") and are submitted once
+# it is back.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/slurm.sh"
-slurm_cluster_start
+# MessageTimeout=2: with slurmctld gone, sbatch and squeue fail in 1 s, not 9
+SLURM_CONF_EXTRA="MessageTimeout=2" slurm_cluster_start
 export TRIALQ_SLURM_POLL_MS=300 TRIAL_STEPS=1
 cs() { curl -sf "http://127.0.0.1:$1/api/v1/nni/check-status"; }
 
@@ -79,5 +83,33 @@ grep -qs "re-attached" "$NNI_HOME/$id"/log/*.log || fail "the job taken despite 
 gone() { ! cs "$port" | grep -q "cannot be submitted now"; }
 wait_until 10 gone || { cs "$port"; fail "check-status still shows sbatch's timeout"; }
 pass "sbatch timeouts retried with a back-off ($(wc -l < "$WORK/sbatch.calls") calls); the job taken despite one found again, one job per trial"
+nnictl stop "$id" > /dev/null
+
+# slurmctld itself gone: the running trials end all the same (their exit records), the
+# next one waits with sbatch's own words, and is submitted once slurmctld is back
+metrics_experiment "$WORK/down" 2 3 8 "  platform: slurm"
+sed -i "s|^trialCommand: .*|trialCommand: 'while [ ! -e $WORK/gate2 ]; do sleep 0.2; done; sh metrics.sh'|" "$WORK/down/config.yml"
+port=$(free_port)
+nnictl create --config "$WORK/down/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
+    { cat "$WORK/create.out"; fail "create failed"; }
+id=$(exp_id_of "$WORK/create.out")
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 || fail "not 2 RUNNING"
+slurm_ctld_stop
+touch "$WORK/gate2"
+wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" 2 ||
+    fail "the trials that ended while slurmctld was gone were not recorded"
+wait_until 20 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='WAITING' AND waiting_reason LIKE 'not submitted yet, retried: %Unable to contact slurm controller%'" '>=1' ||
+    fail "no trial WAITING with sbatch's words while slurmctld was gone: $(sql "SELECT id, status, waiting_reason FROM trial WHERE experiment_id='$id'")"
+pass "slurmctld gone: 2 trials recorded from their exit records, the next WAITING: $(sql "SELECT waiting_reason FROM trial WHERE experiment_id='$id' AND status='WAITING' LIMIT 1")"
+slurm_ctld_start
+# the waiting trial is submitted once slurmctld answers (its run is Slurm's business:
+# after a restart Slurm takes seconds to start a job)
+waiter=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='WAITING'")
+listed() { squeue -h -t all -o %j | grep -qx "nni-$id-$waiter"; }
+wait_until 20 listed || fail "trial $waiter was not submitted once slurmctld was back"
+jobs=$(squeue -h -t all -o %j | grep -c "^nni-$id-")
+[ "$jobs" = 3 ] || fail "$jobs jobs for 3 trials"
+slurm_exact_metrics "$id" SUCCEEDED
+pass "slurmctld back: trial $waiter submitted; 3 jobs for 3 trials; the 2 ended meanwhile have exact metrics"
 nnictl stop "$id" > /dev/null
 echo "96-slurm-sbatch-errors: passed"

@@ -110,14 +110,27 @@ CONF
 
     # the daemons carry TQ_SLURM_DAEMON in their environment: what they fork (job steps,
     # a slurmd child that retries a job's completion while slurmctld is gone) is found by it
-    TQ_SLURM_DAEMON=$d /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" > "$d/log/slurmctld.out" 2>&1 &
-    SLURM_PID[ctld]=$!
-    slurm_wait_port "$ctld_port" slurmctld
+    SLURM_CTLD_PORT=$ctld_port
+    slurm_ctld_start
     for n in $(seq 1 "$SLURM_NODE_COUNT"); do
         TQ_SLURM_DAEMON=$d /usr/sbin/slurmd -D -N "n$n" -f "$SLURM_CONF" > "$d/log/slurmd-n$n.out" 2>&1 &
         SLURM_PID[n$n]=$!
     done
     slurm_wait_idle "$SLURM_NODE_COUNT" 60
+}
+
+# slurm_ctld_start: starts slurmctld (again: its jobs come back from its state dir)
+slurm_ctld_start() {
+    TQ_SLURM_DAEMON=$SLURM_DIR /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >> "$SLURM_DIR/log/slurmctld.out" 2>&1 &
+    SLURM_PID[ctld]=$!
+    slurm_wait_port "$SLURM_CTLD_PORT" slurmctld
+}
+
+# slurm_ctld_stop: slurmctld ends (SIGTERM: it saves its state); the nodes and their jobs
+# live on
+slurm_ctld_stop() {
+    kill "${SLURM_PID[ctld]}"
+    wait "${SLURM_PID[ctld]}" 2>/dev/null || true
 }
 
 # slurm_wait_idle COUNT SECONDS: until COUNT nodes are idle
