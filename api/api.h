@@ -15,6 +15,7 @@
 enum api_action { ACTION_CREATE, ACTION_RESUME, ACTION_VIEW };
 
 #include "api/tuner_view.h"
+#include "schema/listing.h"
 
 struct dispatcher;
 struct tensorboard;
@@ -48,6 +49,7 @@ struct api {
     struct tensorboard *tensorboard; /* TensorBoard tasks (tensorboard.c), NULL before the first */
     struct chan_state *chan;   /* the HTTP trial channel (channel.c), NULL before its first request */
     struct cconns *cconns;     /* its connections (chan_http.c), NULL before the first */
+    struct seq_span trial_span; /* the trials' sequences, for GET /trial-jobs?offset= (listing.h) */
     enum api_action action;
     int readonly;
     int spawn_workers;

@@ -14,7 +14,8 @@ static int fill_trials(struct stream *s, struct strbuf *sb, struct errbuf *e)
 }
 
 /* GET /trial-jobs[?status=S][&limit=N][&offset=N][&since=SEQ]: without parameters NNI's
- * whole list by sequence; X-Trialq-Seq tells what to pass as since= next time. */
+ * whole list by sequence, streamed in chunks; X-Trialq-Seq tells what to pass as since=
+ * next time. An offset into the whole list is a seek on the sequence (listing.h). */
 void h_trial_jobs(struct req *q)
 {
     const char *status = query_str(q, "status");
@@ -29,6 +30,7 @@ void h_trial_jobs(struct req *q)
     if (!s)
         return;
     s->page.status = stream_keep(s, status);
+    s->page.span = &q->a->trial_span; /* an offset is a seek on the sequence */
     stream_page_start(q, s, trial_page_cursor, fill_trials);
 }
 

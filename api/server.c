@@ -18,6 +18,7 @@
 #include "api/channel.h"
 #include "api/dispatcher.h"
 #include "api/guard.h"
+#include "common/secrets.h"
 #include "schema/exp_api.h"
 #include "schema/trial_sets.h"
 
@@ -166,7 +167,13 @@ static int load_experiment(struct api *a, const struct api_opts *o, int *port)
     *port = o->port ? o->port : a->exp.port;
     if (o->port && exp_set_port(a->db, a->exp_id, o->port, &e) < 0)
         log_warn("cannot record port %d: %s", o->port, e.msg);
-    if (config_from_json(a->exp.config, &a->cfg, &e) < 0) {
+    /* with its secrets (custom algorithms' classArgs may hold some): common/secrets.h */
+    char *merged = secrets_merged_json(a->home, a->exp_id, a->exp.config, &e);
+    rc = merged ? config_from_json(merged, &a->cfg, &e) : -1;
+    if (merged)
+        memset(merged, 0, strlen(merged));
+    free(merged);
+    if (rc < 0) {
         log_error("stored config of %s: %s", a->exp_id, e.msg);
         return EXIT_CONFIG;
     }

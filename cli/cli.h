@@ -21,7 +21,7 @@ struct cli_cmd {
 /* The command entries, each defined in the file of its group. */
 extern const struct cli_cmd cmd_create, cmd_resume, cmd_view, cmd_stop;
 extern const struct cli_cmd cmd_experiment_list, cmd_experiment_show, cmd_experiment_status;
-extern const struct cli_cmd cmd_experiment_delete;
+extern const struct cli_cmd cmd_experiment_delete, cmd_experiment_secrets;
 extern const struct cli_cmd cmd_trial_ls, cmd_trial_kill;
 extern const struct cli_cmd cmd_update_searchspace, cmd_update_concurrency, cmd_update_duration, cmd_update_trialnum;
 extern const struct cli_cmd cmd_top, cmd_experiment_export, cmd_experiment_import;
@@ -47,6 +47,18 @@ int py_class_check(const char *cls, const char *code_dir, int import, char *why,
 struct db *cli_open_db(const char *home_opt, char **home_out);
 /* Prints "ERROR: ..." to stderr and returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- secrets.c: secret config values outside the database (common/secrets.h) ---- */
+/* Takes the secrets out of canonical (in place: placeholders) into the experiment's
+ * secrets file. 0, or -1 with e set. */
+int cli_secrets_take_out(const char *home, const char *exp_id, cJSON *canonical, struct errbuf *e);
+/* Once per home (secrets/.moved): moves the secrets of the rows that a trialq before
+ * this change stored out of the database. 0, or -1 (said). */
+int cli_secrets_migrate(struct db *db, const char *home);
+/* The home of an open database (the folder of trialq.db). Caller frees. */
+char *cli_db_home(const struct db *db);
+/* Removes secrets files that no experiment row owns (a create killed in between). */
+int cli_secrets_sweep(struct db *db, const char *home);
 /* An integer option's value: the whole of s, within [min, max]; else prints argparse's
  * kind of message naming opt and returns 1. */
 int cli_int_arg(const char *opt, const char *s, int min, int max, int *out);

@@ -79,6 +79,7 @@ struct db *cli_open_db(const char *home_opt, char **home_out)
         free(home);
         return NULL;
     }
+    cli_secrets_migrate(db, home); /* a failure is said; the command goes on */
     if (home_out)
         *home_out = home;
     else

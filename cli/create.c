@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/secrets.h"
 #include "config/config.h"
 #include "tuners/assessor.h"
 #include "tuners/tuner.h"
@@ -383,8 +384,8 @@ static struct exp_config *load_checked(struct create_opts *o, int64_t *seed)
 }
 
 /* The experiment row, under a new id (id[9]), and its directory. 0, or 1 (said). */
-static int insert_experiment(struct db *db, const struct exp_config *cfg, const struct create_opts *o,
-                             char *prefix, int64_t seed, char *id, char **exp_dir)
+static int insert_experiment(struct db *db, const char *home, const struct exp_config *cfg,
+                             const struct create_opts *o, char *prefix, int64_t seed, char *id, char **exp_dir)
 {
     struct errbuf e;
     do {
@@ -397,10 +398,18 @@ static int insert_experiment(struct db *db, const struct exp_config *cfg, const 
     }
     char token[33];
     gen_token(token, 32);
+    /* the secrets go to their file before the row exists (a create killed in between
+     * leaves a file without a row, which the next create removes: cli_secrets_sweep),
+     * the stored config holds placeholders (docs/security.md) */
+    cJSON *stored = cJSON_Duplicate(cfg->canonical, 1);
+    if (cli_secrets_take_out(home, id, stored, &e) < 0) {
+        cJSON_Delete(stored);
+        return cli_error("%s", e.msg);
+    }
     struct experiment x = {
         .id = id,
         .name = cfg->experiment_name,
-        .config = cJSON_PrintUnformatted(cfg->canonical),
+        .config = cJSON_PrintUnformatted(stored),
         .search_space = cJSON_PrintUnformatted(cfg->search_space),
         .platform = cfg->platform,
         .exp_dir = path_join(cfg->experiment_working_directory, id),
@@ -421,6 +430,9 @@ static int insert_experiment(struct db *db, const struct exp_config *cfg, const 
         rc = cli_error("cannot create experiment directory %s: %s", x.exp_dir, strerror(errno));
     else if (exp_insert(db, &x, &e) < 0)
         rc = cli_error("%s", e.msg);
+    if (rc != 0)
+        secrets_remove(home, id);
+    cJSON_Delete(stored);
     free(x.config);
     free(x.search_space);
     free(x.config_file);
@@ -486,7 +498,8 @@ static int cmd_create_fn(int argc, char **argv)
                   " host). Choose another port with --port.", o.port, o.bind);
     } else if ((db = cli_open_db(o.home_opt, &home))) {
         char id[9];
-        if (insert_experiment(db, cfg, &o, prefix, seed, id, &exp_dir) == 0)
+        cli_secrets_sweep(db, home);
+        if (insert_experiment(db, home, cfg, &o, prefix, seed, id, &exp_dir) == 0)
             rc = launch(db, home, cfg, &o, prefix, id, exp_dir);
     }
     free(exp_dir);

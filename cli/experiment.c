@@ -1,11 +1,13 @@
 /* experiment.c: nnictl experiment list | show | status | delete — from the database,
  * so they work whether or not the experiment runs. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/secrets.h"
 #include "config/config.h"
 #include "schema/nnijson.h"
 
@@ -167,6 +169,10 @@ static int delete(struct db *db, const char *id, struct experiment *x)
     if (exp_delete(db, id, x->status, "nnictl experiment delete", &e) < 0)
         return cli_error("%s", e.msg);
     rm_rf(x->exp_dir);
+    char *home = cli_db_home(db);
+    if (secrets_remove(home, id) < 0)
+        fprintf(stderr, "WARNING: cannot remove the secrets file of %s: %s\n", id, strerror(errno));
+    free(home);
     printf("Experiment %s deleted.\n", id);
     return 0;
 }

@@ -8,29 +8,92 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "tuners/tuner.h"
 #include "config/config.h"
 #include "schema/listing.h"
 
-/* The export-data array (with "intermediate" lists when asked), as a new string. */
-static char *export_json(struct db *db, const char *id, int intermediate)
+/* The export-data records (with "intermediate" lists when asked) in pieces of a few
+ * hundred kB, each handed to fn as the text of a JSON array's items (after the first
+ * piece it begins with a comma): the whole export is never in memory, whatever the
+ * history's size. 0, or 1 with the error told (fn returns the same). */
+typedef int (*export_piece_fn)(void *arg, const char *text, size_t len);
+
+static int export_pieces(struct db *db, const char *id, int intermediate, export_piece_fn fn, void *arg)
 {
     struct page p;
     page_init(&p, id);
     struct strbuf sb;
     sb_init(&sb);
-    sb_add(&sb, "[", 1);
     struct errbuf e;
-    while (!p.done)
-        if (export_page_next(db, &p, intermediate, (size_t)1 << 20, &sb, &e) < 0) {
-            cli_error("export %s: %s", id, e.msg);
-            sb_free(&sb);
-            return NULL;
-        }
-    sb_add(&sb, "]", 1);
-    return sb_detach(&sb);
+    int rc = 0;
+    while (rc == 0 && !p.done) {
+        sb.len = 0;
+        if (sb.buf)
+            sb.buf[0] = '\0';
+        if (export_page_next(db, &p, intermediate, (size_t)256 << 10, &sb, &e) < 0)
+            rc = cli_error("export %s: %s", id, e.msg);
+        else if (sb.len)
+            rc = fn(arg, sb.buf, sb.len);
+    }
+    sb_free(&sb);
+    return rc;
+}
+
+/* The output file, written beside its path and renamed over it once complete. */
+struct out_file {
+    const char *path;
+    char *tmp;
+    FILE *f;
+};
+
+static int out_open(struct out_file *o, const char *path)
+{
+    o->path = path;
+    o->tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+    o->f = fopen(o->tmp, "w");
+    if (!o->f) {
+        free(o->tmp);
+        return cli_error("cannot write %s", path);
+    }
+    return 0;
+}
+
+/* Closes the file and renames it over the path, or removes it when something failed
+ * before (failed: that error was told) or now. 0, or 1 with the error told. */
+static int out_close(struct out_file *o, int failed)
+{
+    int bad = ferror(o->f);
+    if (fclose(o->f) != 0)
+        bad = 1;
+    if (!failed && !bad && rename(o->tmp, o->path) != 0)
+        bad = 1;
+    if (failed || bad)
+        unlink(o->tmp);
+    free(o->tmp);
+    if (bad && !failed)
+        return cli_error("cannot write %s", o->path);
+    return failed || bad;
+}
+
+static int json_piece(void *arg, const char *text, size_t len)
+{
+    struct out_file *o = arg;
+    return fwrite(text, 1, len, o->f) == len ? 0 : cli_error("cannot write %s", o->path);
+}
+
+static int write_json(struct db *db, const char *id, const char *path, int intermediate)
+{
+    struct out_file o;
+    if (out_open(&o, path) != 0)
+        return 1;
+    fputc('[', o.f);
+    int rc = export_pieces(db, id, intermediate, json_piece, &o);
+    if (rc == 0)
+        fputc(']', o.f);
+    return out_close(&o, rc);
 }
 
 /* ---------------- CSV, as NNI writes it with csv.DictWriter ---------------- */
@@ -95,87 +158,114 @@ static char *cell_text(const cJSON *v)
 }
 
 /* One flat record per trial: intermediate, the parameters, reward or the metric's
- * keys, trialJobId. Columns are the union in order of first appearance. */
-static int write_csv(const char *path, cJSON *records, int intermediate)
+ * keys, trialJobId. */
+static cJSON *csv_row(const cJSON *rec, int intermediate)
 {
-    struct columns cols = {NULL, 0};
-    cJSON *rows = cJSON_CreateArray();
-    const cJSON *rec;
-    cJSON_ArrayForEach(rec, records)
-    {
-        cJSON *row = cJSON_CreateObject();
-        if (intermediate) {
-            struct strbuf sb;
-            sb_init(&sb);
-            sb_add(&sb, "[", 1);
-            const cJSON *it;
-            int k = 0;
-            cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "intermediate"))
-            {
-                sb_printf(&sb, "%s%s", k++ ? "," : "", cJSON_IsString(it) ? it->valuestring : "");
-            }
-            sb_add(&sb, "]", 1);
-            cJSON_AddStringToObject(row, "intermediate", sb.buf);
-            sb_free(&sb);
-        }
+    cJSON *row = cJSON_CreateObject();
+    if (intermediate) {
+        struct strbuf sb;
+        sb_init(&sb);
+        sb_add(&sb, "[", 1);
         const cJSON *it;
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "parameter"))
+        int k = 0;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "intermediate"))
+        {
+            sb_printf(&sb, "%s%s", k++ ? "," : "", cJSON_IsString(it) ? it->valuestring : "");
+        }
+        sb_add(&sb, "]", 1);
+        cJSON_AddStringToObject(row, "intermediate", sb.buf);
+        sb_free(&sb);
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rec, "parameter"))
+    {
+        cJSON_DeleteItemFromObjectCaseSensitive(row, it->string);
+        cJSON_AddItemToObject(row, it->string, cJSON_Duplicate(it, 1));
+    }
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(rec, "value");
+    cJSON *decoded = cJSON_IsString(value) ? cJSON_Parse(value->valuestring) : NULL;
+    if (cJSON_IsObject(decoded)) {
+        cJSON_ArrayForEach(it, decoded)
         {
             cJSON_DeleteItemFromObjectCaseSensitive(row, it->string);
             cJSON_AddItemToObject(row, it->string, cJSON_Duplicate(it, 1));
         }
-        const cJSON *value = cJSON_GetObjectItemCaseSensitive(rec, "value");
-        cJSON *decoded = cJSON_IsString(value) ? cJSON_Parse(value->valuestring) : NULL;
-        if (cJSON_IsObject(decoded)) {
-            cJSON_ArrayForEach(it, decoded)
-            {
-                cJSON_DeleteItemFromObjectCaseSensitive(row, it->string);
-                cJSON_AddItemToObject(row, it->string, cJSON_Duplicate(it, 1));
-            }
-        } else {
-            cJSON_AddItemToObject(row, "reward", decoded ? cJSON_Duplicate(decoded, 1) : cJSON_CreateNull());
-        }
-        cJSON_Delete(decoded);
-        cJSON_DeleteItemFromObjectCaseSensitive(row, "trialJobId");
-        cJSON_AddItemToObject(row, "trialJobId", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "trialJobId"), 1));
-        cJSON_ArrayForEach(it, row) column_add(&cols, it->string);
-        cJSON_AddItemToArray(rows, row);
-    }
-    int rc = 0;
-    if (cols.n == 0) {
-        printf("No trial results collected! Please check your trial log...\n");
     } else {
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            rc = cli_error("cannot write %s", path);
+        cJSON_AddItemToObject(row, "reward", decoded ? cJSON_Duplicate(decoded, 1) : cJSON_CreateNull());
+    }
+    cJSON_Delete(decoded);
+    cJSON_DeleteItemFromObjectCaseSensitive(row, "trialJobId");
+    cJSON_AddItemToObject(row, "trialJobId", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "trialJobId"), 1));
+    return row;
+}
+
+/* Two passes over the records, in one read snapshot: the columns (their union in order
+ * of first appearance, as NNI's DictWriter gets them), then the rows. */
+struct csv_pass {
+    int intermediate;
+    struct columns cols;
+    struct out_file *out; /* NULL: the first pass */
+};
+
+static int csv_piece(void *arg, const char *text, size_t len)
+{
+    struct csv_pass *c = arg;
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_add(&sb, "[", 1);
+    sb_add(&sb, text + (*text == ','), len - (*text == ','));
+    sb_add(&sb, "]", 1);
+    cJSON *records = cJSON_Parse(sb.buf);
+    sb_free(&sb);
+    if (!records)
+        return cli_error("export: bad records");
+    const cJSON *rec;
+    cJSON_ArrayForEach(rec, records)
+    {
+        cJSON *row = csv_row(rec, c->intermediate);
+        const cJSON *it;
+        if (!c->out) {
+            cJSON_ArrayForEach(it, row) column_add(&c->cols, it->string);
         } else {
-            /* csv's excel dialect: CRLF line ends */
-            for (int i = 0; i < cols.n; i++) {
+            for (int i = 0; i < c->cols.n; i++) {
                 if (i)
-                    fputc(',', f);
-                csv_field(f, cols.names[i]);
+                    fputc(',', c->out->f);
+                char *cell = cell_text(cJSON_GetObjectItemCaseSensitive(row, c->cols.names[i]));
+                csv_field(c->out->f, cell);
+                free(cell);
             }
-            fputs("\r\n", f);
-            const cJSON *row;
-            cJSON_ArrayForEach(row, rows)
-            {
-                for (int i = 0; i < cols.n; i++) {
-                    if (i)
-                        fputc(',', f);
-                    char *cell = cell_text(cJSON_GetObjectItemCaseSensitive(row, cols.names[i]));
-                    csv_field(f, cell);
-                    free(cell);
-                }
-                fputs("\r\n", f);
+            fputs("\r\n", c->out->f);
+        }
+        cJSON_Delete(row);
+    }
+    cJSON_Delete(records);
+    return 0;
+}
+
+static int write_csv(struct db *db, const char *id, const char *path, int intermediate)
+{
+    struct csv_pass c = {.intermediate = intermediate};
+    int rc = export_pieces(db, id, intermediate, csv_piece, &c);
+    if (rc == 0 && c.cols.n == 0) {
+        printf("No trial results collected! Please check your trial log...\n");
+    } else if (rc == 0) {
+        struct out_file o;
+        rc = out_open(&o, path);
+        if (rc == 0) {
+            /* csv's excel dialect: CRLF line ends */
+            for (int i = 0; i < c.cols.n; i++) {
+                if (i)
+                    fputc(',', o.f);
+                csv_field(o.f, c.cols.names[i]);
             }
-            if (fclose(f) != 0)
-                rc = cli_error("cannot write %s", path);
+            fputs("\r\n", o.f);
+            c.out = &o;
+            rc = out_close(&o, export_pieces(db, id, intermediate, csv_piece, &c));
         }
     }
-    for (int i = 0; i < cols.n; i++)
-        free(cols.names[i]);
-    free(cols.names);
-    cJSON_Delete(rows);
+    for (int i = 0; i < c.cols.n; i++)
+        free(c.cols.names[i]);
+    free(c.cols.names);
     return rc;
 }
 
@@ -205,19 +295,16 @@ static int cmd_export_fn(int argc, char **argv)
     struct cli_target t;
     if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;
+    /* one read snapshot: the CSV's two passes see the same records */
+    struct errbuf e;
     int rc = 1;
-    char *json = export_json(t.db, t.id, intermediate);
-    if (json && strcmp(type, "json") == 0) {
-        if (write_file_replace(path, json, strlen(json), 0644) < 0)
-            cli_error("cannot write %s", path);
-        else
-            rc = 0;
-    } else if (json) {
-        cJSON *records = cJSON_Parse(json);
-        rc = records ? write_csv(path, records, intermediate) : cli_error("export %s: bad records", t.id);
-        cJSON_Delete(records);
+    if (db_run(t.db, &e, "BEGIN", "") < 0) {
+        cli_error("export %s: %s", t.id, e.msg);
+    } else {
+        rc = strcmp(type, "json") == 0 ? write_json(t.db, t.id, path, intermediate)
+                                       : write_csv(t.db, t.id, path, intermediate);
+        db_run(t.db, &e, "COMMIT", "");
     }
-    free(json);
     cli_target_close(&t);
     return rc;
 }

@@ -106,7 +106,12 @@ static int cmd_trial_fn(int argc, char **argv)
         printf("All of trial log info:\n");
     for (int i = 0; i < n; i++) {
         char *dir = l.dirs[i] ? xstrdup(l.dirs[i]) : trial_dir_default(t.x.exp_dir, l.ids[i]);
-        printf("id:%s path:%s\n", l.ids[i], dir);
+        /* trialq: and the tracking URL where the platform has one (DLC's console page) */
+        char *url = NULL;
+        if (db_text(t.db, &e, &url, "SELECT url FROM trial WHERE id = ?", "s", l.ids[i]) < 0)
+            url = NULL;
+        printf("id:%s path:%s%s%s\n", l.ids[i], dir, url ? " url:" : "", url ? url : "");
+        free(url);
         free(dir);
     }
     if (!rc)

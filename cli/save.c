@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/secrets.h"
 #include "config/config.h"
 #include "schema/pack.h"
 
@@ -243,6 +244,7 @@ struct load {
     struct pack *p;
     char *id, *old_dir, *old_config, *workdir, *exp_dir, *tmp, *code_dir, *config, *ss;
     cJSON *cfg;
+    cJSON *secrets;    /* what a pack of a trialq before secrets files held in its config */
     struct unpack uc;  /* the code files (--codeDir) */
     int written;       /* files of the experiment directory */
     int moved;         /* the directory is in its place */
@@ -274,6 +276,9 @@ static int load_check(struct load *l)
         cJSON_DeleteItemFromObjectCaseSensitive(l->cfg, "experimentWorkingDirectory");
         cJSON_AddStringToObject(l->cfg, "experimentWorkingDirectory", l->workdir);
     }
+    /* a pack saved before secrets moved out of the database holds them in its config:
+     * they go to the secrets file as at create (docs/security.md) */
+    l->secrets = config_secrets_split(l->cfg);
     l->config = cJSON_PrintUnformatted(l->cfg);
     if (pack_load_rows(l->p, l->exp_dir, l->config, 1, config_shared_storage, &l->e) < 0)
         return cli_error("--path %s: %s", l->path, l->e.msg);
@@ -319,8 +324,17 @@ static int load_write(struct load *l)
     if (rename(l->tmp, l->exp_dir) < 0)
         return cli_error("cannot move %s to %s: %s", l->tmp, l->exp_dir, strerror(errno));
     l->moved = 1;
-    if (pack_load_rows(l->p, l->exp_dir, l->config, 0, config_shared_storage, &l->e) < 0)
+    if (cJSON_GetArraySize(l->secrets) > 0 && secrets_store(l->home, l->id, l->secrets, &l->e) < 0)
         return cli_error("%s", l->e.msg);
+    if (pack_load_rows(l->p, l->exp_dir, l->config, 0, config_shared_storage, &l->e) < 0) {
+        secrets_remove(l->home, l->id);
+        return cli_error("%s", l->e.msg);
+    }
+    if (secrets_has_placeholder(l->cfg) && cJSON_GetArraySize(l->secrets) == 0)
+        printf("The pack holds no secrets (passwords, tokens, access keys): before `nnictl resume %s`, set the "
+               "platform's environment variables for them, or write them back with `nnictl experiment secrets "
+               "%s --config <the experiment's config file>` (docs/security.md)\n",
+               l->id, l->id);
     return 0;
 }
 
@@ -362,6 +376,7 @@ static int cmd_load_fn(int argc, char **argv)
     }
     pack_close(l.p);
     cJSON_Delete(l.cfg);
+    cJSON_Delete(l.secrets);
     free(l.config);
     free(l.ss);
     free(l.code_dir);

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "config/config_int.h"
+#include "common/secrets.h"
 
 #define REDACTED "********"
 
@@ -420,40 +421,74 @@ static int secret_kind(const char *key)
     return contains(k.joined, text_within) || has_word(&k, text_words) ? SECRET_TEXT : 0;
 }
 
-/* "********" under key (NULL in a list), built through an object so that cJSON
- * allocates the key its own way */
-static cJSON *redacted_value(const char *key)
+/* A value under key (NULL in a list) built through an object, so that cJSON allocates
+ * the key its own way */
+static cJSON *keyed(const char *key, cJSON *value)
 {
     if (!key)
-        return cJSON_CreateString(REDACTED);
+        return value;
     cJSON *holder = cJSON_CreateObject();
-    cJSON_AddStringToObject(holder, key, REDACTED);
+    cJSON_AddItemToObject(holder, key, value);
     cJSON *v = cJSON_DetachItemFromArray(holder, 0);
     cJSON_Delete(holder);
     return v;
 }
 
-static void redact(cJSON *node, int depth);
+/* The walk that finds the secrets of a config: fn(ctx, path, value) for each, which
+ * returns what stands in its place. path is a list of the keys (strings) and list
+ * indices (numbers) from the root to the value. */
+typedef cJSON *(*secret_fn)(void *ctx, const cJSON *path, const cJSON *value);
 
-/* the strings of a list under a SECRET_TEXT name, at any depth of lists */
-static void redact_strings(cJSON *list)
+struct secret_walk {
+    secret_fn fn;
+    void *ctx;
+    cJSON *path; /* the keys to the node being walked */
+};
+
+static void walk_secrets(struct secret_walk *w, cJSON *node, int depth);
+
+static void replace_secret(struct secret_walk *w, cJSON *parent, cJSON *it)
 {
-    cJSON *next;
-    for (cJSON *it = list->child; it; it = next) {
-        next = it->next;
-        if (cJSON_IsString(it))
-            cJSON_ReplaceItemViaPointer(list, it, redacted_value(NULL));
-        else if (cJSON_IsArray(it))
-            redact_strings(it);
-        else if (cJSON_IsObject(it))
-            redact(it, 1);
+    cJSON_AddItemToArray(w->path, it->string ? cJSON_CreateString(it->string) : cJSON_CreateNumber(0));
+    cJSON *last = cJSON_GetArrayItem(w->path, cJSON_GetArraySize(w->path) - 1);
+    if (!it->string) {
+        int i = 0;
+        for (cJSON *c = parent->child; c && c != it; c = c->next)
+            i++;
+        cJSON_SetNumberValue(last, i);
     }
+    cJSON_ReplaceItemViaPointer(parent, it, keyed(it->string, w->fn(w->ctx, w->path, it)));
+    cJSON_Delete(cJSON_DetachItemFromArray(w->path, cJSON_GetArraySize(w->path) - 1));
 }
 
-static void redact(cJSON *node, int depth)
+/* into a child: its key (or index) on the path while it is walked */
+static void walk_into(struct secret_walk *w, int index, cJSON *it, int depth, int strings)
+{
+    cJSON_AddItemToArray(w->path, it->string ? cJSON_CreateString(it->string) : cJSON_CreateNumber(index));
+    if (strings) {
+        /* the strings of a list under a SECRET_TEXT name, at any depth of lists */
+        cJSON *next;
+        int i = 0;
+        for (cJSON *c = it->child; c; c = next, i++) {
+            next = c->next;
+            if (cJSON_IsString(c))
+                replace_secret(w, it, c);
+            else if (cJSON_IsArray(c))
+                walk_into(w, i, c, depth + 1, 1);
+            else if (cJSON_IsObject(c))
+                walk_into(w, i, c, depth + 1, 0);
+        }
+    } else {
+        walk_secrets(w, it, depth);
+    }
+    cJSON_Delete(cJSON_DetachItemFromArray(w->path, cJSON_GetArraySize(w->path) - 1));
+}
+
+static void walk_secrets(struct secret_walk *w, cJSON *node, int depth)
 {
     cJSON *next;
-    for (cJSON *it = node->child; it; it = next) {
+    int i = 0;
+    for (cJSON *it = node->child; it; it = next, i++) {
         next = it->next; /* it may be replaced (freed) below */
         /* parameter names are not secrets, whatever they are called */
         if (depth == 0 && it->string && strcmp(it->string, "searchSpace") == 0)
@@ -461,20 +496,52 @@ static void redact(cJSON *node, int depth)
         int kind = it->string ? secret_kind(it->string) : 0;
         int value = !cJSON_IsNull(it) && !cJSON_IsBool(it);
         if ((kind == SECRET_ANY && value) || (kind == SECRET_TEXT && cJSON_IsString(it)))
-            cJSON_ReplaceItemViaPointer(node, it, redacted_value(it->string));
+            replace_secret(w, node, it);
         else if (kind == SECRET_TEXT && cJSON_IsArray(it))
-            redact_strings(it);
+            walk_into(w, i, it, depth + 1, 1);
         else if (cJSON_IsObject(it) || cJSON_IsArray(it))
-            redact(it, depth + 1);
+            walk_into(w, i, it, depth + 1, 0);
     }
+}
+
+static void secrets_walk(cJSON *root, secret_fn fn, void *ctx)
+{
+    struct secret_walk w = {fn, ctx, cJSON_CreateArray()};
+    walk_secrets(&w, root, 0);
+    cJSON_Delete(w.path);
+}
+
+static cJSON *redacted(void *ctx, const cJSON *path, const cJSON *value)
+{
+    (void)ctx; (void)path; (void)value;
+    return cJSON_CreateString(REDACTED);
 }
 
 cJSON *config_redacted(const cJSON *canonical)
 {
     cJSON *copy = cJSON_Duplicate(canonical, 1);
     if (copy)
-        redact(copy, 0);
+        secrets_walk(copy, redacted, NULL);
     return copy;
+}
+
+/* the value to the list, the placeholder in its place (one there already stays) */
+static cJSON *taken_out(void *ctx, const cJSON *path, const cJSON *value)
+{
+    if (cJSON_IsString(value) && strcmp(value->valuestring, SECRET_PLACEHOLDER) == 0)
+        return cJSON_CreateString(SECRET_PLACEHOLDER);
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddItemToObject(entry, "path", cJSON_Duplicate(path, 1));
+    cJSON_AddItemToObject(entry, "value", cJSON_Duplicate(value, 1));
+    cJSON_AddItemToArray(ctx, entry);
+    return cJSON_CreateString(SECRET_PLACEHOLDER);
+}
+
+cJSON *config_secrets_split(cJSON *canonical)
+{
+    cJSON *list = cJSON_CreateArray();
+    secrets_walk(canonical, taken_out, list);
+    return list;
 }
 
 char *config_to_string(const struct exp_config *cfg)

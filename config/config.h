@@ -84,6 +84,12 @@ int config_mark_of(const struct exp_config *cfg, const char *key_path, int *line
  * accessKeySecret, storageAccountKey, ...) replaced by "********". Caller frees. */
 cJSON *config_redacted(const cJSON *canonical);
 
+/* Takes every value that config_redacted would hide out of canonical, in place: each
+ * is replaced by SECRET_PLACEHOLDER (common/secrets.h) and listed in the result,
+ * [{"path": ["trainingService", "machineList", 0, "password"], "value": ...}, ...]
+ * (keys and list indices from the root), for secrets_store. Caller frees the list. */
+cJSON *config_secrets_split(cJSON *canonical);
+
 /* Pretty JSON of the redacted canonical config (nnictl create --dry-run). Caller frees. */
 char *config_to_string(const struct exp_config *cfg);
 

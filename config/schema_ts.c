@@ -308,6 +308,24 @@ static int dlts_env_key(struct vctx *c, cJSON *obj, const char *key, const char 
     return 0;
 }
 
+/* insecure: true with an https:// url (url NULL: the platform's default, https): the
+ * certificate is not verified (workers/rest_client.c), which the user is told */
+static void insecure_tls_warn(struct vctx *c, const cJSON *obj, const char *url_key)
+{
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(obj, url_key);
+    const char *url = cJSON_IsString(u) ? u->valuestring : NULL;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "insecure")) && (!url || !str_starts(url, "http://")))
+        warn_here(c, "insecure", "true: the TLS certificate of %s is not verified (anyone on the way can read the "
+                  "credentials); name its CA with caBundle instead", url ? url : "the endpoint");
+}
+
+static int dlc_check(struct vctx *c, const struct ynode *map, cJSON *obj)
+{
+    (void)map;
+    insecure_tls_warn(c, obj, "endpoint");
+    return 0;
+}
+
 static int dlts_check(struct vctx *c, const struct ynode *map, cJSON *obj)
 {
     (void)map;
@@ -325,6 +343,7 @@ static int dlts_check(struct vctx *c, const struct ynode *map, cJSON *obj)
     } else if (!str_starts(u, "https://")) {
         return cfg_err_here(c, "dashboard", AT_VALUE, "must be the dashboard's URL (https://...)");
     }
+    insecure_tls_warn(c, obj, "dashboard");
     if (u[strlen(u) - 1] != '/') { /* NNI appends paths to it as it is: it ends with / */
         char *s = xasprintf("%s/", u);
         cJSON_ReplaceItemInObjectCaseSensitive(obj, "dashboard", cJSON_CreateString(s));
@@ -393,6 +412,9 @@ static const struct field dlc_fields[] = {
     {.name = "endpoint", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "caBundle", .type = FT_FILE},
     {.name = "insecure", .type = FT_BOOL, .def = "false"},
+    /* trialq: the console whose job pages are the trials' tracking URLs (default
+     * https://pai-dlc.console.aliyun.com, as NNI's) */
+    {.name = "consoleUrl", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = NULL},
 };
 
@@ -726,7 +748,7 @@ static const struct ts_platform {
     {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
      TS_MACHINES_NONE},
     {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 0, TS_MACHINES_NONE},
-    {"dlc", {"trainingService (dlc)", dlc_fields, NULL, NULL}, 0, 1, TS_MACHINES_NONE},
+    {"dlc", {"trainingService (dlc)", dlc_fields, dlc_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
     {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},
     /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted

@@ -156,6 +156,42 @@ static int skip_offset(struct db *db, struct page *p, int64_t off, struct errbuf
     return found;
 }
 
+/* The whole list by sequence: the offset-th trial is the one with sequence lo + offset
+ * while the span has no gap (listing.h). 1 found (p->key1 set), 0 past the end, 2 the
+ * span has a gap (walk instead), -1 error. */
+static int seek_offset(struct db *db, struct page *p, int64_t off, struct errbuf *e)
+{
+    struct seq_span *sp = p->span;
+    if (!sp || sp->state < 0 || p->key1 != INT64_MIN)
+        return 2;
+    int64_t max = 0, n = 0;
+    int found = db_int(db, e, &max, "SELECT sequence FROM trial WHERE experiment_id = ?"
+                                    " ORDER BY sequence DESC LIMIT 1", "s", p->exp_id);
+    if (found <= 0)
+        return found; /* no trial: past the end */
+    if (sp->state == 0) {
+        if (db_int(db, e, &sp->lo, "SELECT sequence FROM trial WHERE experiment_id = ?"
+                                   " ORDER BY sequence LIMIT 1", "s", p->exp_id) < 0)
+            return -1;
+        sp->hi = sp->lo - 1;
+        sp->state = 1;
+    }
+    if (sp->hi < max) { /* trials added since: counted once, in the index */
+        if (db_int(db, e, &n, "SELECT count(*) FROM trial WHERE experiment_id = ? AND sequence > ?"
+                              " AND sequence <= ?", "sii", p->exp_id, sp->hi, max) < 0)
+            return -1;
+        if (n != max - sp->hi) {
+            sp->state = -1;
+            return 2;
+        }
+        sp->hi = max;
+    }
+    if (off - 1 > sp->hi - sp->lo)
+        return 0;
+    p->key1 = sp->lo + off - 1; /* the last trial skipped */
+    return 1;
+}
+
 static sqlite3_stmt *trial_query(struct db *db, struct page *p, int64_t want, struct errbuf *e)
 {
     int64_t off = take_offset(p);
@@ -190,7 +226,9 @@ int trial_page_next(struct db *db, const struct experiment *x, struct page *p, s
         if (!want)
             break;
         if (p->offset > 0 && !(p->incremental && p->status)) {
-            int found = skip_offset(db, p, p->offset, e);
+            int found = p->incremental || p->status ? 2 : seek_offset(db, p, p->offset, e);
+            if (found == 2)
+                found = skip_offset(db, p, p->offset, e);
             if (found < 0)
                 return -1;
             p->offset = 0;

@@ -210,6 +210,10 @@ void nni_trial_job_text(struct strbuf *sb, const struct experiment *x, const str
         free(err);
     }
     free(dir);
+    if (t->url) { /* trialq: the job's page on its platform (NNI's trial url of a cluster) */
+        nj_key(sb, &first, "url");
+        nj_str(sb, t->url);
+    }
     if (t->message) {
         nj_key(sb, &first, "message");
         nj_str(sb, t->message);

@@ -30,6 +30,7 @@ struct trial {
     char *message, *final_metric_json, *gpu_indices;
     char *parameter_label;          /* the wire parameter_id when it is not parameter_id
                                      * (Hyperband's "0-3_0_12"), else NULL */
+    char *url;                      /* its tracking URL on the platform (DLC's console), or NULL */
     int64_t sequence, parameter_id; /* parameter_id -1 when NULL */
     int attempt, max_attempts;
     int64_t lease_expires, submit_time, start_time, end_time; /* 0 when NULL */
@@ -74,6 +75,8 @@ char *trial_dir_path(const struct trial *t, const char *exp_dir);
 /* <exp_dir>/trials/<id>: where a trial's directory is when none is recorded (on this host, or
  * below a remote machine's experiment dir). Caller frees. */
 char *trial_dir_default(const char *exp_dir, const char *trial_id);
+/* Records the trial's tracking URL (migration 016). 0, or -1 with e. */
+int trial_set_url(struct db *db, const char *trial_id, const char *url, struct errbuf *e);
 /* Fills t from a row whose columns are TRIAL_COLUMNS, in order. */
 void trial_from_row(sqlite3_stmt *st, struct trial *t);
 #define TRIAL_COLUMNS                                                                     \
@@ -81,9 +84,9 @@ void trial_from_row(sqlite3_stmt *st, struct trial *t);
     " lease_owner, kill_request, waiting_reason, trial_dir, message, final_metric_json,"     \
     " gpu_indices, sequence, parameter_id, attempt, max_attempts, lease_expires,"           \
     " submit_time, start_time, end_time, exit_code, final_metric, metrics_offset,"          \
-    " stdout_offset, parameter_label"
+    " stdout_offset, parameter_label, url"
 /* The number of columns of TRIAL_COLUMNS (for columns selected after them). */
-#define TRIAL_NCOLUMNS 28
+#define TRIAL_NCOLUMNS 29
 
 /* ---- metrics ---- */
 struct metric_in {

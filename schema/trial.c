@@ -50,6 +50,14 @@ void trial_from_row(sqlite3_stmt *st, struct trial *t)
     t->metrics_offset = col_i64(st, i++);
     t->stdout_offset = col_i64(st, i++);
     t->parameter_label = col_str(st, i++);
+    t->url = col_str(st, i++);
+}
+
+int trial_set_url(struct db *db, const char *trial_id, const char *url, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE trial SET url = ? WHERE id = ? AND url IS NOT ?", "sss", url, trial_id, url) < 0
+               ? -1
+               : 0;
 }
 
 int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
@@ -83,5 +91,6 @@ void trial_clear(struct trial *t)
     free(t->status); free(t->platform); free(t->machine); free(t->job_id); free(t->lease_owner);
     free(t->kill_request); free(t->waiting_reason); free(t->trial_dir); free(t->message);
     free(t->final_metric_json); free(t->gpu_indices); free(t->parameter_label);
+    free(t->url);
     memset(t, 0, sizeof *t);
 }

@@ -646,6 +646,13 @@
     if (t.waitingReason) rows.push(['Waiting reason', t.waitingReason]);
     if (t.message) rows.push(['Message', t.message]);
     $('#dlgInfo').innerHTML = rows.map(r => '<dt>' + esc(r[0]) + '</dt><dd' + (r[0] === 'Status' ? ' class="st ' + esc(r[1]) + '"' : '') + '>' + esc(r[1]) + '</dd>').join('');
+    // the job's page on its platform (PAI-DLC's console), only an http(s) address as a link
+    if (t.url && /^https?:\/\//i.test(t.url)) {
+      $('#dlgInfo').insertAdjacentHTML('beforeend', '<dt>Tracking URL</dt><dd><a id="dlgUrl" target="_blank" rel="noopener noreferrer" href="' +
+        esc(t.url) + '">' + esc(t.url) + '</a></dd>');
+    }
+    // the pods' own logs, fetched from PAI-DLC when the trial ended (workers/dlc.c)
+    $('#trialDialog [data-log="dlc-pods.log"]').hidden = t.platform !== 'dlc';
     let rec = {};
     try { rec = JSON.parse(t.hyperParameters[0]); } catch (e) { /* none */ }
     $('#dlgParams').textContent = JSON.stringify(rec.parameters || {}, null, 2) +

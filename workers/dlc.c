@@ -46,6 +46,7 @@ struct dlc {
     char *host;        /* the Host header as libcurl sends it */
     char *key_id, *key_secret;
     char *region, *workspace, *image, *job_type, *role_type, *ecs_spec, *nas, *oss, *ca_bundle;
+    char *console;     /* the console's address (consoleUrl): the trials' tracking URLs */
     long long pod_count;
     char *local_root, *cont_root, *cont_mount;
     struct rest_client rest; /* no redirects: they would not carry a valid signature */
@@ -68,7 +69,7 @@ static void dlc_free(struct dlc *d)
         return;
     char **s[] = {&d->endpoint, &d->host,   &d->key_id,   &d->key_secret, &d->region,     &d->workspace,
                   &d->image,    &d->job_type, &d->role_type, &d->ecs_spec, &d->nas,        &d->oss,
-                  &d->ca_bundle, &d->local_root, &d->cont_root, &d->cont_mount};
+                  &d->ca_bundle, &d->local_root, &d->cont_root, &d->cont_mount, &d->console};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         if (*s[i] == d->key_secret && d->key_secret)
             memset(d->key_secret, 0, strlen(d->key_secret));
@@ -134,11 +135,17 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
                        "group ({'resource_id': ...}) is not supported yet", ecs);
     const char *ws = ts_str(ts, "workspaceId");
     d->workspace = ws && strcmp(ws, "None") != 0 ? xstrdup(ws) : NULL;
+    const char *console = ts_str(ts, "consoleUrl");
+    d->console = xstrdup(console ? console : "https://pai-dlc.console.aliyun.com");
+    for (size_t n = strlen(d->console); n && d->console[n - 1] == '/'; n--)
+        d->console[n - 1] = '\0';
     const char *ca = ts_str(ts, "caBundle");
     d->ca_bundle = ca ? xstrdup(ca) : NULL;
     const char *tmo = getenv("TRIALQ_DLC_TIMEOUT"); /* seconds; tests shorten it */
     d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
     d->rest.ca_bundle = d->ca_bundle;
+    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     d->rest.curl = curl_easy_init();
     if (!d->rest.curl)
         return errf(e, "cannot initialise libcurl");
@@ -297,6 +304,8 @@ static int probe(struct dlc *d, int *rejected, struct errbuf *e)
                          "endpoint, and workspaceId)", d->endpoint, d->key_id);
             return -1;
         }
+        if (d->rest.tls_refused)
+            break; /* the same certificate again */
         log_warn("DLC at %s: %s", d->endpoint, e->msg);
     }
     return errprefix(e, "dlc: cannot reach DLC at %s", d->endpoint);
@@ -392,9 +401,34 @@ static char *local_dir(struct dlc *d, const struct trial *t)
 /* the JobId that DLC gave this attempt's job, kept on the NAS */
 #define JOBID_MARKER "submitted"
 
-static struct nas_job *job_of(struct dlc *d, const struct trial *t)
+/* The trial's tracking URL: the console's page of its job, as NNI's DLC helper gives it
+ * (tracking_url), with the workspace where the config names one. Recorded in the trial
+ * row once the JobId is known (t->url keeps it). */
+static void record_url(struct dlc *d, struct trial *t, const char *dlc_id)
 {
-    return nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
+    char *id = curl_easy_escape(d->rest.curl, dlc_id, 0), *rg = curl_easy_escape(d->rest.curl, d->region, 0);
+    char *ws = d->workspace ? curl_easy_escape(d->rest.curl, d->workspace, 0) : NULL;
+    char *url = xasprintf("%s/#/jobs/detail?jobId=%s&regionId=%s%s%s", d->console, id ? id : "", rg ? rg : "",
+                          ws ? "&workspaceId=" : "", ws ? ws : "");
+    curl_free(id);
+    curl_free(rg);
+    curl_free(ws);
+    struct errbuf e;
+    if (trial_set_url(d->w->db, t->id, url, &e) < 0) {
+        log_warn("trial %s: cannot record its tracking URL: %s", t->id, e.msg);
+        free(url);
+        return;
+    }
+    free(t->url);
+    t->url = url;
+}
+
+static struct nas_job *job_of(struct dlc *d, struct trial *t)
+{
+    struct nas_job *j = nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
+    if (j->job_id && !t->url && d->w)
+        record_url(d, t, j->job_id);
+    return j;
 }
 
 static char *create_body(struct worker *w, struct dlc *d, const struct trial *t, const char *name)
@@ -636,8 +670,73 @@ static int dlc_kill(struct worker *w, struct trial *t, struct errbuf *e)
     return stop_job(d, j->job_id, e);
 }
 
+/* The pods' own logs (GetPodLogs: what the containers printed, the image's start and
+ * failures before the trial's command included) into <trial dir>/dlc-pods.log, kept on
+ * the NAS beside trial.stdout: GET /trial-file/<id>/dlc-pods.log, the web UI's "pods"
+ * tab, `nnictl log trial` (the path). Written when the trial ended; a failure costs
+ * only the file (logged). */
+#define POD_LOG_LINES "2000"
+static void save_pod_logs(struct dlc *d, struct trial *t)
+{
+    struct nas_job *j = nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
+    char *dlc_id = j->job_id ? xstrdup(j->job_id) : NULL;
+    nas_job_forget(&d->jobs, t->id); /* the trial ended: no entry kept for it */
+    if (!dlc_id)
+        return;
+    char *path = xasprintf("/api/v1/jobs/%s", dlc_id), *body = NULL;
+    struct strbuf out;
+    sb_init(&out);
+    long status = 0;
+    struct errbuf he;
+    if (call(d, "GET", path, NULL, 0, "GetJob", NULL, &status, &body, &he) < 0 || status != 200) {
+        if (status)
+            snprintf(he.msg, sizeof he.msg, "HTTP %ld", status);
+        log_warn("trial %s: no pod logs: GetJob %s: %s", t->id, dlc_id, he.msg);
+        goto out;
+    }
+    cJSON *job = cJSON_Parse(body);
+    const cJSON *pod;
+    cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(job, "Pods")) {
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(pod, "PodId");
+        if (!cJSON_IsString(pid) || strchr(pid->valuestring, '/'))
+            continue;
+        char *lp = xasprintf("/api/v1/jobs/%s/pods/%s/logs", dlc_id, pid->valuestring), *lb = NULL;
+        const struct acs_kv q[] = {{"MaxLines", POD_LOG_LINES}};
+        long ls = 0;
+        sb_printf(&out, "==== pod %s ====\n", pid->valuestring);
+        if (call(d, "GET", lp, q, 1, "GetPodLogs", NULL, &ls, &lb, &he) < 0 || ls != 200) {
+            if (ls)
+                snprintf(he.msg, sizeof he.msg, "HTTP %ld", ls);
+            sb_printf(&out, "(GetPodLogs: %s)\n", he.msg);
+        } else {
+            cJSON *ans = cJSON_Parse(lb);
+            const cJSON *line;
+            cJSON_ArrayForEach(line, cJSON_GetObjectItemCaseSensitive(ans, "Logs"))
+                if (cJSON_IsString(line))
+                    sb_printf(&out, "%s\n", line->valuestring);
+            cJSON_Delete(ans);
+        }
+        free(lb);
+        free(lp);
+    }
+    cJSON_Delete(job);
+    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : local_dir(d, t);
+    char *file = xasprintf("%s/dlc-pods.log", dir);
+    if (out.len && write_file_replace(file, out.buf, out.len, 0644) < 0)
+        log_warn("trial %s: cannot write %s: %s", t->id, file, strerror(errno));
+    free(file);
+    free(dir);
+out:
+    sb_free(&out);
+    free(body);
+    free(path);
+    free(dlc_id);
+}
+
 static int dlc_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
 {
+    if (at_end)
+        save_pod_logs(w->platform, t);
     return nas_collect(w, t, ((struct dlc *)w->platform)->local_root, at_end, e);
 }
 

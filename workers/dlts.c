@@ -185,6 +185,8 @@ static struct dlts *dlts_new(const cJSON *ts, const cJSON *config, struct errbuf
     d->image = xstrdup(key_str(ts, NULL, "image") ? key_str(ts, NULL, "image") : "msranni/nni:latest");
     d->ca_bundle = key_str(ts, NULL, "caBundle") ? xstrdup(key_str(ts, NULL, "caBundle")) : NULL;
     d->rest.ca_bundle = d->ca_bundle;
+    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(ts, "trialGpuNumber");
     if (!g)
         g = cJSON_GetObjectItemCaseSensitive(config, "trialGpuNumber");

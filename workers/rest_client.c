@@ -45,6 +45,8 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (r->ca_bundle)
         curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, r->insecure_tls ? 0L : 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, r->insecure_tls ? 0L : 2L);
     /* what changes something (a POST creates a job) never goes on a reused connection:
      * libcurl sends a request again, unchanged, when a reused connection closes before
      * any answer, and the server may have handled the first one (a second job, a signed
@@ -59,9 +61,12 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     }
     CURLcode rc = curl_easy_perform(c);
     curl_slist_free_all(h);
+    r->tls_refused = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
     if (rc != CURLE_OK) {
         sb_free(&sb);
-        snprintf(r->down_why, sizeof r->down_why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        snprintf(r->down_why, sizeof r->down_why, "%s%s%s", errbuf[0] ? errbuf : curl_easy_strerror(rc),
+                 rc == CURLE_PEER_FAILED_VERIFICATION && r->tls_hint ? ": " : "",
+                 rc == CURLE_PEER_FAILED_VERIFICATION && r->tls_hint ? r->tls_hint : "");
         int64_t d = BACKOFF_MIN_MS;
         for (int i = 0; i < r->down_failures && d < BACKOFF_MAX_MS; i++)
             d *= 2;

@@ -14,6 +14,9 @@ struct rest_client {
     CURL *curl;
     long timeout_ms;
     const char *ca_bundle; /* CURLOPT_CAINFO, or NULL: the system's */
+    int insecure_tls;      /* the certificate is not verified (the config's insecure: true) */
+    const char *tls_hint;  /* added to a certificate that is not trusted: what to configure */
+    int tls_refused;       /* the last call failed on the certificate (a retry cannot help) */
     int follow_redirects;  /* only where no secret is in the URL */
     int64_t down_until;    /* no answer came: no call before this (mono ms) */
     int down_failures;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/secrets.h"
 #include "queue/worker_queue.h"
 #include "workers/worker.h"
 
@@ -630,7 +631,15 @@ int worker_open(struct worker *w, const struct platform_ops *ops, const char *ho
         worker_close(w);
         return -1;
     }
-    w->config = cJSON_Parse(w->exp.config);
+    /* the secrets back in place of their placeholders (common/secrets.h) */
+    char *merged = secrets_merged_json(w->home, exp_id, w->exp.config, e);
+    if (!merged) {
+        worker_close(w);
+        return -1;
+    }
+    w->config = cJSON_Parse(merged);
+    memset(merged, 0, strlen(merged));
+    free(merged);
     return 0;
 }
 

@@ -73,7 +73,13 @@ $PY -c "import json,sys; a=json.load(open('$WORK/body')); b=[t for t in json.loa
 expect 404 "$API/trial-jobs/NoSuchTrial"; check '"NoSuchTrial" in j["error"]'
 expect 200 "$API/trial-jobs?status=SUCCEEDED"; check 'len(j) == 6'
 expect 200 "$API/trial-jobs?status=FAILED"; check 'j == []'
-pass "trial-jobs: NNI's TrialJobInfo, by id, by status"
+# sequences 0..5 without a gap: an offset is a seek on the sequence (the walk, after a gap, below)
+for off in 1 4 5 6 9; do
+    expect 200 "$API/trial-jobs?limit=2&offset=$off"
+    $PY -c "import json,sys; sys.exit(json.load(open('$WORK/body')) != json.load(open('$WORK/jobs.json'))[$off:$off + 2])" ||
+        fail "trial-jobs?offset=$off is not the list's slice"
+done
+pass "trial-jobs: NNI's TrialJobInfo, by id, by status, by offset"
 
 expect 200 "$API/metric-data"; cp "$WORK/body" "$WORK/metrics.json"
 check 'len(j) == 24 and all(set(m) == {"timestamp","trialJobId","parameterId","type","sequence","data"} for m in j)'
@@ -243,6 +249,30 @@ assert te == "chunked" and len(jobs) == 3006 and [t["sequenceId"] for t in jobs]
 assert jobs[-1]["trialJobId"] == "z3000" and json.loads(jobs[-1]["finalMetricData"][0]["data"]) == "3000", jobs[-1]
 te, ms = get("/metric-data")
 assert te == "chunked" and len(ms) == 24 + 3000 * 11, len(ms)
+# made piece by piece as they leave (a few hundred kB each), never the whole list first
+def chunk_sizes(path):
+    host, port = api.split("/")[2].split(":")
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall(("GET /%s%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % ("/".join(api.split("/")[3:]), path)).encode())
+    raw = b""
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            break
+        raw += b
+    s.close()
+    body = raw.split(b"\r\n\r\n", 1)[1]
+    sizes = []
+    while True:
+        line, body = body.split(b"\r\n", 1)
+        n = int(line, 16)
+        if n == 0:
+            return sizes
+        sizes.append(n)
+        body = body[n + 2:]
+for path in ("/trial-jobs", "/metric-data"):
+    sizes = chunk_sizes(path)
+    assert len(sizes) >= 4 and max(sizes) < 512 * 1024, (path, len(sizes), max(sizes))
 _, latest = get("/metric-data-latest")
 assert len(latest) == 2 * 3006, len(latest)
 # the rows made above are z0001 .. z3000 (a real trial's random id may start with z too)

@@ -4,7 +4,7 @@
 # type from the cluster's metadata); the metrics come back over the shared filesystem
 # exactly as the trials wrote them. `nnictl trial kill` kills a running job (PUT
 # killing -> USER_CANCELED), a job killed on the cluster is SYS_CANCELED, one paused
-# there is killed (SYS_CANCELED, as NNI), a failing trial FAILED with its exit code. The password is in no log, error, config show or REST answer.
+# there is killed (SYS_CANCELED, as NNI), a failing trial FAILED with its exit code. The password is in no log, error, config show, REST answer or the database.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/dlts.sh"
 
@@ -54,16 +54,19 @@ nnictl config show "$id" > "$WORK/show.out" 2>&1 || true
 grep -q "password" "$WORK/show.out" || fail "config show has no password key"
 curl -sf "http://127.0.0.1:$port/api/v1/nni/experiment" > "$WORK/rest.out" || true
 grep -q '"trainingService"' "$WORK/rest.out" || fail "GET /experiment: no trainingService"
-# every file of NNI_HOME but the database (which holds the config with its secrets, as
-# for every platform: docs/config.md), the outputs and the server's log
+# every file of NNI_HOME (the database included: the secrets are kept in the
+# experiment's secrets file, docs/security.md) but that file, the outputs, a dump of the
+# database
 nlogs=$(find "$NNI_HOME" -name '*.log' | wc -l)
 [ "$nlogs" -gt 0 ] || fail "no log files under $NNI_HOME"
+sqlite3 "$DB" .dump > "$WORK/db.dump"
 leaks=$(grep -rlF "$DLTS_PASSWORD" "$NNI_HOME" "$WORK/show.out" "$WORK/rest.out" "$WORK/create.out" \
-    "$DLTS_LOCAL" | grep -v "^$DB" || true)
+    "$WORK/db.dump" "$DLTS_LOCAL" | grep -v "^$NNI_HOME/secrets/$id.json$" || true)
 [ -z "$leaks" ] || fail "the password is in $leaks"
+grep -qF "$DLTS_PASSWORD" "$NNI_HOME/secrets/$id.json" || fail "the password is not in the secrets file"
 grep -q '"password": *"\*\*\*\*\*\*\*\*"\|password: "\*\*\*\*\*\*\*\*"\|password: \*\*\*\*\*\*\*\*' "$WORK/show.out" ||
     { cat "$WORK/show.out"; fail "config show does not redact the password"; }
-pass "the password is redacted in config show and in no log"
+pass "the password is redacted in config show, in no log and not in the database"
 nnictl stop "$id" > /dev/null
 
 # ---- the trial life cycle: kill, a job killed on the cluster, a failing trial ----

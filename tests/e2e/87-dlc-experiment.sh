@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/dlc.sh"
 
-dlc_start_server
+dlc_start_server --pod-banner "pod {PodId} of DLC job {JobId} starting"
 port=$(free_port)
 dlc_experiment "$WORK/exp" 4 12 11
 
@@ -77,6 +77,34 @@ pass "metric rows equal what the trials wrote on the NAS"
 nnictl trial ls "$id" > "$WORK/ls.json"
 "$PY" -c "import json; d=json.load(open('$WORK/ls.json')); assert len(d)==12 and all(t['platform']=='dlc' for t in d), d"
 pass "platform shown by nnictl trial ls"
+
+# each trial's tracking URL (the console's page of its job) in GET /trial-jobs, nnictl trial
+# ls and nnictl log trial; the pods' logs (GetPodLogs) in dlc-pods.log, served as a trial file
+curl -sf "http://127.0.0.1:$port/api/v1/nni/trial-jobs" > "$WORK/jobs.json"
+nnictl log trial "$id" > "$WORK/logtrial.out"
+"$PY" - "$WORK/jobs.json" "$WORK/ls.json" "$WORK/logtrial.out" "$DLC_NAS/$id" "$DLC_WS" <<'PY' || fail "tracking URLs"
+import json, sys
+jobs, ls, logtrial, nas, ws = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), open(sys.argv[3]).read(), sys.argv[4], sys.argv[5]
+urls = {t["trialJobId"]: t.get("url") for t in ls}
+assert len(jobs) == 12
+for t in jobs:
+    tid = t["trialJobId"]
+    jid = open("%s/%s/.nni/submitted" % (nas, tid)).read().strip()
+    want = "https://pai-dlc.console.aliyun.com/#/jobs/detail?jobId=%s&regionId=cn-test&workspaceId=%s" % (jid, ws)
+    assert t.get("url") == want and urls[tid] == want, (t.get("url"), urls[tid], want)
+    assert "id:%s path:%s/%s url:%s\n" % (tid, nas, tid, want) in logtrial, (tid, logtrial)
+PY
+for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
+    jid=$(cat "$DLC_NAS/$id/$tid/.nni/submitted")
+    curl -sf "http://127.0.0.1:$port/api/v1/nni/trial-file/$tid/dlc-pods.log" > "$WORK/pods.log" || fail "no dlc-pods.log of $tid"
+    grep -q "^==== pod .* ====\$" "$WORK/pods.log" && grep -q "^pod .* of DLC job $jid starting\$" "$WORK/pods.log" ||
+        { cat "$WORK/pods.log"; fail "dlc-pods.log of $tid is not its job's pod log"; }
+done
+pass "tracking URLs (console page of each job) in GET /trial-jobs, trial ls, log trial; pod logs as trial files"
+webui_setup
+mkdir -p "$WORK/ui"
+node "$UI/dlc.js" "http://127.0.0.1:$port/" "$DB" "$id" "$tid" "$WORK/ui" || fail "web UI: the trial's tracking URL and pod logs"
+pass "web UI: the trial's Tracking URL link and its pods' log tab"
 nnictl stop "$id" > /dev/null
 
 # a job stopped on DLC (as in the console) ends its trial, and nnictl stop stops what runs

@@ -24,6 +24,9 @@ crash_and_resume dlc "$id" "$port" 16
 [ "$(dlc_stat "len({j['DisplayName'] for j in s['jobs'].values()})")" = 16 ] || fail "a DisplayName twice"
 [ "$(dlc_stat "s['refused']")" = "{}" ] || fail "the server refused requests: $(dlc_stat "s['refused']")"
 assert_dir_metrics "$id"
+sqlite3 "$DB" .dump > "$WORK/db.dump"
+dlc_assert_no_secret "$WORK/db.dump" "$DB"* "$WORK/exp.create.out" $(find "$NNI_HOME" -name "*.log")
+pass "the access key secret came to the restarted workers from the secrets file, and is not in the database"
 pass "16 jobs, one per trial (3 lost CreateJob answers found by name), re-attached; no metric lost or doubled"
 
 nnictl stop "$id" > /dev/null

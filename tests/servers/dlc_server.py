@@ -244,6 +244,9 @@ def run_job(st, job):
         for p in job.pods:
             p["log"] = os.path.join(st.log_dir, p["PodId"] + ".log")
             with open(p["log"], "wb") as out:
+                if a.pod_banner:  # what a container runtime prints before the command
+                    out.write((a.pod_banner.replace("{JobId}", job.id).replace("{PodId}", p["PodId"]) + "\n").encode())
+                    out.flush()
                 p["proc"] = subprocess.Popen(pod_argv(st, job), env=env, cwd=a.workdir, stdin=subprocess.DEVNULL,
                                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             p["Status"], p["started"] = "Running", time.time()
@@ -617,6 +620,7 @@ def main():
     ap.add_argument("--throttle-rate", type=float, default=0.0, help="share of API requests throttled")
     ap.add_argument("--throttle-status", type=int, default=400, help="HTTP status of Throttling.User")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--pod-banner", default="", help="a line each pod's log starts with ({JobId}, {PodId} replaced)")
     st = State(ap.parse_args())
     serve(Handler, st, lambda: [p["proc"] for j in st.jobs.values() for p in j.pods if p["proc"]],
           "data sources bind-mounted" if st.bind else "mount paths rewritten")

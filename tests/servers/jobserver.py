@@ -1,13 +1,14 @@
 """Pieces the test servers of cluster APIs share (pai_server.py, dlc_server.py,
 aml_server.py, dlts_server.py): a JSON HTTP handler, the fault schedule that POST
 /_test/fail sets, stopping a job's process groups, running a command with storage that a
-job sees at another path, and serving on loopback until SIGTERM (which kills the jobs'
-processes)."""
+job sees at another path, and serving on loopback (HTTP, or HTTPS with --tls-cert) until
+SIGTERM (which kills the jobs' processes)."""
 import json
 import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -179,6 +180,8 @@ def common_args(ap, workdir_help):
     ap.add_argument("--workdir", default="/tmp", help=workdir_help)
     ap.add_argument("--no-bind", action="store_true", help="rewrite mount paths instead of bind-mounting")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM; with --tls-key)")
+    ap.add_argument("--tls-key", help="the certificate's private key (PEM)")
 
 
 def serve(handler, st, procs, note):
@@ -190,6 +193,13 @@ def serve(handler, st, procs, note):
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     srv.daemon_threads = True
     port = srv.server_address[1]
+    if getattr(args, "tls_cert", None):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        # the handshake in the connection's thread, not in accept(): a client that
+        # refuses the certificate does not hold the others up
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
+        note += ", HTTPS"
 
     def shutdown(signum, frame):
         with st.lock:

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 #include "common/json.h"
+#include "common/secrets.h"
 
 static char *g_data; /* .../tests */
 static char *g_good; /* realpath of .../tests/configs/good */
@@ -737,8 +738,23 @@ static void test_insecure_key_of_dlc_and_dlts(void **state)
     p = write_tmp("dlts.yml", DLTS_TS "  insecure: true\n");
     cfg = load_ok(p);
     assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    assert_int_equal(cfg->nwarnings, 0); /* plain http: no certificate to skip */
     config_free(cfg);
     free(p);
+    /* https with insecure: true: its certificate is not verified, which is said */
+    char *https = xstrdup(DLTS_TS "  insecure: true\n");
+    char *at = strstr(https, "http://");
+    char *fixed = xasprintf("%.*shttps://%s", (int)(at - https), https, at + 7);
+    free(https);
+    https = fixed;
+    p = write_tmp("dlts.yml", https);
+    cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], "trainingService.insecure: true: the TLS certificate of https:/"));
+    assert_non_null(strstr(cfg->warnings[0], "name its CA with caBundle instead"));
+    config_free(cfg);
+    free(p);
+    free(https);
     p = write_tmp("dlts.yml", DLTS_TS "  allowInsecureHttp: true\n");
     assert_int_equal(config_load(p, &cfg, &e), -1);
     assert_non_null(strstr(e.msg, "allowInsecureHttp"));
@@ -750,6 +766,17 @@ static void test_insecure_key_of_dlc_and_dlts(void **state)
                              "  containerStorageMountPoint: /mnt/nas\n  endpoint: http://10.0.0.1\n  insecure: true\n");
     cfg = load_ok(p);
     assert_true(cJSON_IsTrue(jget(cfg->canonical, "trainingService.insecure")));
+    assert_int_equal(cfg->nwarnings, 0);
+    config_free(cfg);
+    free(p);
+    /* no endpoint: the region's, https */
+    p = write_tmp("dlc.yml", SS_TOP "trialCommand: x\ntrainingService:\n  platform: dlc\n  type: Worker\n"
+                             "  image: img\n  jobType: PyTorchJob\n  podCount: 1\n  ecsSpec: ecs.c6.large\n"
+                             "  region: cn-test\n  localStorageMountPoint: /tmp\n"
+                             "  containerStorageMountPoint: /mnt/nas\n  insecure: true\n");
+    cfg = load_ok(p);
+    assert_int_equal(cfg->nwarnings, 1);
+    assert_non_null(strstr(cfg->warnings[0], "the TLS certificate of the endpoint is not verified"));
     config_free(cfg);
     free(p);
 }
@@ -967,6 +994,27 @@ static void test_mark_of_inline_search_space(void **state)
 
 /* ---- redaction ---- */
 
+/* secrets under any name with token, secret, password, passphrase, key, credential,
+ * auth, bearer or connection in it, in any algorithm's classArgs and platform block, at
+ * any depth of lists and objects; and what only looks alike */
+#define MANY_SECRETS \
+   "{\"searchSpace\":{\"monkey\":{\"_type\":\"choice\",\"_value\":[1]}," \
+   "\"keys\":{\"_type\":\"choice\",\"_value\":[\"a\"]},\"api_key\":{\"_type\":\"choice\",\"_value\":[2]}}," \
+   "\"tuner\":{\"classArgs\":{\"connection_string\":\"S1\",\"bearer\":\"S2\",\"apiKey\":\"S3\"," \
+   "\"authToken\":\"S4\",\"my_secret\":\"S5\",\"PASSWORD\":\"S6\",\"sshKey\":\"S7\",\"basic_auth\":{\"u\":\"S8\"}," \
+   "\"OAuthHeader\":\"S9\",\"keys\":[\"T1\"],\"db\":{\"connection\":\"T2\",\"nested\":[{\"Key\":\"T3\"}]}," \
+   "\"monkey\":\"banana\",\"keyboard\":\"qwerty\",\"max_connections\":8,\"sort_key_count\":3," \
+   "\"keyFile\":\"/k\",\"sshKeyFile\":\"/s\",\"secretName\":\"sn\",\"token_path\":\"/t\"," \
+   "\"password_file\":\"/p\",\"credentialsDir\":\"/c\",\"accessKeyId\":\"AKID\",\"publicKey\":\"pub\"}}," \
+   "\"assessor\":{\"classArgs\":{\"Bearer-Token\":\"T4\",\"passphrase2\":\"T5\"}}," \
+   "\"advisor\":{\"classArgs\":{\"servers\":[{\"host\":\"h\",\"auth\":[\"T6\",1]}]}}," \
+   "\"trainingService\":[{\"platform\":\"remote\",\"machineList\":[{\"host\":\"m\",\"sshKeyPath\":\"/id\"," \
+   "\"privateKeyData\":\"T7\"}]},{\"platform\":\"kubeflow\",\"storage\":{\"azureAccount\":\"acc\"," \
+   "\"keyVault\":{\"vaultName\":\"v\",\"name\":\"n\"},\"connectionString\":\"T8\"},\"imagePullSecrets\":[\"regcred\"]}]}"
+static const char *const many_hidden[] = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9",
+                                         "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"};
+
+
 static void test_redaction(void **state)
 {
     struct exp_config *cfg = load_good("configs/good/remote.yml");
@@ -1047,27 +1095,12 @@ static void test_redaction(void **state)
     /* secrets under any name with token, secret, password, passphrase, key, credential,
      * auth, bearer or connection in it, in any algorithm's classArgs and platform block,
      * at any depth of lists and objects */
-    j = cJSON_Parse(
-        "{\"searchSpace\":{\"monkey\":{\"_type\":\"choice\",\"_value\":[1]},"
-        "\"keys\":{\"_type\":\"choice\",\"_value\":[\"a\"]},\"api_key\":{\"_type\":\"choice\",\"_value\":[2]}},"
-        "\"tuner\":{\"classArgs\":{\"connection_string\":\"S1\",\"bearer\":\"S2\",\"apiKey\":\"S3\","
-        "\"authToken\":\"S4\",\"my_secret\":\"S5\",\"PASSWORD\":\"S6\",\"sshKey\":\"S7\",\"basic_auth\":{\"u\":\"S8\"},"
-        "\"OAuthHeader\":\"S9\",\"keys\":[\"T1\"],\"db\":{\"connection\":\"T2\",\"nested\":[{\"Key\":\"T3\"}]},"
-        "\"monkey\":\"banana\",\"keyboard\":\"qwerty\",\"max_connections\":8,\"sort_key_count\":3,"
-        "\"keyFile\":\"/k\",\"sshKeyFile\":\"/s\",\"secretName\":\"sn\",\"token_path\":\"/t\","
-        "\"password_file\":\"/p\",\"credentialsDir\":\"/c\",\"accessKeyId\":\"AKID\",\"publicKey\":\"pub\"}},"
-        "\"assessor\":{\"classArgs\":{\"Bearer-Token\":\"T4\",\"passphrase2\":\"T5\"}},"
-        "\"advisor\":{\"classArgs\":{\"servers\":[{\"host\":\"h\",\"auth\":[\"T6\",1]}]}},"
-        "\"trainingService\":[{\"platform\":\"remote\",\"machineList\":[{\"host\":\"m\",\"sshKeyPath\":\"/id\","
-        "\"privateKeyData\":\"T7\"}]},{\"platform\":\"kubeflow\",\"storage\":{\"azureAccount\":\"acc\","
-        "\"keyVault\":{\"vaultName\":\"v\",\"name\":\"n\"},\"connectionString\":\"T8\"},\"imagePullSecrets\":[\"regcred\"]}]}");
+    j = cJSON_Parse(MANY_SECRETS);
     r = config_redacted(j);
     text = cJSON_PrintUnformatted(r);
-    static const char *const hidden[] = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9",
-                                         "T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"};
-    for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++)
-        if (strstr(text, hidden[i]))
-            fail_msg("%s shown in %s", hidden[i], text);
+    for (size_t i = 0; i < sizeof many_hidden / sizeof *many_hidden; i++)
+        if (strstr(text, many_hidden[i]))
+            fail_msg("%s shown in %s", many_hidden[i], text);
     static const char *const redacted[] = {
         "tuner.classArgs.connection_string",
         "tuner.classArgs.bearer",
@@ -1111,6 +1144,97 @@ static void test_redaction(void **state)
     free(text);
     cJSON_Delete(r);
     cJSON_Delete(j);
+}
+
+/* ---- secrets out of the stored config (common/secrets.h) ---- */
+
+static int never_known(void *ctx, const char *id)
+{
+    (void)ctx;
+    return strcmp(id, "kn0wn000") == 0;
+}
+
+static void test_secrets_split_merge(void **state)
+{
+    (void)state;
+    cJSON *orig = cJSON_Parse(MANY_SECRETS);
+    cJSON *j = cJSON_Duplicate(orig, 1);
+    cJSON *list = config_secrets_split(j);
+    /* every value that redaction hides went to the list, a placeholder in its place */
+    char *text = cJSON_PrintUnformatted(j);
+    for (size_t i = 0; i < sizeof many_hidden / sizeof *many_hidden; i++)
+        if (strstr(text, many_hidden[i]))
+            fail_msg("%s left in %s", many_hidden[i], text);
+    free(text);
+    assert_int_equal(cJSON_GetArraySize(list), 17); /* T6's list whole (auth), T1 an item of keys */
+    assert_string_equal(jstr(j, "tuner.classArgs.apiKey"), SECRET_PLACEHOLDER);
+    assert_string_equal(jstr(j, "tuner.classArgs.keys[0]"), SECRET_PLACEHOLDER);
+    assert_string_equal(jstr(j, "trainingService[0].machineList[0].privateKeyData"), SECRET_PLACEHOLDER);
+    assert_string_equal(jstr(j, "trainingService[0].machineList[0].sshKeyPath"), "/id");
+    assert_string_equal(jstr(j, "searchSpace.keys._value[0]"), "a");
+    /* split again: nothing more (placeholders are not secrets) */
+    cJSON *again = config_secrets_split(j);
+    assert_int_equal(cJSON_GetArraySize(again), 0);
+    cJSON_Delete(again);
+    /* a path of keys and indices */
+    char *first = cJSON_PrintUnformatted(cJSON_GetArrayItem(list, 0));
+    assert_string_equal(first, "{\"path\":[\"tuner\",\"classArgs\",\"connection_string\"],\"value\":\"S1\"}");
+    free(first);
+
+    char home[] = "/tmp/tq-secrets-XXXXXX";
+    assert_non_null(mkdtemp(home));
+    struct errbuf e;
+    assert_int_equal(secrets_store(home, "abcd1234", list, &e), 0);
+    char *path = secrets_path(home, "abcd1234");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* merged back: the config as it was */
+    cJSON *m = cJSON_Duplicate(j, 1);
+    int unset = -1;
+    assert_int_equal(secrets_merge_file(home, "abcd1234", m, &unset, &e), 17);
+    assert_int_equal(unset, 0);
+    assert_true(cJSON_Compare(m, orig, 1));
+    cJSON_Delete(m);
+    /* another experiment's file is not this one's */
+    char *other = secrets_path(home, "zzzz9999");
+    assert_int_equal(secrets_store(home, "zzzz9999", list, &e), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(other, path), 0);
+    m = cJSON_Duplicate(j, 1);
+    assert_int_equal(secrets_merge_file(home, "abcd1234", m, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "is not the secrets file of experiment abcd1234"));
+    cJSON_Delete(m);
+    /* no file (a loaded pack): the placeholders go, the keys are unset */
+    assert_int_equal(unlink(path), 0);
+    m = cJSON_Duplicate(j, 1);
+    assert_int_equal(secrets_merge_file(home, "abcd1234", m, &unset, &e), 0);
+    assert_int_equal(unset, 17);
+    assert_null(jget(m, "tuner.classArgs.apiKey"));
+    assert_int_equal(cJSON_GetArraySize(jget(m, "tuner.classArgs.keys")), 0);
+    assert_string_equal(jstr(m, "tuner.classArgs.keyFile"), "/k");
+    cJSON_Delete(m);
+    /* the sweep: files of unknown experiments go, a known one's stays */
+    char *known = secrets_path(home, "kn0wn000");
+    assert_int_equal(secrets_store(home, "kn0wn000", list, &e), 0);
+    assert_int_equal(secrets_sweep(home, 0, never_known, NULL), 1); /* zzzz9999 */
+    assert_int_equal(access(other, F_OK), -1);
+    assert_int_equal(access(known, F_OK), 0);
+    assert_int_equal(secrets_remove(home, "kn0wn000"), 0);
+    assert_int_equal(access(known, F_OK), -1);
+    assert_int_equal(secrets_remove(home, "../../x"), -1); /* ids only */
+    char *dir = xasprintf("%s/secrets", home);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(rmdir(home), 0);
+    free(dir);
+    free(known);
+    free(other);
+    free(path);
+    cJSON_Delete(list);
+    cJSON_Delete(j);
+    cJSON_Delete(orig);
 }
 
 /* ---- stored JSON -> struct ---- */
@@ -1332,6 +1456,7 @@ int main(void)
         cmocka_unit_test(test_json_config),
         cmocka_unit_test(test_mark_of_inline_search_space),
         cmocka_unit_test(test_redaction),
+        cmocka_unit_test(test_secrets_split_merge),
         cmocka_unit_test(test_from_json),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_file_errors),

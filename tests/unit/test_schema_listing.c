@@ -1,7 +1,9 @@
 /* test_schema_listing.c: the reads behind the REST listings: NNI's payload text (JSON
  * escaping, invalid UTF-8, double-encoded metrics), keyset pages that concatenate to
  * the whole list, incremental reads by change number that miss nothing and repeat
- * nothing, metric ids never reused, and customized trials within maxTrialNumber. */
+ * nothing, an offset that is a seek and reads that cost what their rows cost (counted in
+ * SQLite VM instructions, not timed), metric ids never reused, and customized trials
+ * within maxTrialNumber. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +212,156 @@ static void test_since(void **s)
     db_close(db);
 }
 
+/* n SUCCEEDED trials of exp with sequences from.., ids Z0000..: each with a FINAL and two
+ * PERIODICAL metrics; in three statements, so that thousands take no time */
+static void add_many(struct db *db, const char *exp, int from, int n)
+{
+    struct errbuf e;
+    assert_int_equal(db_run(db, &e,
+        "WITH RECURSIVE k(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM k WHERE i < ?1 + ?2 - 1)"
+        " INSERT INTO trial(id, experiment_id, sequence, parameter_id, parameters, status, platform, submit_time,"
+        " start_time, end_time, updated_at, final_metric_json)"
+        " SELECT printf('Z%04d', i), ?3, i, i, printf('{\"x\":%d}', i), 'SUCCEEDED', 'local', 1, 2, 3, 3,"
+        " printf('%d.5', i) FROM k", "dds", from, n, exp), n);
+    assert_int_equal(db_run(db, &e, "INSERT INTO metric(trial_id, type, sequence, value, time)"
+                                    " SELECT id, 'FINAL', 0, final_metric_json, 6 FROM trial"
+                                    " WHERE experiment_id = ? AND sequence >= ?", "sd", exp, from), n);
+    assert_int_equal(db_run(db, &e, "INSERT INTO metric(trial_id, type, sequence, value, time)"
+                                    " SELECT id, 'PERIODICAL', k.j, '0.25', 5 FROM trial, (SELECT 0 AS j UNION SELECT 1) k"
+                                    " WHERE experiment_id = ? AND sequence >= ?", "sd", exp, from), 2 * n);
+}
+
+static int count_step(void *arg)
+{
+    (*(long *)arg)++;
+    return 0;
+}
+
+/* The page as JSON; *cost: the SQLite VM instructions its reading took. A read that
+ * walks rows it does not return (an OFFSET, a scan) costs in proportion to them, so
+ * this measures what a timing would, without the timing. */
+static cJSON *read_cost(struct db *db, struct page *p, int metrics, long *cost)
+{
+    *cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, cost);
+    cJSON *j = read_all(db, p, metrics);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    return j;
+}
+
+/* GET /trial-jobs?limit=10&offset=off, with or without the sequence span. */
+static cJSON *trial_page_at(struct db *db, struct seq_span *span, int64_t off, long *cost)
+{
+    struct page p;
+    page_init(&p, "exp1");
+    p.limit = 10;
+    p.offset = off;
+    p.span = span;
+    return read_cost(db, &p, 0, cost);
+}
+
+static int64_t first_seq(cJSON *page)
+{
+    return (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(page, 0), "sequenceId")->valuedouble;
+}
+
+/* An offset into the whole list is a seek on the sequence: a deep page costs what the
+ * first one costs, and has the rows that walking the offset gives; trials added later
+ * extend the span, and a gap (only a database edited by hand has one) falls back to
+ * the walk. */
+static void test_offset_seek(void **s)
+{
+    (void)s;
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, 3000);
+    struct seq_span span = {0};
+    long c0, cseek, cwalk, c;
+    cJSON *first = trial_page_at(db, &span, 0, &c0);
+    cJSON_Delete(first);
+    static const int64_t offs[] = {1, 99, 1500, 2990, 2999, 3000, 5000};
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        cJSON *seek = trial_page_at(db, &span, offs[i], &c);
+        cJSON *walk = trial_page_at(db, NULL, offs[i], &c);
+        assert_true(cJSON_Compare(seek, walk, 1));
+        assert_int_equal(cJSON_GetArraySize(seek), offs[i] >= 3000 ? 0 : offs[i] > 2990 ? 3000 - offs[i] : 10);
+        if (cJSON_GetArraySize(seek))
+            assert_int_equal(first_seq(seek), offs[i]);
+        cJSON_Delete(seek);
+        cJSON_Delete(walk);
+    }
+    assert_int_equal(span.state, 1);
+    assert_int_equal(span.lo, 0);
+    assert_int_equal(span.hi, 2999);
+    cJSON_Delete(trial_page_at(db, &span, 2900, &cseek));
+    cJSON_Delete(trial_page_at(db, NULL, 2900, &cwalk));
+    print_message("VM instructions: first page %ld, page at offset 2900 %ld (walked: %ld)\n", c0, cseek, cwalk);
+    assert_true(cseek < 2 * c0);
+    assert_true(cwalk > 3 * cseek); /* the measure sees a walk */
+    /* trials added later: counted once, then seeked */
+    add_many(db, "exp1", 3000, 100);
+    cJSON *p = trial_page_at(db, &span, 3050, &c);
+    assert_int_equal(cJSON_GetArraySize(p), 10);
+    assert_int_equal(first_seq(p), 3050);
+    cJSON_Delete(p);
+    assert_int_equal(span.hi, 3099);
+    /* a gap: the walk's rows */
+    assert_int_equal(db_run(db, &e, "DELETE FROM metric WHERE trial_id = 'Z1000'", ""), 3);
+    assert_int_equal(db_run(db, &e, "DELETE FROM trial WHERE id = 'Z1000'", ""), 1);
+    struct seq_span fresh = {0};
+    p = trial_page_at(db, &fresh, 1500, &c);
+    assert_int_equal(fresh.state, -1);
+    assert_int_equal(first_seq(p), 1501);
+    cJSON_Delete(p);
+    db_close(db);
+}
+
+/* An incremental read of exp1 after since, its upper end read (trials or metrics). */
+static void page_since(struct db *db, struct page *p, int64_t since, int metrics)
+{
+    struct errbuf e;
+    page_init(p, "exp1");
+    p->incremental = 1;
+    p->since = since;
+    assert_int_equal(metrics ? metric_page_cursor(db, p, &p->upto, &e) : trial_page_cursor(db, p, &p->upto, &e), 0);
+}
+
+/* Incremental reads cost what their rows cost, not what the history holds. */
+static void test_since_bounded(void **s)
+{
+    (void)s;
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, 3000);
+    long c0, cinc, cm0, cminc;
+    cJSON_Delete(trial_page_at(db, NULL, 0, &c0));
+    struct page p;
+    page_init(&p, "exp1");
+    int64_t tc, mc;
+    assert_int_equal(trial_page_cursor(db, &p, &tc, &e), 0);
+    assert_int_equal(metric_page_cursor(db, &p, &mc, &e), 0);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET message = 'm' WHERE sequence % 300 = 7", ""), 10);
+    add_many(db, "exp1", 3000, 4); /* 12 new metrics */
+    page_since(db, &p, tc, 0);
+    cJSON *j = read_cost(db, &p, 0, &cinc);
+    assert_int_equal(cJSON_GetArraySize(j), 14);
+    cJSON_Delete(j);
+    page_init(&p, "exp1");
+    p.limit = 12;
+    cJSON_Delete(read_cost(db, &p, 1, &cm0));
+    page_since(db, &p, mc, 1);
+    j = read_cost(db, &p, 1, &cminc);
+    assert_int_equal(cJSON_GetArraySize(j), 12);
+    cJSON_Delete(j);
+    print_message("VM instructions: trials page of 10 %ld, since read of 14 %ld; metrics page of 12 %ld,"
+                  " since read of 12 %ld\n", c0, cinc, cm0, cminc);
+    assert_true(cinc < 3 * c0);
+    assert_true(cminc < 3 * cm0);
+    db_close(db);
+}
+
 static void test_metric_ids_never_reused(void **s)
 {
     (void)s;
@@ -304,6 +456,8 @@ int main(void)
         cmocka_unit_test(test_json_text),
         cmocka_unit_test(test_pages_concatenate),
         cmocka_unit_test(test_since),
+        cmocka_unit_test(test_offset_seek),
+        cmocka_unit_test(test_since_bounded),
         cmocka_unit_test(test_metric_ids_never_reused),
         cmocka_unit_test(test_enqueue_budget),
     };

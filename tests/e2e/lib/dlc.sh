@@ -20,7 +20,7 @@ dlc_start_server() {
         --log-dir "$WORK/dlc-logs" --port-file "$WORK/dlc.port" "$@" >> "$WORK/dlc_server.out" 2>&1 ) &
     DLC_PID=$!
     wait_until 10 test -s "$WORK/dlc.port" || { cat "$WORK/dlc_server.out" >&2; fail "the DLC test server did not start"; }
-    DLC_URL=http://127.0.0.1:$(cat "$WORK/dlc.port")
+    DLC_URL=${DLC_SCHEME:-http}://127.0.0.1:$(cat "$WORK/dlc.port")
 }
 
 dlc_stop_server() {
@@ -34,11 +34,12 @@ dlc_stop_server() {
 # experiments first (their jobs are stopped through the server), then the server
 trap 'rc=$?; nnictl stop --all >/dev/null 2>&1; dlc_stop_server; (exit $rc); cleanup' EXIT
 
-dlc_stats() { curl -sf "$DLC_URL/_test/stats"; }
+# (DLC_SCHEME=https and DLC_CURL_OPTS="--cacert CA" for a server started with --tls-cert)
+dlc_stats() { curl -sf ${DLC_CURL_OPTS:-} "$DLC_URL/_test/stats"; }
 # dlc_stat <expr>: a value of the server's counters, a Python expression on s (the stats)
 dlc_stat() { dlc_stats | "$PY" -c "import json,sys; s=json.load(sys.stdin); print($1)"; }
 # dlc_fail '<json>': fault injection, e.g. '{"mode": "status", "status": 503, "count": 3}'
-dlc_fail() { curl -sf -X POST -d "$1" "$DLC_URL/_test/fail" > /dev/null; }
+dlc_fail() { curl -sf ${DLC_CURL_OPTS:-} -X POST -d "$1" "$DLC_URL/_test/fail" > /dev/null; }
 
 # dlc_ts [extra lines]: the trainingService entry (indented 2) of the test server
 dlc_ts() {
