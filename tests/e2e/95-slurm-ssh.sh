@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Slurm, SSH mode: trialq runs sbatch, squeue and scancel on a login node over SSH (a real
 # sshd on loopback in front of the test cluster, logged in as the non-root tqremote1 with
-# an ed25519 key, its host key checked against known_hosts). The trial files are written
+# its password, which stays out of the database (the worker reads it from the
+# experiment's secrets file); the host key checked against known_hosts; a key login runs
+# in bench/slurm_throughput.sh MODE=ssh). The trial files are written
 # there as that user (the jobs run as tqremote1: squeue says so, and root's sbatch would
 # make root their user); the manager reads the metrics from sharedDirectory, mounted here
 # at the same path. 8 trials at concurrency 4 on 3 CPUs to DONE with exact metrics, across
@@ -9,14 +11,14 @@
 # the worker with `nnictl resume` (the login node unreachable at first) re-attaching to
 # the jobs over SSH (one job per trial);
 # `nnictl stop` cancels, over SSH, a job of the experiment's name it never recorded. A
-# login node whose host key is not in knownHostsFile, or a wrong password, is refused at
-# create.
+# login node whose host key is not in knownHostsFile, a wrong password or an RSA key is
+# refused at create with the reason.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/slurm.sh"
 . "$(dirname "$0")/lib/remote.sh"
 trap 'rc=$?; remote_cleanup; (exit $rc); slurm_on_exit' EXIT
 slurm_cluster_start
-slurm_login_node
+SLURM_LOGIN_AUTH=password slurm_login_node
 export TRIALQ_SLURM_POLL_MS=300
 
 metrics_experiment "$WORK/exp" 4 8 31 "  platform: slurm$SLURM_LOGIN_TS"
@@ -30,12 +32,17 @@ echo "$out" | grep -q "host key of \[127.0.0.1\]:${SSHD_PORT[1]} is not in" || f
 n=$(sql "SELECT count(*) FROM experiment" 2>/dev/null || true)
 [ "${n:-0}" = 0 ] || fail "an experiment was created with an unknown host key"
 pass "unknown host key of the login node refused at create"
-# ... and a wrong password (the password login of loginNode)
-sed "s|sshKeyFile: [^}]*|password: not-$REMOTE_PASS|" "$WORK/exp/config.yml" > "$WORK/exp/badpass.yml"
-grep -q "password: not-" "$WORK/exp/badpass.yml" || fail "no password in the config"
+# ... and a wrong password
+sed "s|password: [^}]*|password: not-$REMOTE_PASS|" "$WORK/exp/config.yml" > "$WORK/exp/badpass.yml"
+grep -q "password: not-" "$WORK/exp/badpass.yml" || fail "no wrong password in the config"
 out=$(nnictl create --config "$WORK/exp/badpass.yml" --port "$(free_port)" 2>&1) && fail "a wrong password accepted: $out"
 echo "$out" | grep -q "authentication refused: wrong password for user tqremote1" || fail "no clear message for a wrong password: $out"
 pass "wrong login node password refused at create"
+# ... and an RSA key (the key login: OpenSSH refuses libssh2's SHA-1 signature)
+sed "s|password: [^}]*|sshKeyFile: $WORK/id_rsa|" "$WORK/exp/config.yml" > "$WORK/exp/rsa.yml"
+out=$(nnictl create --config "$WORK/exp/rsa.yml" --port "$(free_port)" 2>&1) && fail "an RSA key accepted: $out"
+echo "$out" | grep -q "RSA key refused by the server: $WORK/id_rsa" || fail "no clear message for an RSA key: $out"
+pass "RSA key of the login node refused at create, naming the key"
 
 port=$(free_port)
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
@@ -43,6 +50,9 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || { cat "$WORK/create.out"; fail "no experiment id"; }
 ! grep -q "SSH session" "$WORK/create.out" || { cat "$WORK/create.out"; fail "nnictl create printed the worker's log"; }
+# the login password is not in the database (the worker reads it from the experiment's
+# secrets file, also after the resume below)
+! grep -qaF "$REMOTE_PASS" "$NNI_HOME"/trialq.db* || fail "the login node's password is in the database"
 
 wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=1' ||
     fail "no trial SUCCEEDED over SSH"

@@ -260,7 +260,8 @@ slurm_one_job_each() {
 # slurm_cluster_start): sshd 1 on loopback whose sessions get SLURM_CONF (and PATH, when
 # SLURM_LOGIN_PATH is set), the non-root user tqremote1 logging in with $WORK/id_ed25519,
 # its host key in $WORK/known_hosts, $WORK/shared owned by that user. Sets SLURM_LOGIN_TS:
-# the trainingService lines (sharedDirectory, knownHostsFile, loginNode), a newline first.
+# the trainingService lines (sharedDirectory, knownHostsFile, loginNode), a newline first;
+# SLURM_LOGIN_AUTH=password: loginNode logs in with the user's password instead of the key.
 slurm_login_node() {
     remote_need_root
     chmod 755 "$SLURM_DIR/munge" # the munge socket, for the login user (the key stays 0400)
@@ -273,5 +274,7 @@ slurm_login_node() {
     mkdir -p "$WORK/shared"
     chown tqremote1 "$WORK/shared"
     SLURM_LOGIN_TS=$'\n  sharedDirectory: '"$WORK/shared"$'\n  knownHostsFile: '"$WORK/known_hosts"
-    SLURM_LOGIN_TS+=$'\n  loginNode: {host: 127.0.0.1, port: '"${SSHD_PORT[1]}"', user: tqremote1, sshKeyFile: '"$WORK/id_ed25519}"
+    local auth="sshKeyFile: $WORK/id_ed25519"
+    [ "${SLURM_LOGIN_AUTH:-key}" = key ] || auth="password: $REMOTE_PASS"
+    SLURM_LOGIN_TS+=$'\n  loginNode: {host: 127.0.0.1, port: '"${SSHD_PORT[1]}"', user: tqremote1, '"$auth}"
 }
