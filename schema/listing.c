@@ -132,6 +132,36 @@ int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbu
 #define TRIAL_NCOLS TRIAL_NCOLUMNS
 #define FINAL_COL (TRIAL_NCOLS + 1)
 
+/* An offset within one status: whole blocks of 1024 sequences are skipped by their
+ * counts in trial_status_count (migration 017), then at most one block's entries of
+ * the trial_queue index are walked. */
+static int skip_status_offset(struct db *db, struct page *p, int64_t off, int64_t *key, struct errbuf *e)
+{
+    int64_t block = INT64_MIN;
+    if (p->key1 == INT64_MIN) {
+        sqlite3_stmt *st = db_query(db, e, "SELECT block, n FROM trial_status_count WHERE experiment_id = ?"
+                                           " AND status = ? ORDER BY block", "ss", p->exp_id, p->status);
+        if (!st)
+            return -1;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t n = col_i64(st, 1);
+            if (n >= off) {
+                block = col_i64(st, 0);
+                break;
+            }
+            off -= n;
+        }
+        if (step_error(db, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, e) < 0)
+            return -1;
+        if (block == INT64_MIN)
+            return 0; /* past the end */
+    }
+    return db_int(db, e, key, "SELECT sequence FROM trial WHERE experiment_id = ? AND status = ?"
+                              " AND sequence > ? ORDER BY sequence LIMIT 1 OFFSET ?", "ssii", p->exp_id, p->status,
+                  block == INT64_MIN ? p->key1 : block * 1024 - 1, off - 1);
+}
+
 /* An offset is skipped in the index alone (these queries are covered by it), and
  * the page then starts after the key found there: skipping 90,000 trials reads no
  * trial row. 1 skipped (p->key1 set), 0 nothing to skip there (past the end: the page
@@ -145,9 +175,7 @@ static int skip_offset(struct db *db, struct page *p, int64_t off, struct errbuf
                                     " AND change_seq <= ? ORDER BY change_seq LIMIT 1 OFFSET ?",
                        "siii", p->exp_id, p->key1 == INT64_MIN ? p->since : p->key1, p->upto, off - 1);
     else if (p->status)
-        found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND status = ?"
-                                    " AND sequence > ? ORDER BY sequence LIMIT 1 OFFSET ?",
-                       "ssii", p->exp_id, p->status, p->key1, off - 1);
+        found = skip_status_offset(db, p, off, &key, e);
     else
         found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND sequence > ?"
                                     " ORDER BY sequence LIMIT 1 OFFSET ?", "sii", p->exp_id, p->key1, off - 1);

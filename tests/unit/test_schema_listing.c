@@ -18,6 +18,8 @@
 
 #include "schema/listing.h"
 #include "schema/trial_new.h"
+#include "schema/trial_sets.h"
+#include "schema/webui_rows.h"
 #include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
@@ -317,6 +319,134 @@ static void test_offset_seek(void **s)
     db_close(db);
 }
 
+/* VM instructions of one SQL statement run to its end */
+static long sql_cost(struct db *db, const char *sql)
+{
+    long cost = 0;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        ;
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    sqlite3_finalize(st);
+    return cost;
+}
+
+/* The counts per status kept by migration 017's triggers match the trials through
+ * inserts, status changes and deletes; GET /job-statistics, the web UI's counts, its
+ * table sorted by the final metric and an offset within one status cost a few rows per
+ * 1024 trials or a page's rows, not a walk of every trial (VM instructions, compared
+ * with one count of the trials in the index). */
+static void test_counts_not_scans(void **s)
+{
+    (void)s;
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, 20000);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = sequence + 0.5", ""), 20000);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % 7 = 3", ""), 2857);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % 11 = 5", ""), 1818);
+    assert_int_equal(db_run(db, &e, "DELETE FROM metric WHERE trial_id = 'Z5000'", ""), 3);
+    assert_int_equal(db_run(db, &e, "DELETE FROM trial WHERE id = 'Z5000'", ""), 1);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET sequence = 20500 WHERE id = 'Z0004'", ""), 1);
+    int64_t bad = -1;
+    assert_int_equal(db_int(db, &e, &bad, "SELECT count(*) FROM (SELECT status, count(*) AS n FROM trial GROUP BY status"
+                                          " EXCEPT SELECT status, sum(n) FROM trial_status_count GROUP BY status"
+                                          " HAVING sum(n) > 0)", ""), 1);
+    assert_int_equal(bad, 0);
+    long full = sql_cost(db, "SELECT count(*) FROM trial WHERE experiment_id = 'exp1'");
+    /* /job-statistics */
+    struct status_count *c;
+    int n;
+    long cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_per_status(db, "exp1", &c, &n, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_int_equal(n, 2);
+    assert_string_equal(c[0].status, "FAILED");
+    assert_int_equal(c[0].n, 2857);
+    assert_string_equal(c[1].status, "SUCCEEDED");
+    assert_int_equal(c[1].n, 20000 - 2857 - 1);
+    status_counts_free(c, n);
+    print_message("VM instructions: job statistics %ld, a count of the trials %ld\n", cost, full);
+    assert_true(cost * 10 < full);
+    /* the web UI's counts and its table sorted by the final metric */
+    int64_t shown = 0, nometric = 0, want_nometric = 0;
+    assert_int_equal(db_int(db, &e, &want_nometric, "SELECT count(*) FROM trial WHERE status = 'SUCCEEDED'"
+                                                    " AND final_metric IS NULL", ""), 1);
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_with_shown_metric(db, "exp1", &shown, &e), 0);
+    assert_int_equal(trials_succeeded_without_metric(db, "exp1", &nometric, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_int_equal(nometric, want_nometric);
+    assert_int_equal(shown, 20000 - 2857 - 1 - want_nometric);
+    assert_true(cost * 2 < full);
+    static struct trial rows[50];
+    int64_t total;
+    for (int desc = 0; desc < 2; desc++) {
+        struct trial_query q = {.exp_id = "exp1", .sort = "metric", .desc = desc, .limit = 50};
+        cost = 0;
+        sqlite3_progress_handler(db->h, 1, count_step, &cost);
+        assert_int_equal(webui_trial_page(db, &q, rows, &n, &total, &e), 0);
+        sqlite3_progress_handler(db->h, 0, NULL, NULL);
+        print_message("VM instructions: trials sorted by metric (%s) %ld\n", desc ? "desc" : "asc", cost);
+        assert_true(cost < full);
+        assert_int_equal(n, 50);
+        assert_int_equal(total, 19999);
+        assert_int_equal(rows[0].sequence, desc ? 19999 : 0);
+        for (int i = 0; i < n; i++) {
+            assert_string_equal(rows[i].status, "SUCCEEDED");
+            if (i)
+                assert_true(desc ? rows[i].final_metric < rows[i - 1].final_metric
+                                 : rows[i].final_metric > rows[i - 1].final_metric);
+        }
+        for (int i = 0; i < n; i++)
+            trial_clear(&rows[i]);
+    }
+    /* the valued part ends where the SQL says, then come the trials without a metric */
+    struct trial_query q = {.exp_id = "exp1", .sort = "metric", .status = "SUCCEEDED", .offset = shown - 1, .limit = 2};
+    assert_int_equal(webui_trial_page(db, &q, rows, &n, &total, &e), 0);
+    assert_int_equal(n, 2);
+    assert_true(rows[0].has_final_metric);
+    assert_false(rows[1].has_final_metric);
+    assert_int_equal(total, 20000 - 2857 - 1);
+    trial_clear(&rows[0]);
+    trial_clear(&rows[1]);
+    /* GET /trial-jobs?status=SUCCEEDED&offset=..: the walk's rows, at a block's cost */
+    static const int64_t offs[] = {1, 1000, 5000, 16000, 17141, 17142, 30000};
+    long cdeep = 0;
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        struct page p;
+        page_init(&p, "exp1");
+        p.status = "SUCCEEDED";
+        p.limit = 3;
+        p.offset = offs[i];
+        cJSON *got = read_cost(db, &p, 0, &cost);
+        char *sql = xasprintf("SELECT sequence FROM trial WHERE experiment_id = 'exp1' AND status = 'SUCCEEDED'"
+                              " ORDER BY sequence LIMIT 3 OFFSET %lld", (long long)offs[i]);
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+        int k = 0;
+        while (sqlite3_step(st) == SQLITE_ROW)
+            assert_int_equal((int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(got, k++), "sequenceId")->valuedouble,
+                             sqlite3_column_int64(st, 0));
+        assert_int_equal(cJSON_GetArraySize(got), k);
+        sqlite3_finalize(st);
+        if (offs[i] == 16000) {
+            cdeep = cost;
+            long cwalk = sql_cost(db, sql);
+            print_message("VM instructions: status page at offset 16000 %ld (walked: %ld)\n", cdeep, cwalk);
+            assert_true(cwalk > 4 * cdeep);
+        }
+        free(sql);
+        cJSON_Delete(got);
+    }
+    db_close(db);
+}
+
 /* An incremental read of exp1 after since, its upper end read (trials or metrics). */
 static void page_since(struct db *db, struct page *p, int64_t since, int metrics)
 {
@@ -457,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_pages_concatenate),
         cmocka_unit_test(test_since),
         cmocka_unit_test(test_offset_seek),
+        cmocka_unit_test(test_counts_not_scans),
         cmocka_unit_test(test_since_bounded),
         cmocka_unit_test(test_metric_ids_never_reused),
         cmocka_unit_test(test_enqueue_budget),
