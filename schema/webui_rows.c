@@ -239,8 +239,10 @@ int trials_with_shown_metric(struct db *db, const char *exp_id, int64_t *out, st
 
 int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_t *hi, struct errbuf *e)
 {
-    sqlite3_stmt *st = db_query(db, e, "SELECT min(sequence), max(sequence) FROM trial WHERE experiment_id = ?", "s",
-                                exp_id);
+    /* two seeks in the (experiment_id, sequence) index: min() and max() in one select
+     * would count through every trial */
+    sqlite3_stmt *st = db_query(db, e, "SELECT (SELECT min(sequence) FROM trial WHERE experiment_id = ?1),"
+                                       " (SELECT max(sequence) FROM trial WHERE experiment_id = ?1)", "s", exp_id);
     if (!st)
         return -1;
     int rc = sqlite3_step(st), found = 0;
@@ -253,12 +255,13 @@ int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_
     return rc == SQLITE_ROW ? found : errf(e, "charts: %s", sqlite3_errmsg(db->h));
 }
 
-int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const struct chart_row *r), void *ctx,
-               struct errbuf *e)
+int chart_rows(struct db *db, const char *exp_id, int64_t from, int64_t to,
+               void (*fn)(void *ctx, const struct chart_row *r), void *ctx, struct errbuf *e)
 {
     sqlite3_stmt *st = db_query(db, e, "SELECT sequence, id, CASE WHEN status = 'SUCCEEDED' THEN final_metric END,"
-                                       " start_time, end_time FROM trial WHERE experiment_id = ? ORDER BY sequence",
-                                "s", exp_id); /* the final metrics trials show (METRIC_SHOWN) */
+                                       " start_time, end_time FROM trial WHERE experiment_id = ?"
+                                       " AND sequence >= ? AND sequence <= ? ORDER BY sequence",
+                                "sii", exp_id, from, to); /* the final metrics trials show (METRIC_SHOWN) */
     if (!st)
         return -1;
     int rc;
@@ -278,23 +281,9 @@ int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const st
     return rc == SQLITE_DONE ? 0 : errf(e, "charts: %s", sqlite3_errmsg(db->h));
 }
 
-int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, int64_t limit,
-               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+static int param_step(struct db *db, sqlite3_stmt *st, void (*fn)(void *ctx, const struct param_row *r), void *ctx,
+                      struct errbuf *e)
 {
-    sqlite3_stmt *st =
-        stride > 0 ? db_query(db, e, "SELECT id, sequence, final_metric, parameters FROM trial"
-                                     " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                     " AND sequence % ? = 0"
-                                     " ORDER BY sequence LIMIT ?", "sii", exp_id, stride, limit)
-                   : db_query(db, e, maximize ? "SELECT id, sequence, final_metric, parameters FROM trial"
-                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                                " ORDER BY final_metric DESC, sequence LIMIT ?"
-                                              : "SELECT id, sequence, final_metric, parameters FROM trial"
-                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                                " ORDER BY final_metric ASC, sequence LIMIT ?",
-                              "si", exp_id, limit);
-    if (!st)
-        return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct param_row r = {
@@ -307,4 +296,45 @@ int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, 
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : errf(e, "parameter sample: %s", sqlite3_errmsg(db->h));
+}
+
+#define PARAM_ROW "SELECT id, sequence, final_metric, parameters FROM trial WHERE experiment_id = ?" \
+                  " AND final_metric IS NOT NULL" METRIC_SHOWN
+
+int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,
+               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+{
+    /* a walk of trial_status_metric from its end */
+    sqlite3_stmt *st = db_query(db, e, maximize ? PARAM_ROW " ORDER BY final_metric DESC, sequence LIMIT ?"
+                                                : PARAM_ROW " ORDER BY final_metric ASC, sequence LIMIT ?",
+                                "si", exp_id, limit);
+    return st ? param_step(db, st, fn, ctx, e) : -1;
+}
+
+int param_sample(struct db *db, const char *exp_id, int64_t count, int64_t limit,
+                 void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+{
+    if (limit <= 0 || count <= 0)
+        return 0;
+    if (count <= limit) { /* every one: a walk of as many entries of trial_queue */
+        sqlite3_stmt *st = db_query(db, e, PARAM_ROW " ORDER BY sequence LIMIT ?", "si", exp_id, limit);
+        return st ? param_step(db, st, fn, ctx, e) : -1;
+    }
+    int64_t lo, hi;
+    int found = trials_sequence_range(db, exp_id, &lo, &hi, e);
+    if (found <= 0)
+        return found;
+    /* the first trial at or after each of `limit` points spread evenly over the
+     * sequence range: a seek in trial_queue (experiment, SUCCEEDED, sequence) each */
+    for (int64_t k = 0; k < limit; k++) {
+        int64_t from = lo + (int64_t)((double)(hi - lo + 1) * (double)k / (double)limit);
+        int64_t to = lo + (int64_t)((double)(hi - lo + 1) * (double)(k + 1) / (double)limit);
+        if (to <= from)
+            continue;
+        sqlite3_stmt *st = db_query(db, e, PARAM_ROW " AND sequence >= ? AND sequence < ? ORDER BY sequence LIMIT 1",
+                                    "sii", exp_id, from, to);
+        if (!st || param_step(db, st, fn, ctx, e) < 0)
+            return -1;
+    }
+    return 0;
 }
