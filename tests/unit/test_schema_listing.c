@@ -447,6 +447,66 @@ static void test_counts_not_scans(void **s)
     db_close(db);
 }
 
+/* nnictl trial ls reads page after page (trials_page): the pages concatenate to the
+ * order one query gives (ties by sequence), and --head's page costs its rows, not a
+ * sort of every trial. */
+static void test_trials_page(void **s)
+{
+    (void)s;
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, 3000);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = sequence % 100", ""), 3000);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % 9 = 1", ""), 334);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % 13 = 2", ""), 231);
+    static const char *const want_sql[] = {
+        "SELECT sequence FROM trial WHERE status = 'SUCCEEDED' AND final_metric IS NOT NULL"
+        " ORDER BY final_metric ASC, sequence",
+        "SELECT sequence FROM trial ORDER BY sequence",
+        "SELECT sequence FROM trial WHERE status = 'SUCCEEDED' AND final_metric IS NOT NULL"
+        " ORDER BY final_metric DESC, sequence",
+    };
+    for (int order = -1; order <= 1; order++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db->h, want_sql[order + 1], -1, &st, NULL), SQLITE_OK);
+        struct trial last;
+        int have = 0, total = 0;
+        for (;;) {
+            struct trial *ts;
+            int n;
+            assert_int_equal(trials_page(db, "exp1", order, have ? &last : NULL, 97, &ts, &n, &e), 0);
+            for (int i = 0; i < n; i++) {
+                assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                assert_int_equal(ts[i].sequence, sqlite3_column_int64(st, 0));
+                last.sequence = ts[i].sequence;
+                last.final_metric = ts[i].final_metric;
+                trial_clear(&ts[i]);
+            }
+            free(ts);
+            have = 1;
+            total += n;
+            if (n < 97)
+                break;
+        }
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        assert_true(total > 2000);
+    }
+    long full = sql_cost(db, "SELECT count(*) FROM trial WHERE experiment_id = 'exp1'"), cost = 0;
+    struct trial *ts;
+    int n;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_page(db, "exp1", 1, NULL, 10, &ts, &n, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    print_message("VM instructions: trial ls --head 10 %ld, a count of the trials %ld\n", cost, full);
+    assert_true(cost < full);
+    for (int i = 0; i < n; i++)
+        trial_clear(&ts[i]);
+    free(ts);
+    db_close(db);
+}
+
 /* An incremental read of exp1 after since, its upper end read (trials or metrics). */
 static void page_since(struct db *db, struct page *p, int64_t since, int metrics)
 {
@@ -588,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_since),
         cmocka_unit_test(test_offset_seek),
         cmocka_unit_test(test_counts_not_scans),
+        cmocka_unit_test(test_trials_page),
         cmocka_unit_test(test_since_bounded),
         cmocka_unit_test(test_metric_ids_never_reused),
         cmocka_unit_test(test_enqueue_budget),
