@@ -319,6 +319,25 @@ static void test_offset_seek(void **s)
     db_close(db);
 }
 
+/* n trials of exp1 (add_many) with final_metric = the SQL `metric` of sequence, every
+ * one whose sequence % fail_mod is fail_rem FAILED, and every one whose sequence %
+ * null_mod is null_rem without a final metric */
+static struct db *mixed_history(int n, const char *metric, int fail_mod, int fail_rem, int null_mod, int null_rem)
+{
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, n);
+    char *sql = xasprintf("UPDATE trial SET final_metric = %s", metric);
+    assert_int_equal(db_run(db, &e, sql, ""), n);
+    free(sql);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % ? = ?", "ii", fail_mod,
+                            fail_rem), (n - 1 - fail_rem) / fail_mod + 1);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % ? = ?", "ii", null_mod,
+                            null_rem), (n - 1 - null_rem) / null_mod + 1);
+    return db;
+}
+
 /* VM instructions of one SQL statement run to its end */
 static long sql_cost(struct db *db, const char *sql)
 {
@@ -341,13 +360,8 @@ static long sql_cost(struct db *db, const char *sql)
 static void test_counts_not_scans(void **s)
 {
     (void)s;
-    struct db *db = fx_open_fresh(tmpdir);
+    struct db *db = mixed_history(20000, "sequence + 0.5", 7, 3, 11, 5); /* 2857 FAILED */
     struct errbuf e;
-    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
-    add_many(db, "exp1", 0, 20000);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = sequence + 0.5", ""), 20000);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % 7 = 3", ""), 2857);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % 11 = 5", ""), 1818);
     assert_int_equal(db_run(db, &e, "DELETE FROM metric WHERE trial_id = 'Z5000'", ""), 3);
     assert_int_equal(db_run(db, &e, "DELETE FROM trial WHERE id = 'Z5000'", ""), 1);
     assert_int_equal(db_run(db, &e, "UPDATE trial SET sequence = 20500 WHERE id = 'Z0004'", ""), 1);
@@ -453,13 +467,8 @@ static void test_counts_not_scans(void **s)
 static void test_trials_page(void **s)
 {
     (void)s;
-    struct db *db = fx_open_fresh(tmpdir);
+    struct db *db = mixed_history(3000, "sequence % 100", 9, 1, 13, 2); /* ties in the metric */
     struct errbuf e;
-    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
-    add_many(db, "exp1", 0, 3000);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = sequence % 100", ""), 3000);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % 9 = 1", ""), 334);
-    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % 13 = 2", ""), 231);
     static const char *const want_sql[] = {
         "SELECT sequence FROM trial WHERE status = 'SUCCEEDED' AND final_metric IS NOT NULL"
         " ORDER BY final_metric ASC, sequence",
