@@ -245,7 +245,6 @@ static void send_sb(struct req *q, struct strbuf *sb)
     sb_free(sb);
 }
 
-
 /* ---------------- GET /webui/overview ---------------- */
 
 /* {"seq", "status", "total", "counts": {status: n, ... every status}, "ended",
@@ -434,43 +433,23 @@ static void buckets_write(struct strbuf *sb, const struct chart_bucket *b, int64
     sb_add(sb, "]", 1);
 }
 
-/* ?buckets=10..4000 (600) -> {"seq", "optimizeMode", "width", "final": {"count",
- * "points": [[sequence, value, id], ...]}, "best": [[sequence, best so far, id], ...],
- * "duration": {"count", "points": [[sequence, seconds, id], ...]}}.
- * The trials' sequence range is cut into buckets; each bucket gives its lowest and
- * highest final metric (and duration of an ended trial), so outliers stay visible
- * while the reply stays at most 2 x buckets points whatever the history. "best" has
- * the last improvement of the best-so-far final metric within each bucket: the
- * bucket's best, where it beats every bucket before. The buckets are merged from the
- * blocks the api keeps up to date from the change sequence (schema/chart_blocks.h): a
- * width of whole blocks (1 trial up to 16,384 trials, 64 at 1M), so a change costs the
- * rows of its block, not a read of every trial. */
-void h_webui_charts(struct req *q)
+/* The api's chart blocks (one experiment per api) and its last answers. */
+static struct chart_blocks blocks;
+static struct reply_cache chart_cache;
+/* Trial rows a first read of every trial takes per turn of the event loop (~5 ms);
+ * TRIALQ_CHART_SLICE_ROWS: tests shorten it. */
+static int64_t chart_slice_rows(void)
 {
-    struct api *a = q->a;
-    int64_t nb = 600;
-    if (query_int(q, "buckets", 10, 4000, &nb) < 0)
-        return;
-    static struct reply_cache cache;
-    static struct chart_blocks blocks;
-    struct errbuf e;
-    int64_t seq = change_cursor(q, &e);
-    const char *hit = seq >= 0 ? cache_get(&cache, seq, nb) : NULL;
-    if (hit) {
-        reply_json(q->r, 200, hit);
-        return;
-    }
-    if (seq < 0 || chart_blocks_refresh(a->db, a->exp_id, seq, &blocks, &e) < 0) {
-        reply_error(q->r, 500, "%s", e.msg);
-        return;
-    }
-    struct experiment x;
-    if (load_exp(q, &x) < 0)
-        return;
-    int maximize = maximize_of(&x);
-    exp_clear(&x);
-    /* nb buckets of width sequences from the first block's start, width a whole number
-     * of blocks (with blocks of 1: nb buckets over lo..hi exactly) */
+    const char *env = getenv("TRIALQ_CHART_SLICE_ROWS");
+    long long v = env ? atoll(env) : 0;
+    return v > 0 ? v : 16384;
+}
+
+/* The reply from up-to-date blocks: nb buckets of width sequences from the first
+ * block's start, width a whole number of blocks (with blocks of 1: nb buckets over
+ * lo..hi exactly). */
+static void chart_json(struct strbuf *sb, int64_t seq, int maximize, int64_t nb)
+{
     int64_t bs = blocks.have ? INT64_C(1) << blocks.shift : 1, start = blocks.have ? blocks.base : 0;
     int64_t width = blocks.have ? (blocks.hi - start) / nb + 1 : 1;
     width = (width + bs - 1) / bs * bs;
@@ -485,12 +464,10 @@ void h_webui_charts(struct req *q)
         nfinal += blocks.b[i].fin.n;
         ndur += blocks.b[i].dur.n;
     }
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_printf(&sb, "{\"seq\":%lld,\"optimizeMode\":\"%s\",\"width\":%lld,\"final\":{\"count\":%lld,\"points\":",
+    sb_printf(sb, "{\"seq\":%lld,\"optimizeMode\":\"%s\",\"width\":%lld,\"final\":{\"count\":%lld,\"points\":",
               (long long)seq, maximize ? "maximize" : "minimize", (long long)width, (long long)nfinal);
-    buckets_write(&sb, fb, nb);
-    sb_puts(&sb, "},\"best\":[");
+    buckets_write(sb, fb, nb);
+    sb_puts(sb, "},\"best\":[");
     int first = 1, have_best = 0;
     double bestv = 0;
     for (int64_t i = 0; i < nb; i++) {
@@ -500,16 +477,93 @@ void h_webui_charts(struct req *q)
         if (!have_best || (maximize ? p->v > bestv : p->v < bestv)) {
             have_best = 1;
             bestv = p->v;
-            pt_write(&sb, &first, p);
+            pt_write(sb, &first, p);
         }
     }
-    sb_printf(&sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)ndur);
-    buckets_write(&sb, db, nb);
-    sb_puts(&sb, "}}");
-    cache_put(&cache, seq, nb, sb.buf);
-    send_sb(q, &sb);
+    sb_printf(sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)ndur);
+    buckets_write(sb, db, nb);
+    sb_puts(sb, "}}");
+    cache_put(&chart_cache, seq, nb, sb->buf);
     free(fb);
     free(db);
+}
+
+/* A chart whose blocks are first read whole: a slice per piece of a chunked reply,
+ * a space (JSON's whitespace) for each until the last, which has the answer. */
+static int chart_fill(struct stream *s, struct strbuf *sb, struct errbuf *e)
+{
+    int64_t seq = 0;
+    if (change_counter_now(s->a->db, &seq, e) < 0)
+        return -1;
+    int rc = chart_blocks_refresh(s->a->db, s->a->exp_id, seq, &blocks, chart_slice_rows(), e);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        sb_add(sb, " ", 1);
+        return 1;
+    }
+    chart_json(sb, seq, maximize_of(&s->x), *(int64_t *)s->state);
+    return 0;
+}
+
+static void chart_done(struct stream *s)
+{
+    free(s->state);
+}
+
+/* ?buckets=10..4000 (600) -> {"seq", "optimizeMode", "width", "final": {"count",
+ * "points": [[sequence, value, id], ...]}, "best": [[sequence, best so far, id], ...],
+ * "duration": {"count", "points": [[sequence, seconds, id], ...]}}.
+ * The trials' sequence range is cut into buckets; each bucket gives its lowest and
+ * highest final metric (and duration of an ended trial), so outliers stay visible
+ * while the reply stays at most 2 x buckets points whatever the history. "best" has
+ * the last improvement of the best-so-far final metric within each bucket: the
+ * bucket's best, where it beats every bucket before. The buckets are merged from the
+ * blocks the api keeps up to date from the change sequence (schema/chart_blocks.h): a
+ * width of whole blocks (1 trial up to 16,384 trials, 64 at 1M), so a change costs the
+ * rows of its block, not a read of every trial. When every trial must be read (the
+ * first chart, blocks that double), the reply is chunked and the reading sliced, so
+ * that other requests are answered in between. */
+void h_webui_charts(struct req *q)
+{
+    struct api *a = q->a;
+    int64_t nb = 600;
+    if (query_int(q, "buckets", 10, 4000, &nb) < 0)
+        return;
+    struct errbuf e;
+    int64_t seq = change_cursor(q, &e);
+    const char *hit = seq >= 0 ? cache_get(&chart_cache, seq, nb) : NULL;
+    if (hit) {
+        reply_json(q->r, 200, hit);
+        return;
+    }
+    int rc = seq < 0 ? -1 : chart_blocks_refresh(a->db, a->exp_id, seq, &blocks, chart_slice_rows(), &e);
+    if (rc < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
+        return;
+    }
+    if (rc == 0) {
+        struct stream *s = stream_new(q);
+        if (!s)
+            return;
+        s->raw = 1;
+        s->paced = 1;
+        s->state = xmalloc(sizeof nb);
+        *(int64_t *)s->state = nb;
+        s->fill = chart_fill;
+        s->done = chart_done;
+        stream_start(s, -1);
+        return;
+    }
+    struct experiment x;
+    if (load_exp(q, &x) < 0)
+        return;
+    int maximize = maximize_of(&x);
+    exp_clear(&x);
+    struct strbuf sb;
+    sb_init(&sb);
+    chart_json(&sb, seq, maximize, nb);
+    send_sb(q, &sb);
 }
 
 /* ---------------- GET /webui/params ---------------- */

@@ -105,8 +105,6 @@ static int cmp_i64(const void *a, const void *b)
 
 static int refresh(struct db *db, const char *exp_id, int64_t change, struct chart_blocks *cb, struct errbuf *e)
 {
-    cb->rows_read = 0;
-    cb->full = 0;
     int64_t lo, hi;
     int found = trials_sequence_range(db, exp_id, &lo, &hi, e);
     if (found < 0)
@@ -156,7 +154,7 @@ static int refresh(struct db *db, const char *exp_id, int64_t change, struct cha
         }
         free(k);
     }
-    /* everything */
+    /* everything: read by chart_blocks_refresh, a slice at a time */
     free(cb->b);
     cb->shift = shift;
     cb->base = base;
@@ -164,22 +162,47 @@ static int refresh(struct db *db, const char *exp_id, int64_t change, struct cha
     cb->b = xcalloc((size_t)nblocks, sizeof *cb->b);
     cb->have = 1;
     cb->full = 1;
-    if (read_blocks(db, exp_id, cb, 0, nblocks - 1, e) < 0)
-        return -1;
-    cb->seen = change;
+    cb->building = 1;
+    cb->next = 0;
+    cb->seen = change; /* what changes while it is read is read again after */
     return 0;
 }
 
-int chart_blocks_refresh(struct db *db, const char *exp_id, int64_t change, struct chart_blocks *cb, struct errbuf *e)
+int chart_blocks_refresh(struct db *db, const char *exp_id, int64_t change, struct chart_blocks *cb, int64_t budget,
+                         struct errbuf *e)
 {
-    if (cb->have && cb->seen == change) {
-        cb->rows_read = 0;
-        cb->full = 0;
-        return 0;
+    cb->rows_read = 0;
+    cb->full = 0;
+    if (!cb->building) {
+        if (cb->have && cb->seen == change)
+            return 1;
+        if (refresh(db, exp_id, change, cb, e) < 0)
+            goto fail;
+        if (!cb->building)
+            return 1;
     }
-    if (refresh(db, exp_id, change, cb, e) < 0) {
-        chart_blocks_free(cb);
-        return -1;
+    cb->full = 1;
+    while (cb->next < cb->nblocks) {
+        int64_t n = budget > 0 ? (budget >> cb->shift) + 1 : cb->nblocks;
+        int64_t to = cb->next + n - 1 < cb->nblocks - 1 ? cb->next + n - 1 : cb->nblocks - 1;
+        if (read_blocks(db, exp_id, cb, cb->next, to, e) < 0)
+            goto fail;
+        cb->next = to + 1;
+        if (budget > 0 && cb->rows_read >= budget && cb->next < cb->nblocks)
+            return 0;
     }
-    return 0;
+    cb->building = 0;
+    if (cb->seen != change) { /* the trials changed while they were read */
+        int64_t read = cb->rows_read;
+        if (refresh(db, exp_id, change, cb, e) < 0)
+            goto fail;
+        cb->rows_read += read;
+        cb->full = 1;
+        if (cb->building)
+            return 0;
+    }
+    return 1;
+fail:
+    chart_blocks_free(cb);
+    return -1;
 }

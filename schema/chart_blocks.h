@@ -37,8 +37,10 @@ struct chart_blocks {
     int64_t nblocks;
     struct chart_block *b;
     int64_t seen;       /* change counter at the last refresh */
+    int building;       /* every block is being read, a slice per refresh: next is the next */
+    int64_t next;
     int64_t rows_read;  /* trial rows read by the last refresh (for tests and benchmarks) */
-    int full;           /* the last refresh read every trial */
+    int full;           /* the last refresh read (part of) every trial */
 };
 
 void chart_bucket_add(struct chart_bucket *b, int64_t seq, double v, const char *id);
@@ -46,8 +48,11 @@ void chart_bucket_add(struct chart_bucket *b, int64_t seq, double v, const char 
 void chart_bucket_merge(struct chart_bucket *d, const struct chart_bucket *s);
 
 /* Brings cb up to date with the experiment's trials (change: the change counter read
- * before). 0, or -1 with e set (cb is then emptied: the next refresh reads all). */
-int chart_blocks_refresh(struct db *db, const char *exp_id, int64_t change, struct chart_blocks *cb,
+ * before). When every trial must be read, a call reads about budget rows (0: all) and
+ * returns 0: call again (the api answers the request in between, so that it never
+ * blocks long); 1 up to date; -1 with e set (cb is then emptied: the next refresh
+ * reads all). */
+int chart_blocks_refresh(struct db *db, const char *exp_id, int64_t change, struct chart_blocks *cb, int64_t budget,
                          struct errbuf *e);
 void chart_blocks_free(struct chart_blocks *cb);
 

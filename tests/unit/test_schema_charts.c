@@ -85,7 +85,7 @@ static int64_t change(struct db *db)
 static void refresh(struct db *db, struct chart_blocks *cb)
 {
     struct errbuf e;
-    assert_int_equal(chart_blocks_refresh(db, "exp1", change(db), cb, &e), 0);
+    assert_int_equal(chart_blocks_refresh(db, "exp1", change(db), cb, 0, &e), 1);
     check_blocks(db, cb);
 }
 
@@ -96,7 +96,7 @@ static void test_blocks_follow_changes(void **s)
     struct errbuf e;
     fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
     struct chart_blocks cb = {0};
-    assert_int_equal(chart_blocks_refresh(db, "exp1", change(db), &cb, &e), 0);
+    assert_int_equal(chart_blocks_refresh(db, "exp1", change(db), &cb, 0, &e), 1);
     assert_false(cb.have); /* no trial */
     add_trials(db, 3, 20000);
     refresh(db, &cb);
@@ -129,6 +129,21 @@ static void test_blocks_follow_changes(void **s)
     assert_true(db_run(db, &e, "UPDATE trial SET final_metric = final_metric + 1 WHERE sequence % 3 = 0", "") > 5000);
     refresh(db, &cb);
     assert_true(cb.full);
+    chart_blocks_free(&cb);
+    /* the first read of every trial, a slice per call, with trials changed and added
+     * between the calls: what they changed is read again at the end */
+    int calls = 0, rc;
+    while ((rc = chart_blocks_refresh(db, "exp1", change(db), &cb, 4000, &e)) == 0) {
+        assert_true(cb.rows_read <= 4000 + 8);
+        if (++calls == 3) {
+            assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = 1e6 WHERE sequence = 10", ""), 1);
+            add_trials(db, 33503, 100);
+        }
+    }
+    assert_int_equal(rc, 1);
+    assert_true(calls >= 8);
+    check_blocks(db, &cb);
+    assert_int_equal(cb.hi, 33602);
     chart_blocks_free(&cb);
     db_close(db);
 }
