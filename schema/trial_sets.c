@@ -162,14 +162,17 @@ int trials_queued_set_reason(struct db *db, const char *exp_id, const char *reas
 int64_t trials_count(struct db *db, const char *exp_id, enum trial_count which, const char *platform,
                      struct errbuf *e)
 {
-    /* each answered from the trial_queue index (experiment_id, status, ...) */
+    /* each answered from the trial_queue index (experiment_id, status, ...), those over
+     * the history (done, succeeded) from the counts kept per status (migration 017) */
     static const char *const sql[] = {
         [COUNT_ACTIVE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN " SQL_TRIAL_ACTIVE,
         [COUNT_STARTED] = "SELECT count(*) FROM trial WHERE experiment_id = ?1 AND " SQL_TRIAL_STARTED
                           " AND (?2 IS NULL OR platform = ?2)",
-        [COUNT_DONE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status NOT IN " SQL_TRIAL_ACTIVE,
+        [COUNT_DONE] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
+                       " AND status NOT IN " SQL_TRIAL_ACTIVE,
         [COUNT_RUNNING] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'RUNNING'",
-        [COUNT_SUCCEEDED] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'SUCCEEDED'",
+        [COUNT_SUCCEEDED] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
+                            " AND status = 'SUCCEEDED'",
     };
     int64_t n = 0;
     int rc = which == COUNT_STARTED ? db_int(db, e, &n, sql[which], "ss", exp_id, platform)

@@ -386,6 +386,13 @@ static void test_counts_not_scans(void **s)
     status_counts_free(c, n);
     print_message("VM instructions: job statistics %ld, a count of the trials %ld\n", cost, full);
     assert_true(cost * 10 < full);
+    /* nnictl's progress line: trials done and succeeded */
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_count(db, "exp1", COUNT_DONE, NULL, &e), 19999);
+    assert_int_equal(trials_count(db, "exp1", COUNT_SUCCEEDED, NULL, &e), 20000 - 2857 - 1);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_true(cost * 5 < full);
     /* the web UI's counts and its table sorted by the final metric */
     int64_t shown = 0, nometric = 0, want_nometric = 0;
     assert_int_equal(db_int(db, &e, &want_nometric, "SELECT count(*) FROM trial WHERE status = 'SUCCEEDED'"
