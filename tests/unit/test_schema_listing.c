@@ -338,6 +338,18 @@ static struct db *mixed_history(int n, const char *metric, int fail_mod, int fai
     return db;
 }
 
+struct sample {
+    int64_t seq[64];
+    int n;
+};
+
+static void sample_row(void *ctx, const struct param_row *r)
+{
+    struct sample *sm = ctx;
+    if (sm->n < 64)
+        sm->seq[sm->n++] = r->sequence;
+}
+
 /* VM instructions of one SQL statement run to its end */
 static long sql_cost(struct db *db, const char *sql)
 {
@@ -464,6 +476,22 @@ static void test_counts_not_scans(void **s)
         }
         free(sql);
         cJSON_Delete(got);
+    }
+    /* the parameter chart's sample: the first shown trial at or after each of 50
+     * points, a seek each */
+    struct sample sm = {0};
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(param_sample(db, "exp1", shown, 50, sample_row, &sm, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    print_message("VM instructions: parameter sample of %d %ld\n", sm.n, cost);
+    assert_true(cost * 4 < full);
+    assert_int_equal(sm.n, 50);
+    for (int i = 0; i < sm.n; i++) {
+        int64_t from = (int64_t)(20501.0 * i / 50), want = -1; /* sequences 0..20500 */
+        assert_int_equal(db_int(db, &e, &want, "SELECT min(sequence) FROM trial WHERE status = 'SUCCEEDED'"
+                                               " AND final_metric IS NOT NULL AND sequence >= ?", "i", from), 1);
+        assert_int_equal(sm.seq[i], want);
     }
     db_close(db);
 }
