@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema/listing.h"
 #include "schema/webui_rows.h"
 
 int change_counter_now(struct db *db, int64_t *out, struct errbuf *e)
@@ -63,7 +64,7 @@ static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *n
 /* the values a trial-page query may name */
 struct binds {
     const char *exp, *status, *like, *text, *path;
-    int64_t now, limit, offset;
+    int64_t now, limit, offset, key;
 };
 
 static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct binds *b, struct errbuf *e)
@@ -82,7 +83,7 @@ static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct bin
     const struct {
         const char *name;
         int64_t v;
-    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}};
+    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}, {":key", b->key}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         int k = sqlite3_bind_parameter_index(st, ints[i].name);
         if (k > 0)
@@ -192,14 +193,21 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
                                              dir, dir);
     char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND NOT (%s IS NOT NULL%s) ORDER BY sequence %s"
                                    " LIMIT :limit OFFSET :offset", where.buf, expr, shown, dir);
-    sb_free(&where);
     struct binds b = {.exp = q->exp_id, .status = q->status, .like = like, .text = q->text, .path = path,
                       .now = now_ms(), .limit = q->limit, .offset = q->offset};
     int64_t valued = 0, limit = q->limit, offset = q->offset;
     *n = 0;
     *total = 0;
     int rc = run_count(db, count_sql, &b, total, e);
-    if (rc == 0 && !nullable) {
+    if (rc == 0 && !nullable && !like && nstatus <= 1 && offset > 0 && strcmp(expr, "sequence") == 0) {
+        /* by sequence: the first row is found by the counts per block, not a walk */
+        int found = trial_seq_at(db, q->exp_id, nstatus ? q->status : NULL, q->desc, offset, &b.key, e);
+        char *seek_sql = found == 1 ? xasprintf("SELECT " TRIAL_COLUMNS "%s AND sequence %s :key ORDER BY sequence %s"
+                                                " LIMIT :limit", where.buf, q->desc ? "<=" : ">=", dir)
+                                    : NULL;
+        rc = found < 0 ? -1 : found == 0 ? 0 : run_page(db, seek_sql, &b, rows, n, e);
+        free(seek_sql);
+    } else if (rc == 0 && !nullable) {
         rc = run_page(db, page_sql, &b, rows, n, e);
     } else if (rc == 0) {
         rc = run_count(db, valued_count_sql, &b, &valued, e);
@@ -211,6 +219,7 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
             rc = run_page(db, unvalued_sql, &b, rows, n, e);
         }
     }
+    sb_free(&where);
     free(count_sql);
     free(valued_count_sql);
     free(page_sql);

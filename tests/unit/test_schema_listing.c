@@ -477,6 +477,42 @@ static void test_counts_not_scans(void **s)
         free(sql);
         cJSON_Delete(got);
     }
+    /* the web UI's table by sequence at an offset, of all or of one status, both orders:
+     * the rows LIMIT/OFFSET gives, at a block's cost */
+    static const char *const statuses[] = {NULL, "SUCCEEDED", "FAILED"};
+    static const int64_t woffs[] = {1, 1023, 1024, 2856, 5000, 16000, 17141, 19998, 19999, 25000};
+    for (int si = 0; si < 3; si++)
+        for (int desc = 0; desc < 2; desc++)
+            for (size_t i = 0; i < sizeof woffs / sizeof woffs[0]; i++) {
+                struct trial_query wq = {.exp_id = "exp1", .status = statuses[si], .desc = desc, .limit = 3,
+                                         .offset = woffs[i]};
+                cost = 0;
+                sqlite3_progress_handler(db->h, 1, count_step, &cost);
+                assert_int_equal(webui_trial_page(db, &wq, rows, &n, &total, &e), 0);
+                sqlite3_progress_handler(db->h, 0, NULL, NULL);
+                char *sql = xasprintf("SELECT sequence FROM trial WHERE experiment_id = 'exp1'%s%s%s ORDER BY sequence"
+                                      " %s LIMIT 3 OFFSET %lld", statuses[si] ? " AND status = '" : "",
+                                      statuses[si] ? statuses[si] : "", statuses[si] ? "'" : "", desc ? "DESC" : "ASC",
+                                      (long long)woffs[i]);
+                sqlite3_stmt *st;
+                assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+                int k = 0;
+                while (sqlite3_step(st) == SQLITE_ROW) {
+                    assert_true(k < n);
+                    assert_int_equal(rows[k++].sequence, sqlite3_column_int64(st, 0));
+                }
+                assert_int_equal(k, n);
+                sqlite3_finalize(st);
+                for (k = 0; k < n; k++)
+                    trial_clear(&rows[k]);
+                if (woffs[i] == 16000 && si == 0) {
+                    long cwalk = sql_cost(db, sql);
+                    print_message("VM instructions: web UI page by sequence at offset 16000 (%s) %ld (walked: %ld)\n",
+                                  desc ? "desc" : "asc", cost, cwalk);
+                    assert_true(cwalk > 4 * cost);
+                }
+                free(sql);
+            }
     /* the parameter chart's sample: the first shown trial at or after each of 50
      * points, a seek each */
     struct sample sm = {0};
