@@ -6,6 +6,8 @@
 #   ./test.sh --quick      the "quick" subset (ctest -L quick, under 3 minutes on
 #                          2 cores once built); the normal build is skipped
 #   ./test.sh ARGS...      ARGS go to ctest (e.g. -R e2e/10 or -L unit)
+# ctest runs two tests at a time (CTEST_PARALLEL_LEVEL, default 2; 1: one after the
+# other); tests that must run alone or one at a time say so (tests/CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")"
 quick=0
@@ -29,9 +31,10 @@ step_build "build build-asan/" build-asan
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-2}
 [ "$quick" = 0 ] || set -- -L quick "$@"
 cd build-asan
-echo "ctest${*:+ $*} (in build-asan/)"
+echo "ctest -j$CTEST_PARALLEL_LEVEL${*:+ $*} (in build-asan/)"
 # ctest's output as it comes, but its closing summary held back so that it stays last
 rm -rf Testing/Temporary/LastTestsFailed.log test-logs fuzz-table.txt
 rc=0

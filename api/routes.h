@@ -97,6 +97,9 @@ struct stream {
     struct page page;               /* for the history listings */
     struct experiment x;            /* snapshot for rendering trials */
     int opened;                     /* the "[" was written */
+    int raw;                        /* fill writes the whole body: no "[" and "]" around it */
+    int paced;                      /* each piece after a poll of the sockets (routes_stream.c) */
+    struct event *pace;
     char *kept[4];                  /* copies of request strings the page points to */
     int nkept;
 };

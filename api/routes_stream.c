@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 
 #include "api/routes.h"
@@ -38,6 +39,8 @@ const char *stream_keep(struct stream *s, const char *str)
 
 void stream_drop(struct stream *s)
 {
+    if (s->pace)
+        event_free(s->pace);
     if (s->done)
         s->done(s);
     exp_clear(&s->x);
@@ -46,11 +49,12 @@ void stream_drop(struct stream *s)
     free(s);
 }
 
-/* The next piece: "[" first, "]" last. Returns 1 more follows, 0 ended, -1 error. */
+/* The next piece: "[" first, "]" last (unless raw). Returns 1 more follows, 0 ended, -1 error. */
 static int next_piece(struct stream *s, struct strbuf *sb, struct errbuf *e)
 {
     if (!s->opened) {
-        sb_add(sb, "[", 1);
+        if (!s->raw)
+            sb_add(sb, "[", 1);
         s->opened = 1;
     }
     for (;;) {
@@ -59,7 +63,8 @@ static int next_piece(struct stream *s, struct strbuf *sb, struct errbuf *e)
         if (rc < 0)
             return -1;
         if (rc == 0) {
-            sb_add(sb, "]", 1);
+            if (!s->raw)
+                sb_add(sb, "]", 1);
             return 0;
         }
         if (sb->len > before) /* a chunk must not be empty: libevent would not call back */
@@ -97,10 +102,8 @@ static void finish(struct stream *s)
     stream_drop(s);
 }
 
-static void on_written(struct evhttp_connection *conn, void *arg)
+static void write_next(struct stream *s)
 {
-    (void)conn;
-    struct stream *s = arg;
     struct strbuf sb;
     sb_init(&sb);
     struct errbuf e;
@@ -116,6 +119,30 @@ static void on_written(struct evhttp_connection *conn, void *arg)
     send_piece(s, &sb, rc == 1);
     if (rc == 0)
         finish(s);
+}
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    write_next(arg);
+}
+
+/* The previous piece has left. A paced stream makes its next piece after a turn of
+ * the event loop that polls the sockets (a timer): its pieces cost time to make, and
+ * the other connections are served in between. */
+static void on_written(struct evhttp_connection *conn, void *arg)
+{
+    (void)conn;
+    struct stream *s = arg;
+    if (!s->paced) {
+        write_next(s);
+        return;
+    }
+    if (!s->pace)
+        s->pace = evtimer_new(s->a->base, on_pace, s);
+    struct timeval tv = {0, 1};
+    evtimer_add(s->pace, &tv);
 }
 
 /* The connection went away mid-listing. libevent has detached the request from it

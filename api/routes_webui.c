@@ -18,6 +18,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api/routes_webui.h"
+#include "schema/chart_blocks.h"
 #include "schema/webui_rows.h"
 
 /* ---------------- static files ---------------- */
@@ -244,7 +245,6 @@ static void send_sb(struct req *q, struct strbuf *sb)
     sb_free(sb);
 }
 
-
 /* ---------------- GET /webui/overview ---------------- */
 
 /* {"seq", "status", "total", "counts": {status: n, ... every status}, "ended",
@@ -402,38 +402,7 @@ void h_webui_trials(struct req *q)
 
 /* ---------------- GET /webui/charts ---------------- */
 
-struct pt {
-    int64_t seq;
-    double v;
-    char id[16];
-};
-struct bucket {
-    struct pt lo, hi;
-    int n;
-};
-
-static void pt_set(struct pt *p, int64_t seq, double v, const char *id)
-{
-    p->seq = seq;
-    p->v = v;
-    size_t n = id ? strlen(id) : 0;
-    if (n >= sizeof p->id)
-        n = sizeof p->id - 1;
-    memcpy(p->id, id ? id : "", n);
-    p->id[n] = '\0';
-}
-
-/* rows come in sequence order: on a tie the earlier trial stays */
-static void bucket_add(struct bucket *b, int64_t seq, double v, const char *id)
-{
-    if (b->n == 0 || v < b->lo.v)
-        pt_set(&b->lo, seq, v, id);
-    if (b->n == 0 || v > b->hi.v)
-        pt_set(&b->hi, seq, v, id);
-    b->n++;
-}
-
-static void pt_write(struct strbuf *sb, int *first, const struct pt *p)
+static void pt_write(struct strbuf *sb, int *first, const struct chart_pt *p)
 {
     sb_printf(sb, "%s[%lld,", *first ? "" : ",", (long long)p->seq);
     *first = 0;
@@ -444,16 +413,16 @@ static void pt_write(struct strbuf *sb, int *first, const struct pt *p)
 }
 
 /* The lowest and highest point of each bucket, in sequence order. */
-static void buckets_write(struct strbuf *sb, const struct bucket *b, int nb)
+static void buckets_write(struct strbuf *sb, const struct chart_bucket *b, int64_t nb)
 {
     int first = 1;
     sb_add(sb, "[", 1);
-    for (int i = 0; i < nb; i++) {
+    for (int64_t i = 0; i < nb; i++) {
         if (!b[i].n)
             continue;
-        const struct pt *x = &b[i].lo, *y = &b[i].hi;
+        const struct chart_pt *x = &b[i].lo, *y = &b[i].hi;
         if (y->seq < x->seq) {
-            const struct pt *t = x;
+            const struct chart_pt *t = x;
             x = y;
             y = t;
         }
@@ -464,39 +433,82 @@ static void buckets_write(struct strbuf *sb, const struct bucket *b, int nb)
     sb_add(sb, "]", 1);
 }
 
-/* The charts' buckets, filled row by row (rows come in sequence order). */
-struct chart_acc {
-    int64_t lo, width, nb;
-    int maximize;
-    struct bucket *fb, *db; /* final metrics, durations */
-    struct pt *best;        /* the last improvement of the best so far in each bucket */
-    int *best_set;
-    int64_t nfinal, ndur;
-    int have_best;
-    double bestv;
-};
-
-static void chart_add(void *ctx, const struct chart_row *r)
+/* The api's chart blocks (one experiment per api) and its last answers. */
+static struct chart_blocks blocks;
+static struct reply_cache chart_cache;
+/* Trial rows a first read of every trial takes per turn of the event loop (~5 ms);
+ * TRIALQ_CHART_SLICE_ROWS: tests shorten it. */
+static int64_t chart_slice_rows(void)
 {
-    struct chart_acc *c = ctx;
-    int64_t k = (r->sequence - c->lo) / c->width;
-    if (k < 0 || k >= c->nb)
-        return;
-    if (r->has_metric && isfinite(r->metric)) {
-        double v = r->metric;
-        bucket_add(&c->fb[k], r->sequence, v, r->id);
-        c->nfinal++;
-        if (!c->have_best || (c->maximize ? v > c->bestv : v < c->bestv)) {
-            c->have_best = 1;
-            c->bestv = v;
-            pt_set(&c->best[k], r->sequence, v, r->id);
-            c->best_set[k] = 1;
+    const char *env = getenv("TRIALQ_CHART_SLICE_ROWS");
+    long long v = env ? atoll(env) : 0;
+    return v > 0 ? v : 16384;
+}
+
+/* The reply from up-to-date blocks: nb buckets of width sequences from the first
+ * block's start, width a whole number of blocks (with blocks of 1: nb buckets over
+ * lo..hi exactly). */
+static void chart_json(struct strbuf *sb, int64_t seq, int maximize, int64_t nb)
+{
+    int64_t bs = blocks.have ? INT64_C(1) << blocks.shift : 1, start = blocks.have ? blocks.base : 0;
+    int64_t width = blocks.have ? (blocks.hi - start) / nb + 1 : 1;
+    width = (width + bs - 1) / bs * bs;
+    struct chart_bucket *fb = xcalloc((size_t)nb, sizeof *fb), *db = xcalloc((size_t)nb, sizeof *db);
+    int64_t nfinal = 0, ndur = 0;
+    for (int64_t i = 0; i < blocks.nblocks; i++) {
+        int64_t k = (i * bs) / width;
+        if (k >= nb)
+            break;
+        chart_bucket_merge(&fb[k], &blocks.b[i].fin);
+        chart_bucket_merge(&db[k], &blocks.b[i].dur);
+        nfinal += blocks.b[i].fin.n;
+        ndur += blocks.b[i].dur.n;
+    }
+    sb_printf(sb, "{\"seq\":%lld,\"optimizeMode\":\"%s\",\"width\":%lld,\"final\":{\"count\":%lld,\"points\":",
+              (long long)seq, maximize ? "maximize" : "minimize", (long long)width, (long long)nfinal);
+    buckets_write(sb, fb, nb);
+    sb_puts(sb, "},\"best\":[");
+    int first = 1, have_best = 0;
+    double bestv = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        if (!fb[i].n)
+            continue;
+        const struct chart_pt *p = maximize ? &fb[i].hi : &fb[i].lo;
+        if (!have_best || (maximize ? p->v > bestv : p->v < bestv)) {
+            have_best = 1;
+            bestv = p->v;
+            pt_write(sb, &first, p);
         }
     }
-    if (r->has_times) {
-        bucket_add(&c->db[k], r->sequence, (double)(r->end_time - r->start_time) / 1000.0, r->id);
-        c->ndur++;
+    sb_printf(sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)ndur);
+    buckets_write(sb, db, nb);
+    sb_puts(sb, "}}");
+    cache_put(&chart_cache, seq, nb, sb->buf);
+    free(fb);
+    free(db);
+}
+
+/* A chart whose blocks are first read whole: a slice per piece of a chunked reply,
+ * a space (JSON's whitespace) for each until the last, which has the answer. */
+static int chart_fill(struct stream *s, struct strbuf *sb, struct errbuf *e)
+{
+    int64_t seq = 0;
+    if (change_counter_now(s->a->db, &seq, e) < 0)
+        return -1;
+    int rc = chart_blocks_refresh(s->a->db, s->a->exp_id, seq, &blocks, chart_slice_rows(), e);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        sb_add(sb, " ", 1);
+        return 1;
     }
+    chart_json(sb, seq, maximize_of(&s->x), *(int64_t *)s->state);
+    return 0;
+}
+
+static void chart_done(struct stream *s)
+{
+    free(s->state);
 }
 
 /* ?buckets=10..4000 (600) -> {"seq", "optimizeMode", "width", "final": {"count",
@@ -505,24 +517,42 @@ static void chart_add(void *ctx, const struct chart_row *r)
  * The trials' sequence range is cut into buckets; each bucket gives its lowest and
  * highest final metric (and duration of an ended trial), so outliers stay visible
  * while the reply stays at most 2 x buckets points whatever the history. "best" has
- * the last improvement of the best-so-far final metric within each bucket. */
+ * the last improvement of the best-so-far final metric within each bucket: the
+ * bucket's best, where it beats every bucket before. The buckets are merged from the
+ * blocks the api keeps up to date from the change sequence (schema/chart_blocks.h): a
+ * width of whole blocks (1 trial up to 16,384 trials, 64 at 1M), so a change costs the
+ * rows of its block, not a read of every trial. When every trial must be read (the
+ * first chart, blocks that double), the reply is chunked and the reading sliced, so
+ * that other requests are answered in between. */
 void h_webui_charts(struct req *q)
 {
     struct api *a = q->a;
     int64_t nb = 600;
     if (query_int(q, "buckets", 10, 4000, &nb) < 0)
         return;
-    static struct reply_cache cache;
     struct errbuf e;
     int64_t seq = change_cursor(q, &e);
-    const char *hit = seq >= 0 ? cache_get(&cache, seq, nb) : NULL;
+    const char *hit = seq >= 0 ? cache_get(&chart_cache, seq, nb) : NULL;
     if (hit) {
         reply_json(q->r, 200, hit);
         return;
     }
-    int64_t lo = 0, hi = -1;
-    if (seq < 0 || trials_sequence_range(a->db, a->exp_id, &lo, &hi, &e) < 0) {
+    int rc = seq < 0 ? -1 : chart_blocks_refresh(a->db, a->exp_id, seq, &blocks, chart_slice_rows(), &e);
+    if (rc < 0) {
         reply_error(q->r, 500, "%s", e.msg);
+        return;
+    }
+    if (rc == 0) {
+        struct stream *s = stream_new(q);
+        if (!s)
+            return;
+        s->raw = 1;
+        s->paced = 1;
+        s->state = xmalloc(sizeof nb);
+        *(int64_t *)s->state = nb;
+        s->fill = chart_fill;
+        s->done = chart_done;
+        stream_start(s, -1);
         return;
     }
     struct experiment x;
@@ -530,35 +560,10 @@ void h_webui_charts(struct req *q)
         return;
     int maximize = maximize_of(&x);
     exp_clear(&x);
-    int64_t width = hi >= lo ? (hi - lo) / nb + 1 : 1;
-    struct chart_acc c = {
-        .lo = lo, .width = width, .nb = nb, .maximize = maximize,
-        .fb = xcalloc((size_t)nb, sizeof *c.fb), .db = xcalloc((size_t)nb, sizeof *c.db),
-        .best = xcalloc((size_t)nb, sizeof *c.best), .best_set = xcalloc((size_t)nb, sizeof *c.best_set),
-    };
-    if (chart_rows(a->db, a->exp_id, chart_add, &c, &e) < 0) {
-        reply_error(q->r, 500, "%s", e.msg);
-    } else {
-        struct strbuf sb;
-        sb_init(&sb);
-        sb_printf(&sb, "{\"seq\":%lld,\"optimizeMode\":\"%s\",\"width\":%lld,\"final\":{\"count\":%lld,\"points\":",
-                  (long long)seq, maximize ? "maximize" : "minimize", (long long)width, (long long)c.nfinal);
-        buckets_write(&sb, c.fb, (int)nb);
-        sb_puts(&sb, "},\"best\":[");
-        int first = 1;
-        for (int i = 0; i < nb; i++)
-            if (c.best_set[i])
-                pt_write(&sb, &first, &c.best[i]);
-        sb_printf(&sb, "],\"duration\":{\"count\":%lld,\"points\":", (long long)c.ndur);
-        buckets_write(&sb, c.db, (int)nb);
-        sb_puts(&sb, "}}");
-        cache_put(&cache, seq, nb, sb.buf);
-        send_sb(q, &sb);
-    }
-    free(c.fb);
-    free(c.db);
-    free(c.best);
-    free(c.best_set);
+    struct strbuf sb;
+    sb_init(&sb);
+    chart_json(&sb, seq, maximize, nb);
+    send_sb(q, &sb);
 }
 
 /* ---------------- GET /webui/params ---------------- */
@@ -589,7 +594,8 @@ static void params_row(void *ctx, const struct param_row *r)
 /* ?n=10..5000 (1000) -> {"seq", "count", "optimizeMode", "trials": [{"id", "seq",
  * "metric", "params": {...}, "top"}, ...]}: of the trials with a final metric, the
  * best n/2 (top: true) and about n/2 others spread evenly over the sequence (a trial
- * can be in both). */
+ * can be in both): param_sample, a seek per point, so the cost does not grow with the
+ * history. */
 void h_webui_params(struct req *q)
 {
     struct api *a = q->a;
@@ -619,11 +625,10 @@ void h_webui_params(struct req *q)
               (long long)count, maximize ? "maximize" : "minimize");
     int64_t half = n / 2;
     struct params_out o = {.sb = &sb, .first = 1, .top = 1};
-    int bad = param_rows(a->db, a->exp_id, maximize, 0, half, params_row, &o, &e) < 0;
+    int bad = param_rows(a->db, a->exp_id, maximize, half, params_row, &o, &e) < 0;
     if (!bad) {
-        int64_t stride = count > half && half > 0 ? (count + half - 1) / half : 1;
         o.top = 0;
-        bad = param_rows(a->db, a->exp_id, maximize, stride, n - half, params_row, &o, &e) < 0;
+        bad = param_sample(a->db, a->exp_id, count, n - half, params_row, &o, &e) < 0;
     }
     if (bad) {
         sb_free(&sb);

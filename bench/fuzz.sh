@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/fuzz.sh: builds the libFuzzer targets of tests/fuzz (clang, ASan+UBSan, its own
-# build dir) and runs each for SECONDS, one after the other, starting from its seed
+# build dir) and runs each for SECONDS (FUZZ_PARALLEL at a time), starting from its seed
 # corpus tests/fuzz/corpus/<target>/ (every seed runs first: the committed regression
 # inputs are checked on every run), with the words of tests/fuzz/<target>.dict if there
 # is one. New inputs go to a work corpus outside the tree; crashes, leaks, timeouts (an
@@ -14,6 +14,8 @@
 #        FUZZ_OUT     work corpora and findings (default $FUZZ_BUILD/fuzz-out)
 #        FUZZ_TABLE   also write the table to this file
 #        FUZZ_NICE    run the targets under nice (default 10)
+#        FUZZ_PARALLEL  targets run at a time, each on its own core (default 1; ctest's
+#                     fuzz/short runs 2: the same SECONDS per target in half the time)
 # Exits 77 (skipped) when clang or its libFuzzer is missing.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +27,10 @@ ALL=(config searchspace json metrics rest dispatcher kubeconfig nvsmi remote_sta
 TARGETS=("$@")
 [ "${#TARGETS[@]}" -gt 0 ] || TARGETS=("${ALL[@]}")
 case $SECS in '' | *[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]" >&2; exit 2 ;; esac
+for t in "${TARGETS[@]}"; do
+    [[ " ${ALL[*]} " == *" $t "* ]] && [ -d "$SRC/tests/fuzz/corpus/$t" ] ||
+        { echo "fuzz: no target $t (known: ${ALL[*]})" >&2; exit 2; }
+done
 
 if ! command -v clang >/dev/null ||
     ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
@@ -41,37 +47,53 @@ cmake --build "$BUILD" -j"${FUZZ_JOBS:-2}" --target fuzz_targets >>"$blog" 2>&1 
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-found=0
-table=$(printf '%-13s %10s %8s %6s %8s  %s\n' target runs exec/s cov cpu_s findings)
-echo "$table"
-for t in "${TARGETS[@]}"; do
+# run_target T: runs target T; its table line to $OUT/T.line, "found" there when it found
+# something (a background job of its own: its CPU time is its own child's)
+run_target() {
+    local t=$1 me=$BASHPID exe seeds work log t0 t1 rc cpu runs eps cov finds dict=()
     exe=$BUILD/tests/fuzz/fuzz_$t
     seeds=$SRC/tests/fuzz/corpus/$t
-    [ -x "$exe" ] && [ -d "$seeds" ] || { echo "fuzz: no target $t (known: ${ALL[*]})" >&2; exit 2; }
     work=$OUT/$t
     mkdir -p "$work/corpus"
-    rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* "$work"/slow-unit-*
+    rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* "$work"/slow-unit-* "$OUT/$t.line" "$OUT/$t.found"
     log=$work/log
-    t0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
+    t0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
     rc=0
-    dict=()
     [ ! -f "$SRC/tests/fuzz/$t.dict" ] || dict=(-dict="$SRC/tests/fuzz/$t.dict")
     # the work corpus first (new inputs are written there), the seeds read only
     (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$SECS" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >"$log" 2>&1 || rc=$?
-    # CPU time of the finished child (user + system, clock ticks), from this shell's counters
-    t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
+    # CPU time of the finished child (user + system, clock ticks), from this job's counters
+    t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
     cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2 || true)
     finds=$(cd "$work" && ls crash-* leak-* timeout-* oom-* 2>/dev/null | tr '\n' ' ' || true)
     if [ "$rc" != 0 ] || [ -n "$finds" ]; then
-        found=1
+        : >"$OUT/$t.found"
         finds="${finds:-exit $rc} (log: $log)"
         grep -m 1 -A 12 -E '^==[0-9]+==ERROR|runtime error|^SUMMARY' "$log" | sed 's/^/    /' >&2 || true
     fi
-    line=$(printf '%-13s %10s %8s %6s %8s  %s' "$t" "${runs:-?}" "${eps:-?}" "${cov:-?}" "$cpu" "${finds:-none}")
+    printf '%-13s %10s %8s %6s %8s  %s\n' "$t" "${runs:-?}" "${eps:-?}" "${cov:-?}" "$cpu" "${finds:-none}" >"$OUT/$t.line"
+}
+
+# FUZZ_PARALLEL targets at a time (each for SECONDS of its own core), lines in order
+for t in "${TARGETS[@]}"; do
+    [ -x "$BUILD/tests/fuzz/fuzz_$t" ] || { echo "fuzz: target $t was not built" >&2; exit 2; }
+done
+found=0
+table=$(printf '%-13s %10s %8s %6s %8s  %s\n' target runs exec/s cov cpu_s findings)
+echo "$table"
+mkdir -p "$OUT"
+for i in "${!TARGETS[@]}"; do
+    [ "$i" -lt "${FUZZ_PARALLEL:-1}" ] || wait -n || true
+    run_target "${TARGETS[$i]}" &
+done
+wait
+for t in "${TARGETS[@]}"; do
+    line=$(cat "$OUT/$t.line" 2>/dev/null || printf '%-13s  no result' "$t")
+    [ -f "$OUT/$t.line" ] && [ ! -e "$OUT/$t.found" ] || found=1
     echo "$line"
     table+=$'\n'$line
 done

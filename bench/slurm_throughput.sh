@@ -4,8 +4,9 @@
 # tests/e2e/lib/slurm.sh (NODES nodes of CPUS CPUs on loopback). Prints trials/s, the
 # squeue --json calls the worker made (one per poll interval for all jobs, not one per
 # trial) and the sbatch calls (one per trial). Needs root and Debian's slurmctld, slurmd,
-# slurm-client, munge (scripts/install-deps.sh).
-#   usage: bench/slurm_throughput.sh [BUILD_DIR] (default build)   env: N=100 C=16 NODES=4 CPUS=4
+# slurm-client, munge (scripts/install-deps.sh). MODE=ssh: the SSH mode, the commands run
+# on a login node (a real sshd on loopback, as e2e/95; also openssh-server).
+#   usage: bench/slurm_throughput.sh [BUILD_DIR] (default build)   env: N=100 C=16 NODES=4 CPUS=4 MODE=local
 . "$(dirname "$0")/lib/e2e_env.sh" "$@"
 N=${N:-100}
 C=${C:-16}
@@ -19,11 +20,20 @@ mkdir -p "$WORK/bin" "$WORK/code"
 for c in squeue sbatch; do
     printf '#!/bin/sh\necho "$*" >> "%s/%s.calls"\nexec /usr/bin/%s "$@"\n' "$WORK" "$c" "$c" > "$WORK/bin/$c"
     chmod +x "$WORK/bin/$c"
+    : > "$WORK/$c.calls"
+    chmod 666 "$WORK/$c.calls"
 done
 export PATH="$WORK/bin:$PATH"
 cp "$SRC/examples/quickstart/trial.sh" "$WORK/code/trial.sh"
+ts=$'\n  platform: slurm'
+if [ "${MODE:-local}" = ssh ]; then
+    . "$SRC/tests/e2e/lib/remote.sh"
+    trap 'rc=$?; remote_cleanup; (exit $rc); slurm_on_exit' EXIT
+    SLURM_LOGIN_PATH=$WORK/bin:/usr/bin:/bin slurm_login_node
+    ts+=$SLURM_LOGIN_TS
+fi
 write_config "$WORK/code/config.yml" trialConcurrency="$C" maxTrialNumber="$N" \
-    searchSpace=$'\n  x: {_type: uniform, _value: [0, 1000]}' trainingService=$'\n  platform: slurm'
+    searchSpace=$'\n  x: {_type: uniform, _value: [0, 1000]}' trainingService="$ts"
 t0=$(date +%s.%N)
 nnictl create --config "$WORK/code/config.yml" --port "$(free_port)" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; exit 1; }
@@ -35,7 +45,7 @@ fin=$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE
 sq=$(grep -c -- --json "$WORK/squeue.calls" || true)
 sb=$(wc -l < "$WORK/sbatch.calls")
 nnictl stop "$id" > /dev/null
-awk -v n="$N" -v c="$C" -v cpus="$((SLURM_NODE_COUNT * SLURM_CPUS_PER_NODE))" -v t0="$t0" -v t1="$t1" -v ok="$ok" \
+awk -v mode="${MODE:-local}" -v n="$N" -v c="$C" -v cpus="$((SLURM_NODE_COUNT * SLURM_CPUS_PER_NODE))" -v t0="$t0" -v t1="$t1" -v ok="$ok" \
     -v fin="$fin" -v sq="$sq" -v sb="$sb" 'BEGIN {
-    printf "slurm trials=%d concurrency=%d cluster_cpus=%d succeeded=%d final_metrics=%d wall=%.2fs (from nnictl create) throughput=%.2f trials/s sbatch_calls=%d squeue_json_calls=%d (%.1f/s)\n",
-        n, c, cpus, ok, fin, t1 - t0, n / (t1 - t0), sb, sq, sq / (t1 - t0) }'
+    printf "slurm mode=%s trials=%d concurrency=%d cluster_cpus=%d succeeded=%d final_metrics=%d wall=%.2fs (from nnictl create) throughput=%.2f trials/s sbatch_calls=%d squeue_json_calls=%d (%.1f/s)\n",
+        mode, n, c, cpus, ok, fin, t1 - t0, n / (t1 - t0), sb, sq, sq / (t1 - t0) }'

@@ -6,25 +6,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/json.h"
 #include "queue/queue.h"
 #include "schema/nnijson.h"
-
-struct ls_row {
-    cJSON *json;
-    double metric;
-    int has_metric;
-};
-
-static int by_metric_desc(const void *a, const void *b)
-{
-    const struct ls_row *x = a, *y = b;
-    return (x->metric < y->metric) - (x->metric > y->metric);
-}
-
-static int by_metric_asc(const void *a, const void *b)
-{
-    return by_metric_desc(b, a);
-}
 
 /* NNI prints times as local "YYYY/MM/DD HH:MM:SS". */
 static void rewrite_times(cJSON *j)
@@ -74,48 +58,52 @@ static int cmd_ls_fn(int argc, char **argv)
     }
     struct experiment x;
     exp_load(db, id, &x, &e);
-    struct trial *ts = NULL;
-    int n = 0;
-    trials_all(db, id, &ts, &n, &e);
-    struct ls_row *rows = xcalloc((size_t)n + 1, sizeof *rows);
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        int has = strcmp(ts[i].status, "SUCCEEDED") == 0 && ts[i].has_final_metric;
-        if ((head || tail) && !has) {
-            trial_clear(&ts[i]);
-            continue;
+    /* NNI: head = the N highest final metrics of the SUCCEEDED trials, best first; tail =
+     * the N lowest, lowest first; else every trial by sequence. Printed as json.dumps
+     * (indent 4) prints the whole list, read and printed a page at a time: constant
+     * memory whatever the history. */
+    int order = head ? 1 : tail ? -1 : 0, rc = 0;
+    int64_t left = head ? head : tail ? tail : INT64_MAX, printed = 0;
+    struct trial last;
+    memset(&last, 0, sizeof last);
+    while (left > 0) {
+        struct trial *ts = NULL;
+        int n = 0;
+        if (trials_page(db, id, order, printed ? &last : NULL, left < 256 ? (int)left : 256, &ts, &n, &e) < 0) {
+            rc = cli_error("%s", e.msg);
+            break;
         }
-        cJSON *j = nni_trial_job_json(db, &x, &ts[i]);
-        rewrite_times(j);
-        rows[m].json = j;
-        rows[m].metric = ts[i].final_metric;
-        rows[m].has_metric = has;
-        m++;
-        trial_clear(&ts[i]);
+        for (int i = 0; i < n; i++) {
+            cJSON *j = nni_trial_job_json(db, &x, &ts[i]);
+            rewrite_times(j);
+            char *text = json_print_python(j, 1, ":");
+            cJSON_Delete(j);
+            fputs(printed++ ? ",\n    " : "[\n    ", stdout);
+            for (const char *c = text, *nl; *c; c = nl + 1) { /* one level deeper: inside the list */
+                if (!(nl = strchr(c, '\n'))) {
+                    fputs(c, stdout);
+                    break;
+                }
+                fwrite(c, 1, (size_t)(nl - c), stdout);
+                fputs("\n    ", stdout);
+            }
+            free(text);
+            last.sequence = ts[i].sequence;
+            last.final_metric = ts[i].final_metric;
+            trial_clear(&ts[i]);
+        }
+        free(ts);
+        left -= n;
+        if (n < 256)
+            break;
     }
-    free(ts);
-    int from = 0, to = m;
-    if (head || tail) {
-        /* NNI: head = the N highest final metrics, best first; tail = the N lowest,
-         * lowest first */
-        qsort(rows, (size_t)m, sizeof *rows, head ? by_metric_desc : by_metric_asc);
-        to = (head ? head : tail) < m ? (head ? head : tail) : m;
-    }
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < m; i++) {
-        if (i >= from && i < to)
-            cJSON_AddItemToArray(arr, rows[i].json);
-        else
-            cJSON_Delete(rows[i].json);
-    }
-    free(rows);
-    cli_print_nni(arr);
-    cJSON_Delete(arr);
+    if (rc == 0)
+        puts(printed ? "\n]" : "[]");
     exp_clear(&x);
     free(id);
     free(home);
     db_close(db);
-    return 0;
+    return rc;
 }
 
 static int cmd_kill_fn(int argc, char **argv)

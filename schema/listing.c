@@ -132,6 +132,60 @@ int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbu
 #define TRIAL_NCOLS TRIAL_NCOLUMNS
 #define FINAL_COL (TRIAL_NCOLS + 1)
 
+int trial_seq_at(struct db *db, const char *exp_id, const char *status, int desc, int64_t nth, int64_t *seq,
+                 struct errbuf *e)
+{
+    static const char *const blocks[2][2] = {
+        {"SELECT block, sum(n) FROM trial_status_count WHERE experiment_id = ?1 GROUP BY block ORDER BY block",
+         "SELECT block, sum(n) FROM trial_status_count WHERE experiment_id = ?1 GROUP BY block ORDER BY block DESC"},
+        {"SELECT block, n FROM trial_status_count WHERE experiment_id = ?1 AND status = ?2 ORDER BY block",
+         "SELECT block, n FROM trial_status_count WHERE experiment_id = ?1 AND status = ?2 ORDER BY block DESC"},
+    };
+    static const char *const within[2][2] = {
+        {"SELECT sequence FROM trial WHERE experiment_id = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT 1 OFFSET ?3",
+         "SELECT sequence FROM trial WHERE experiment_id = ?1 AND sequence <= ?2 ORDER BY sequence DESC"
+         " LIMIT 1 OFFSET ?3"},
+        {"SELECT sequence FROM trial WHERE experiment_id = ?1 AND status = ?2 AND sequence >= ?3 ORDER BY sequence"
+         " LIMIT 1 OFFSET ?4",
+         "SELECT sequence FROM trial WHERE experiment_id = ?1 AND status = ?2 AND sequence <= ?3"
+         " ORDER BY sequence DESC LIMIT 1 OFFSET ?4"},
+    };
+    int by = status != NULL;
+    desc = desc != 0;
+    sqlite3_stmt *st = by ? db_query(db, e, blocks[by][desc], "ss", exp_id, status)
+                          : db_query(db, e, blocks[by][desc], "s", exp_id);
+    if (!st)
+        return -1;
+    int64_t block = INT64_MIN;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t n = col_i64(st, 1);
+        if (n > nth) {
+            block = col_i64(st, 0);
+            break;
+        }
+        nth -= n;
+    }
+    if (step_error(db, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, e) < 0)
+        return -1;
+    if (block == INT64_MIN)
+        return 0; /* past the end */
+    /* a trial changed status since the counts were read: the walk goes on past the block */
+    int64_t from = desc ? block * 1024 + 1023 : block * 1024;
+    return by ? db_int(db, e, seq, within[by][desc], "ssii", exp_id, status, from, nth)
+              : db_int(db, e, seq, within[by][desc], "sii", exp_id, from, nth);
+}
+
+/* An offset within one status: the trial_seq_at the offset, or a walk after a key. */
+static int skip_status_offset(struct db *db, struct page *p, int64_t off, int64_t *key, struct errbuf *e)
+{
+    if (p->key1 == INT64_MIN)
+        return trial_seq_at(db, p->exp_id, p->status, 0, off - 1, key, e);
+    return db_int(db, e, key, "SELECT sequence FROM trial WHERE experiment_id = ? AND status = ?"
+                              " AND sequence > ? ORDER BY sequence LIMIT 1 OFFSET ?", "ssii", p->exp_id, p->status,
+                  p->key1, off - 1);
+}
+
 /* An offset is skipped in the index alone (these queries are covered by it), and
  * the page then starts after the key found there: skipping 90,000 trials reads no
  * trial row. 1 skipped (p->key1 set), 0 nothing to skip there (past the end: the page
@@ -145,9 +199,7 @@ static int skip_offset(struct db *db, struct page *p, int64_t off, struct errbuf
                                     " AND change_seq <= ? ORDER BY change_seq LIMIT 1 OFFSET ?",
                        "siii", p->exp_id, p->key1 == INT64_MIN ? p->since : p->key1, p->upto, off - 1);
     else if (p->status)
-        found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND status = ?"
-                                    " AND sequence > ? ORDER BY sequence LIMIT 1 OFFSET ?",
-                       "ssii", p->exp_id, p->status, p->key1, off - 1);
+        found = skip_status_offset(db, p, off, &key, e);
     else
         found = db_int(db, e, &key, "SELECT sequence FROM trial WHERE experiment_id = ? AND sequence > ?"
                                     " ORDER BY sequence LIMIT 1 OFFSET ?", "sii", p->exp_id, p->key1, off - 1);

@@ -51,6 +51,13 @@ void page_init(struct page *p, const char *exp_id);
 
 /* The upper end of an incremental read, or the cursor to hand out for a later one: the
  * change counter now, or with a limit the limit-th change after `since`. */
+/* The sequence of the trial with nth (0-based) trials before it in sequence order
+ * (desc: from the last), of one status or of all (NULL): whole blocks of 1024
+ * sequences are skipped by their counts (trial_status_count, migration 017), then at
+ * most about one block of an index is walked. 1 found, 0 past the end, -1 error. */
+int trial_seq_at(struct db *db, const char *exp_id, const char *status, int desc, int64_t nth, int64_t *seq,
+                 struct errbuf *e);
+
 int trial_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbuf *e);
 int metric_page_cursor(struct db *db, struct page *p, int64_t *out, struct errbuf *e);
 

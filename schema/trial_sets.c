@@ -125,6 +125,33 @@ int trials_all(struct db *db, const char *exp_id, struct trial **out, int *n, st
                                   "s", exp_id), (void **)out, n, sizeof **out, fill_trial, clear_trial, "trials", e);
 }
 
+int trials_page(struct db *db, const char *exp_id, int order, const struct trial *after, int limit, struct trial **out,
+                int *n, struct errbuf *e)
+{
+    /* keyset pages: each starts after the last row of the one before, in the index
+     * (by sequence: the UNIQUE one; by metric: trial_status_metric, migration 017) */
+#define SHOWN " FROM trial WHERE experiment_id = ?1 AND status = 'SUCCEEDED' AND final_metric IS NOT NULL"
+#define AFTER(cmp) " AND (?2 IS NULL OR (final_metric " cmp " ?2 AND NOT (final_metric = ?2 AND sequence <= ?3)))"
+    static const char *const sql[] = {
+        "SELECT " TRIAL_COLUMNS SHOWN AFTER("<=") " ORDER BY final_metric DESC, sequence LIMIT ?4",
+        "SELECT " TRIAL_COLUMNS " FROM trial WHERE experiment_id = ?1 AND sequence > ?3 ORDER BY sequence LIMIT ?4",
+        "SELECT " TRIAL_COLUMNS SHOWN AFTER(">=") " ORDER BY final_metric ASC, sequence LIMIT ?4",
+    };
+#undef SHOWN
+#undef AFTER
+    sqlite3_stmt *st = db_prep(db, sql[order < 0 ? 2 : order > 0 ? 0 : 1], e);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, exp_id, -1, SQLITE_TRANSIENT);
+    if (after && order)
+        sqlite3_bind_double(st, 2, after->final_metric);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, after ? after->sequence : INT64_MIN);
+    sqlite3_bind_int(st, 4, limit);
+    return rows_read(db, st, (void **)out, n, sizeof **out, fill_trial, clear_trial, "trials", e);
+}
+
 int trials_queued_set_reason(struct db *db, const char *exp_id, const char *reason, struct errbuf *e)
 {
     return db_run(db, e, "UPDATE trial SET waiting_reason = ?, updated_at = ?"
@@ -135,14 +162,17 @@ int trials_queued_set_reason(struct db *db, const char *exp_id, const char *reas
 int64_t trials_count(struct db *db, const char *exp_id, enum trial_count which, const char *platform,
                      struct errbuf *e)
 {
-    /* each answered from the trial_queue index (experiment_id, status, ...) */
+    /* each answered from the trial_queue index (experiment_id, status, ...), those over
+     * the history (done, succeeded) from the counts kept per status (migration 017) */
     static const char *const sql[] = {
         [COUNT_ACTIVE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status IN " SQL_TRIAL_ACTIVE,
         [COUNT_STARTED] = "SELECT count(*) FROM trial WHERE experiment_id = ?1 AND " SQL_TRIAL_STARTED
                           " AND (?2 IS NULL OR platform = ?2)",
-        [COUNT_DONE] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status NOT IN " SQL_TRIAL_ACTIVE,
+        [COUNT_DONE] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
+                       " AND status NOT IN " SQL_TRIAL_ACTIVE,
         [COUNT_RUNNING] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'RUNNING'",
-        [COUNT_SUCCEEDED] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'SUCCEEDED'",
+        [COUNT_SUCCEEDED] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
+                            " AND status = 'SUCCEEDED'",
     };
     int64_t n = 0;
     int rc = which == COUNT_STARTED ? db_int(db, e, &n, sql[which], "ss", exp_id, platform)
@@ -171,9 +201,10 @@ static void clear_status_count(void *item)
 
 int trials_per_status(struct db *db, const char *exp_id, struct status_count **out, int *n, struct errbuf *e)
 {
-    /* answered from the trial_queue index */
-    return rows_read(db, db_query(db, e, "SELECT status, count(*) FROM trial WHERE experiment_id = ? GROUP BY status",
-                                  "s", exp_id), (void **)out, n, sizeof **out, fill_status_count, clear_status_count,
+    /* the counts kept per block of 1024 sequences (migration 017): a few rows per 1024
+     * trials read, not every trial */
+    return rows_read(db, db_query(db, e, "SELECT status, sum(n) FROM trial_status_count WHERE experiment_id = ?"
+                                         " GROUP BY status HAVING sum(n) > 0", "s", exp_id), (void **)out, n, sizeof **out, fill_status_count, clear_status_count,
                      "counting trials", e);
 }
 

@@ -34,6 +34,11 @@ int trials_with_status(struct db *db, const char *exp_id, const char *status, st
 int trials_dirs(struct db *db, const char *exp_id, const char *trial_id, struct id_list *out, struct errbuf *e);
 /* Every trial of the experiment, whole rows, in sequence order (*out: a new array). */
 int trials_all(struct db *db, const char *exp_id, struct trial **out, int *n, struct errbuf *e);
+/* Up to limit trials after `after` (NULL: from the first) in an order: 0 every trial by
+ * sequence; 1 the SUCCEEDED ones with a final metric, highest first; -1 the same,
+ * lowest first (ties by sequence). Read page after page in constant memory. */
+int trials_page(struct db *db, const char *exp_id, int order, const struct trial *after, int limit, struct trial **out,
+                int *n, struct errbuf *e);
 
 /* Sets the waiting_reason of the WAITING trials no worker took. Returns rows or -1. */
 int trials_queued_set_reason(struct db *db, const char *exp_id, const char *reason, struct errbuf *e);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema/listing.h"
 #include "schema/webui_rows.h"
 
 int change_counter_now(struct db *db, int64_t *out, struct errbuf *e)
@@ -63,7 +64,7 @@ static const char *sort_expr(const char *sort, char *path, size_t pathsz, int *n
 /* the values a trial-page query may name */
 struct binds {
     const char *exp, *status, *like, *text, *path;
-    int64_t now, limit, offset;
+    int64_t now, limit, offset, key;
 };
 
 static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct binds *b, struct errbuf *e)
@@ -82,7 +83,7 @@ static sqlite3_stmt *prep_bound(struct db *db, const char *sql, const struct bin
     const struct {
         const char *name;
         int64_t v;
-    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}};
+    } ints[] = {{":now", b->now}, {":limit", b->limit}, {":offset", b->offset}, {":key", b->key}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         int k = sqlite3_bind_parameter_index(st, ints[i].name);
         if (k > 0)
@@ -158,19 +159,30 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
         like = sb_detach(&lb);
     }
     /* the statement from fixed pieces; every value is bound */
+    const char *status_sql = nstatus == 1  ? " AND status = :status"
+                             : nstatus > 1 ? " AND instr(',' || :status || ',', ',' || status || ',') > 0"
+                                           : "";
     struct strbuf where;
     sb_init(&where);
     sb_puts(&where, " FROM trial WHERE experiment_id = :exp");
-    if (nstatus == 1)
-        sb_puts(&where, " AND status = :status");
-    else if (nstatus > 1)
-        sb_puts(&where, " AND instr(',' || :status || ',', ',' || status || ',') > 0");
+    sb_puts(&where, status_sql);
     if (like)
         sb_puts(&where, " AND (id LIKE :like ESCAPE '\\' OR CAST(sequence AS TEXT) = :text"
                         " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
                         " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
-    char *count_sql = xasprintf("SELECT count(*)%s", where.buf);
-    char *valued_count_sql = xasprintf("SELECT count(*)%s AND %s IS NOT NULL%s", where.buf, expr, shown);
+    /* Without a text filter the counts come from trial_status_count (migration 017), and
+     * the count with a final metric is the SUCCEEDED count less those without one: a
+     * few rows per 1024 trials read, not every trial. */
+    int metric_sort = !like && strcmp(expr, "final_metric") == 0;
+    char *count_sql = like ? xasprintf("SELECT count(*)%s", where.buf)
+                           : xasprintf("SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = :exp%s",
+                                       status_sql);
+    char *valued_count_sql =
+        metric_sort ? xasprintf("SELECT coalesce(sum(n), 0) - CASE WHEN coalesce(sum(n), 0) > 0 THEN (SELECT count(*)"
+                                " FROM trial WHERE experiment_id = :exp AND status = 'SUCCEEDED' AND final_metric IS NULL)"
+                                " ELSE 0 END FROM trial_status_count WHERE experiment_id = :exp%s"
+                                " AND status = 'SUCCEEDED'", status_sql)
+                    : xasprintf("SELECT count(*)%s AND %s IS NOT NULL%s", where.buf, expr, shown);
     char *page_sql = !nullable && strcmp(expr, "sequence") == 0
                          ? xasprintf("SELECT " TRIAL_COLUMNS "%s ORDER BY sequence %s LIMIT :limit OFFSET :offset",
                                      where.buf, dir)
@@ -181,14 +193,21 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
                                              dir, dir);
     char *unvalued_sql = xasprintf("SELECT " TRIAL_COLUMNS "%s AND NOT (%s IS NOT NULL%s) ORDER BY sequence %s"
                                    " LIMIT :limit OFFSET :offset", where.buf, expr, shown, dir);
-    sb_free(&where);
     struct binds b = {.exp = q->exp_id, .status = q->status, .like = like, .text = q->text, .path = path,
                       .now = now_ms(), .limit = q->limit, .offset = q->offset};
     int64_t valued = 0, limit = q->limit, offset = q->offset;
     *n = 0;
     *total = 0;
     int rc = run_count(db, count_sql, &b, total, e);
-    if (rc == 0 && !nullable) {
+    if (rc == 0 && !nullable && !like && nstatus <= 1 && offset > 0 && strcmp(expr, "sequence") == 0) {
+        /* by sequence: the first row is found by the counts per block, not a walk */
+        int found = trial_seq_at(db, q->exp_id, nstatus ? q->status : NULL, q->desc, offset, &b.key, e);
+        char *seek_sql = found == 1 ? xasprintf("SELECT " TRIAL_COLUMNS "%s AND sequence %s :key ORDER BY sequence %s"
+                                                " LIMIT :limit", where.buf, q->desc ? "<=" : ">=", dir)
+                                    : NULL;
+        rc = found < 0 ? -1 : found == 0 ? 0 : run_page(db, seek_sql, &b, rows, n, e);
+        free(seek_sql);
+    } else if (rc == 0 && !nullable) {
         rc = run_page(db, page_sql, &b, rows, n, e);
     } else if (rc == 0) {
         rc = run_count(db, valued_count_sql, &b, &valued, e);
@@ -200,6 +219,7 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
             rc = run_page(db, unvalued_sql, &b, rows, n, e);
         }
     }
+    sb_free(&where);
     free(count_sql);
     free(valued_count_sql);
     free(page_sql);
@@ -208,24 +228,30 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
     return rc;
 }
 
+/* a seek to the NULLs of trial_status_metric (migration 017) */
+#define SUCCEEDED_WITHOUT_METRIC "SELECT count(*) FROM trial WHERE experiment_id = ?1 AND status = 'SUCCEEDED'" \
+                                 " AND final_metric IS NULL"
+
 int trials_succeeded_without_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
 {
     *out = 0;
-    return db_int(db, e, out, "SELECT count(*) FROM trial WHERE experiment_id = ? AND final_metric IS NULL"
-                              " AND status = 'SUCCEEDED'", "s", exp_id) < 0 ? -1 : 0;
+    return db_int(db, e, out, SUCCEEDED_WITHOUT_METRIC, "s", exp_id) < 0 ? -1 : 0;
 }
 
 int trials_with_shown_metric(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
 {
+    /* the SUCCEEDED count kept in trial_status_count less those without a final metric */
     *out = 0;
-    return db_int(db, e, out, "SELECT count(*) FROM trial WHERE experiment_id = ?"
-                              " AND final_metric IS NOT NULL" METRIC_SHOWN, "s", exp_id) < 0 ? -1 : 0;
+    return db_int(db, e, out, "SELECT coalesce(sum(n), 0) - (" SUCCEEDED_WITHOUT_METRIC ") FROM trial_status_count"
+                              " WHERE experiment_id = ?1 AND status = 'SUCCEEDED'", "s", exp_id) < 0 ? -1 : 0;
 }
 
 int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_t *hi, struct errbuf *e)
 {
-    sqlite3_stmt *st = db_query(db, e, "SELECT min(sequence), max(sequence) FROM trial WHERE experiment_id = ?", "s",
-                                exp_id);
+    /* two seeks in the (experiment_id, sequence) index: min() and max() in one select
+     * would count through every trial */
+    sqlite3_stmt *st = db_query(db, e, "SELECT (SELECT min(sequence) FROM trial WHERE experiment_id = ?1),"
+                                       " (SELECT max(sequence) FROM trial WHERE experiment_id = ?1)", "s", exp_id);
     if (!st)
         return -1;
     int rc = sqlite3_step(st), found = 0;
@@ -238,12 +264,13 @@ int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_
     return rc == SQLITE_ROW ? found : errf(e, "charts: %s", sqlite3_errmsg(db->h));
 }
 
-int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const struct chart_row *r), void *ctx,
-               struct errbuf *e)
+int chart_rows(struct db *db, const char *exp_id, int64_t from, int64_t to,
+               void (*fn)(void *ctx, const struct chart_row *r), void *ctx, struct errbuf *e)
 {
     sqlite3_stmt *st = db_query(db, e, "SELECT sequence, id, CASE WHEN status = 'SUCCEEDED' THEN final_metric END,"
-                                       " start_time, end_time FROM trial WHERE experiment_id = ? ORDER BY sequence",
-                                "s", exp_id); /* the final metrics trials show (METRIC_SHOWN) */
+                                       " start_time, end_time FROM trial WHERE experiment_id = ?"
+                                       " AND sequence >= ? AND sequence <= ? ORDER BY sequence",
+                                "sii", exp_id, from, to); /* the final metrics trials show (METRIC_SHOWN) */
     if (!st)
         return -1;
     int rc;
@@ -263,23 +290,9 @@ int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const st
     return rc == SQLITE_DONE ? 0 : errf(e, "charts: %s", sqlite3_errmsg(db->h));
 }
 
-int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, int64_t limit,
-               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+static int param_step(struct db *db, sqlite3_stmt *st, void (*fn)(void *ctx, const struct param_row *r), void *ctx,
+                      struct errbuf *e)
 {
-    sqlite3_stmt *st =
-        stride > 0 ? db_query(db, e, "SELECT id, sequence, final_metric, parameters FROM trial"
-                                     " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                     " AND sequence % ? = 0"
-                                     " ORDER BY sequence LIMIT ?", "sii", exp_id, stride, limit)
-                   : db_query(db, e, maximize ? "SELECT id, sequence, final_metric, parameters FROM trial"
-                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                                " ORDER BY final_metric DESC, sequence LIMIT ?"
-                                              : "SELECT id, sequence, final_metric, parameters FROM trial"
-                                                " WHERE experiment_id = ? AND final_metric IS NOT NULL" METRIC_SHOWN
-                                                " ORDER BY final_metric ASC, sequence LIMIT ?",
-                              "si", exp_id, limit);
-    if (!st)
-        return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct param_row r = {
@@ -292,4 +305,45 @@ int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, 
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : errf(e, "parameter sample: %s", sqlite3_errmsg(db->h));
+}
+
+#define PARAM_ROW "SELECT id, sequence, final_metric, parameters FROM trial WHERE experiment_id = ?" \
+                  " AND final_metric IS NOT NULL" METRIC_SHOWN
+
+int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,
+               void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+{
+    /* a walk of trial_status_metric from its end */
+    sqlite3_stmt *st = db_query(db, e, maximize ? PARAM_ROW " ORDER BY final_metric DESC, sequence LIMIT ?"
+                                                : PARAM_ROW " ORDER BY final_metric ASC, sequence LIMIT ?",
+                                "si", exp_id, limit);
+    return st ? param_step(db, st, fn, ctx, e) : -1;
+}
+
+int param_sample(struct db *db, const char *exp_id, int64_t count, int64_t limit,
+                 void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e)
+{
+    if (limit <= 0 || count <= 0)
+        return 0;
+    if (count <= limit) { /* every one: a walk of as many entries of trial_queue */
+        sqlite3_stmt *st = db_query(db, e, PARAM_ROW " ORDER BY sequence LIMIT ?", "si", exp_id, limit);
+        return st ? param_step(db, st, fn, ctx, e) : -1;
+    }
+    int64_t lo, hi;
+    int found = trials_sequence_range(db, exp_id, &lo, &hi, e);
+    if (found <= 0)
+        return found;
+    /* the first trial at or after each of `limit` points spread evenly over the
+     * sequence range: a seek in trial_queue (experiment, SUCCEEDED, sequence) each */
+    for (int64_t k = 0; k < limit; k++) {
+        int64_t from = lo + (int64_t)((double)(hi - lo + 1) * (double)k / (double)limit);
+        int64_t to = lo + (int64_t)((double)(hi - lo + 1) * (double)(k + 1) / (double)limit);
+        if (to <= from)
+            continue;
+        sqlite3_stmt *st = db_query(db, e, PARAM_ROW " AND sequence >= ? AND sequence < ? ORDER BY sequence LIMIT 1",
+                                    "sii", exp_id, from, to);
+        if (!st || param_step(db, st, fn, ctx, e) < 0)
+            return -1;
+    }
+    return 0;
 }

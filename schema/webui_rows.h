@@ -1,7 +1,8 @@
 /* webui_rows.h: the reads behind the web UI's own routes (api/routes_webui.c,
  * docs/webui.md): counts, the best trial, one page of trials sorted and filtered on the
- * server, the rows of the charts and of the parameter sample. Every one is answered from
- * an index at 100,000 trials (trial_queue, trial_final_metric: migration 012). */
+ * server, the rows of the charts and of the parameter sample. Counts come from
+ * trial_status_count and the table sorted by metric from trial_status_metric (migration
+ * 017): neither walks every trial at 1,000,000 trials. */
 #ifndef TRIALQ_WEBUI_ROWS_H
 #define TRIALQ_WEBUI_ROWS_H
 
@@ -38,7 +39,8 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
 
 /* The sequence range of the experiment's trials: 1 (lo, hi set), 0 no trials, -1 error. */
 int trials_sequence_range(struct db *db, const char *exp_id, int64_t *lo, int64_t *hi, struct errbuf *e);
-/* Every trial by sequence, for the charts: its shown final metric and its times. */
+/* The trials with sequences from..to by sequence, for the charts (chart_blocks.h): the
+ * shown final metric and the times of each. */
 struct chart_row {
     int64_t sequence;
     const char *id;           /* valid during the callback */
@@ -46,16 +48,21 @@ struct chart_row {
     double metric;
     int64_t start_time, end_time;
 };
-int chart_rows(struct db *db, const char *exp_id, void (*fn)(void *ctx, const struct chart_row *r), void *ctx,
-               struct errbuf *e);
-/* The trials with a shown final metric, for the parameter sample: the best `limit`
- * (stride 0), or by sequence those whose sequence is a multiple of stride. */
+int chart_rows(struct db *db, const char *exp_id, int64_t from, int64_t to,
+               void (*fn)(void *ctx, const struct chart_row *r), void *ctx, struct errbuf *e);
+/* The trials with a shown final metric, for the parameter chart: param_rows gives the
+ * best `limit` (a walk of trial_status_metric); param_sample about `limit` others spread
+ * over the sequence: all of them by sequence when there are no more than `limit`
+ * (count: how many there are), else the first at or after each of `limit` points evenly
+ * spaced over the sequence range (a seek each, whatever the history). */
 struct param_row {
     const char *id, *parameters; /* valid during the callback */
     int64_t sequence;
     double metric;
 };
-int param_rows(struct db *db, const char *exp_id, int maximize, int64_t stride, int64_t limit,
+int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,
                void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e);
+int param_sample(struct db *db, const char *exp_id, int64_t count, int64_t limit,
+                 void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e);
 
 #endif

@@ -22,7 +22,8 @@ if [ "$only_build" = 0 ]; then
         # unit tests (cmocka); tests/e2e/05: systemd-analyze verify of the units
         libcmocka-dev systemd
         # tests/fuzz (ctest fuzz/short, bench/fuzz.sh): clang with libFuzzer and its sanitizers
-        clang
+        # (their runtime is only a recommendation of clang, which this script does not take)
+        clang libclang-rt-dev
         # tests/e2e/55-59, bench/remote_throughput.sh: real sshd "machines" on loopback,
         # ssh-keygen for their host keys and the test users' keys
         openssh-server openssh-client

@@ -267,7 +267,7 @@ char *mj_string(const char *v, size_t n, size_t *len)
         case 'r': sb_add(&sb, "\r", 1); break;
         case 't': sb_add(&sb, "\t", 1); break;
         case 'u': {
-            unsigned u, lo;
+            unsigned u = 0xfffd, lo = 0; /* hex4 sets u: skip_string checked the four digits */
             hex4(q, &u);
             q += 4;
             if (u >= 0xd800 && u < 0xdc00 && end - q >= 6 && q[0] == '\\' && q[1] == 'u' && hex4(q + 2, &lo) == 0 &&

@@ -53,7 +53,14 @@ struct dlts {
 /* A short one-line form of an answer's body (Koa's refusals are text). */
 static void body_text(const char *body, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%.300s", body && body[0] ? body : "(empty)");
+    const char *text = body && body[0] ? body : "(empty)";
+    size_t n = strnlen(text, 300);
+    if (n >= outlen)
+        n = outlen ? outlen - 1 : 0;
+    if (outlen) {
+        memcpy(out, text, n);
+        out[n] = 0;
+    }
     for (char *q = out; *q; q++)
         if (*q == '\n' || *q == '\r')
             *q = ' ';

@@ -271,6 +271,38 @@ char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struc
     return sb_detach(&sb);
 }
 
+int slurm_sbatch_transient(const char *message)
+{
+    /* slurm_strerror()'s words (Slurm 22.05) for a controller that did not answer */
+    static const char *const passing[] = {
+        "Socket timed out on send/recv operation",
+        "Unable to contact slurm controller",
+        "temporarily unable to accept job",
+        "Zero Bytes were transmitted or received",
+        "Communication connection failure",
+        "Slurm backup controller in standby mode",
+    };
+    for (size_t i = 0; message && i < sizeof passing / sizeof passing[0]; i++)
+        if (strcasestr(message, passing[i]))
+            return 1;
+    return 0;
+}
+
+const char *slurm_oom_line(const char *text, size_t *len)
+{
+    static const char *const marks[] = {"exceeded memory limit", "oom-kill event", "Exceeded job memory limit"};
+    for (size_t i = 0; text && i < sizeof marks / sizeof marks[0]; i++) {
+        const char *p = strcasestr(text, marks[i]);
+        if (!p)
+            continue;
+        while (p > text && p[-1] != '\n')
+            p--;
+        *len = strcspn(p, "\n");
+        return p;
+    }
+    return NULL;
+}
+
 int slurm_exit_parse(const char *text, int *status, int *stopped, int *attempt)
 {
     int s, st, at, used = 0;

@@ -69,6 +69,21 @@ void slurm_argv_free(char **argv);
  * Caller frees. */
 char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struct slurm_trial *t);
 
+/* 1 when a failed sbatch's message (its stderr) says the controller did not answer now
+ * ("Socket timed out on send/recv operation", "Unable to contact slurm controller",
+ * "temporarily unable to accept job", ...): tried again later, after looking for the job
+ * in squeue (a timed-out sbatch may have been taken). 0 for a refusal (an invalid
+ * partition, account or qos, a node configuration that is not available, ...): the
+ * trial fails with Slurm's message. */
+int slurm_sbatch_transient(const char *message);
+
+/* The line of a job's Slurm stderr (slurm.stderr: what slurmstepd writes there) that says
+ * the job was killed for its memory, or NULL: "StepId=N.batch exceeded memory limit (A >
+ * B), being killed" (jobacct_gather/linux with OverMemoryKill, which leaves the job
+ * FAILED, reason JobLaunchFailure, not OUT_OF_MEMORY: seen on the test cluster, e2e/97),
+ * "Detected N oom-kill event(s)" (task/cgroup). *len: the line's length. */
+const char *slurm_oom_line(const char *text, size_t *len);
+
 /* Reads a .nni/slurm_exit record. 0 with the fields set, -1 when it is not one. */
 int slurm_exit_parse(const char *text, int *status, int *stopped, int *attempt);
 

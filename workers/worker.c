@@ -287,7 +287,20 @@ static int start_trial(struct worker *w, struct worker_trial *wt)
         wt->next_poll_ms = mono_ms() + FAULT_RETRY_MS;
         return 0;
     }
+    /* the platform's service did not answer: tried again after a back-off, meanwhile
+     * WAITING with the reason (no other trial starts before it: may_start) */
+    if (how == SUBMIT_RETRY) {
+        wt->poll_failures++;
+        log_limited(LOG_WARN, "trial %s: not submitted (try %d): %s", t->id, wt->poll_failures, e.msg);
+        struct job_state js = {.waiting = 1};
+        snprintf(js.why, sizeof js.why, "not submitted yet, retried: %.450s", e.msg);
+        queued_state(w, t, &js);
+        wt->submit_pending = 1;
+        wt->next_poll_ms = mono_ms() + worker_backoff_ms(0, wt->poll_failures);
+        return 0;
+    }
     wt->submit_pending = 0;
+    wt->poll_failures = 0;
     if (how >= 0 && fault_has("trial dirs"))
         fault_clear("trial dirs");
     if (how < 0) {

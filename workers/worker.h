@@ -34,6 +34,9 @@ enum submit_result {
     SUBMIT_VANISHED,  /* this attempt started, and nothing is left of it: poll reports it */
     SUBMIT_FAULT = -2, /* not started for a fault of the machine (a full disk: e->msg says which
                         * path); the trial waits, still ours, and submit is tried again */
+    SUBMIT_RETRY = -3, /* not started for a passing cause of the platform (its controller did not
+                        * answer: e->msg says what): the trial waits, still ours, e->msg its
+                        * waiting_reason, and submit is tried again after worker_backoff_ms */
 };
 
 /* How a platform's trials use GPUs: not at all, on this host's GPUs (claimed with the
@@ -124,7 +127,7 @@ struct platform_ops {
 struct worker_trial {
     struct trial t;
     int is_child;          /* our own child process: its exit comes by SIGCHLD */
-    int submit_pending;    /* submit met a fault (SUBMIT_FAULT): tried again at next_poll_ms */
+    int submit_pending;    /* submit met a fault (SUBMIT_FAULT, SUBMIT_RETRY): tried again at next_poll_ms */
     int64_t next_poll_ms;  /* mono ms of its next poll (or submit retry) */
     int poll_failures;     /* polls failed in a row: the next waits worker_backoff_ms */
     int kill_wanted;       /* a kill request of it was seen */

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Robustness: a few thousand malformed requests (random methods, paths, query strings,
-# bodies, broken framing, huge headers, early disconnects) against a running api.
+# bodies, broken framing, huge headers, early disconnects) against a running api, from
+# FUZZ_CLIENTS (8) connections at once. The requests and what each client does with its
+# connection are drawn up front from one seed, so a run sends the same set whatever the
+# clients' timing (most of the time goes to waiting on connections the api keeps open).
 # Afterwards it still answers check-status, it is the same process, and (ASan builds)
 # its log holds no sanitizer report (lib.sh fails the test on one).
 . "$(dirname "$0")/lib.sh"
 
 N=${FUZZ_N:-3000}
+CLIENTS=${FUZZ_CLIENTS:-8}
 port=$(free_port)
 export TRIAL_STEPS=3 TRIAL_SLEEP=0.2
 metrics_experiment "$WORK/exp" 2 40 3
@@ -15,9 +19,9 @@ wait_until 10 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.tri
 api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")
 
-$PY - "$port" "$N" "$tid" <<'PY'
-import random, socket, sys, time
-port, n, tid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+$PY - "$port" "$N" "$tid" "$CLIENTS" <<'PY'
+import random, socket, sys, threading, time
+port, n, tid, clients = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 rnd = random.Random(20240611)
 methods = [b"GET", b"POST", b"PUT", b"DELETE", b"OPTIONS", b"HEAD", b"PATCH", b"TRACE", b"CONNECT", b"FOO",
            b"", b"G\x00T", b"GET GET", b"\xff\xfe"]
@@ -81,29 +85,61 @@ def request():
         data = data * 3  # pipelined
     return data
 
-for i in range(n):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=3)
-        s.settimeout(0.25)
-        s.sendall(request())
-        if rnd.random() < 0.3:
-            s.shutdown(socket.SHUT_WR)  # EOF right after the request, maybe mid-reply
-        if rnd.random() < 0.1:
-            s.close()  # gone before the reply
-        else:
-            try:
-                while s.recv(65536):
-                    if rnd.random() < 0.02:
-                        break  # gone in the middle of a long reply
-            except socket.timeout:
-                pass
+# each exchange: the request, then EOF right after it (maybe mid-reply), gone before the
+# reply, or the reply read (gone in the middle of a long reply after CUT chunks); drawn
+# in turn under the lock, so the clients share one sequence of exchanges
+lock = threading.Lock()
+drawn = 0
+
+def next_plan():
+    global drawn
+    with lock:
+        if drawn == n:
+            return None
+        drawn += 1
+        data = request()
+        shut = rnd.random() < 0.3
+        gone = rnd.random() < 0.1
+        cut = rnd.randrange(1, 4) if rnd.random() < 0.05 else 0
+        return data, shut, gone, cut
+
+def client():
+    global sent, errors
+    while time.time() - t0 <= 240:
+        plan = next_plan()
+        if plan is None:
+            return
+        data, shut, gone, cut = plan
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=3)
+            s.settimeout(0.25)
+            s.sendall(data)
+            if shut:
+                s.shutdown(socket.SHUT_WR)
+            if not gone:
+                chunks = 0
+                try:
+                    while s.recv(65536):
+                        chunks += 1
+                        if chunks == cut:
+                            break
+                except socket.timeout:
+                    pass
             s.close()
-        sent += 1
-    except OSError:
-        errors += 1
-    if time.time() - t0 > 240:
-        break
-print("fuzz: %d requests sent, %d socket errors, %.1f s" % (sent, errors, time.time() - t0))
+            with lock:
+                sent += 1
+        except OSError:
+            with lock:
+                errors += 1
+
+threads = [threading.Thread(target=client) for _ in range(clients)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("fuzz: %d requests sent from %d clients, %d socket errors, %.1f s" % (sent, clients, errors, time.time() - t0))
+if sent + errors < n:
+    sys.exit("FAIL: only %d of %d requests sent within 240 s" % (sent + errors, n))
 PY
 
 code=$(curl -s -o "$WORK/status" -w '%{http_code}' "http://127.0.0.1:$port/api/v1/nni/check-status")

@@ -20,6 +20,8 @@ write_config "$WORK/exp/config.yml" experimentName=e2e-webui \
     searchSpace=$'\n  x: {_type: randint, _value: [0, 1000]}\n  lr: {_type: loguniform, _value: [0.0001, 0.1]}\n  opt: {_type: choice, _value: [sgd, adam]}' \
     trialCommand='TRIAL_STEPS=4 TRIAL_SLEEP=1 sh metrics.sh && [ "$NNI_TRIAL_SEQ_ID" != 1 ] && if grep -q hold "$NNI_SYS_DIR/parameter.cfg"; then sleep 300; fi' \
     maxTrialNumber=60 tuner='{name: Random, classArgs: {seed: 11, optimize_mode: maximize}}'
+# an api's first chart reads every trial in slices of 4 (default 16384), a chunked reply
+export TRIALQ_CHART_SLICE_ROWS=4
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || fail "no experiment id printed"
@@ -116,7 +118,12 @@ for st in ("SUCCEEDED", "USER_CANCELED", "RUNNING", "WAITING", "FAILED"):
     assert o["counts"][st] == sum(1 for r in rows if r[2] == st), (st, o["counts"])
 best = max((r for r in rows if r[2] == "SUCCEEDED" and r[3] is not None), key=lambda r: (r[3], -r[1]))
 assert o["best"]["trialJobId"] == best[0] and o["best"]["value"] == best[3], (o["best"], best)
+# this api's first chart: chunked, a space per slice read, then the answer
+with urllib.request.urlopen(base + "/webui/charts?buckets=10") as r:
+    body = r.read()
+    assert r.headers.get("Transfer-Encoding") == "chunked" and body.startswith(b" "), (r.headers, body[:40])
 c = get("/webui/charts?buckets=10")
+assert json.loads(body) == c, (body, c)
 finals = [r for r in rows if metric(r) is not None]
 assert c["final"]["count"] == len(finals) and len(c["final"]["points"]) <= 20
 assert max(p[1] for p in c["final"]["points"]) == max(r[3] for r in finals)

@@ -4,7 +4,7 @@
 # trialq:<exp>:<trial>:1, each submitted once; the jobs beyond the cluster's capacity
 # wait in Slurm's queue (PENDING, reason Resources); the metric rows are exactly what the
 # trials wrote in their dirs; the worker asks squeue once per poll interval for all jobs,
-# not once per trial. A loginNode is refused at create with nothing created.
+# not once per trial. A loginNode that does not answer is refused at create.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/slurm.sh"
 slurm_cluster_start
@@ -97,10 +97,10 @@ echo "squeue --json calls: $calls over ${secs}s"
 pass "$calls squeue calls for 20 trials over ${secs}s"
 nnictl stop "$id" > /dev/null
 
-# the SSH mode is not there yet: refused at create, nothing created
+# the SSH mode: a login node that does not answer is refused at create, nothing created
 metrics_experiment "$WORK/exp2" 1 1 22 "  platform: slurm
-  loginNode: {host: login1.example.org, user: alice, password: x}"
-out=$(nnictl create --config "$WORK/exp2/config.yml" --port "$(free_port)" 2>&1) && fail "loginNode accepted: $out"
-echo "$out" | grep -q "not available yet" || fail "no clear message for loginNode: $out"
-[ "$(sql "SELECT count(*) FROM experiment")" = 1 ] || fail "an experiment was created with loginNode"
-pass "loginNode refused at create: $(echo "$out" | head -1)"
+  loginNode: {host: 127.0.0.1, port: $(free_port), user: alice, password: x}"
+out=$(nnictl create --config "$WORK/exp2/config.yml" --port "$(free_port)" 2>&1) && fail "a dead loginNode accepted: $out"
+echo "$out" | grep -q "login node alice@127.0.0.1:.*unreachable" || fail "no clear message for a dead loginNode: $out"
+[ "$(sql "SELECT count(*) FROM experiment")" = 1 ] || fail "an experiment was created with a dead loginNode"
+pass "a loginNode that does not answer is refused at create: $(echo "$out" | head -1)"

@@ -22,16 +22,7 @@ kill9_manager "$id" slurm
 sleep 2   # some jobs end, others start, while no manager watches
 
 resume_to_done "$id" "$port" 12
-# one job per trial: squeue (MinJobAge 600) lists every job of the experiment
-jobs=$(squeue -h -t all -o %j | grep -c "^nni-$id-")
-names=$(squeue -h -t all -o %j | grep "^nni-$id-" | sort -u | wc -l)
-[ "$jobs" = 12 ] && [ "$names" = 12 ] || fail "$jobs Slurm jobs ($names names) for 12 trials"
-for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
-    dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
-    want=$(sort "$dir/written.log")
-    got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
-    [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
-done
+slurm_one_job_each "$id" 12
 pass "12 Slurm jobs, one per trial, re-attached after the crash; no metric lost or doubled"
 nnictl stop "$id" > /dev/null
 echo "93-slurm-resume: passed"

@@ -214,10 +214,12 @@ kill9_manager() {
 
 # resume_to_done ID PORT TOTAL: `nnictl resume` after a crash; the experiment reaches DONE
 # with TOTAL trials, each SUCCEEDED in its first attempt and ended exactly once (its
-# events), and a re-attach or adoption logged
+# events), and a re-attach or adoption logged. RESUME_THEN: a command run right after
+# the resume (e.g. to bring back what the workers need)
 resume_to_done() {
     local total ok
     nnictl resume "$1" --port "$2" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
+    [ -z "${RESUME_THEN:-}" ] || $RESUME_THEN
     wait_status "$1" DONE 180
     pass "experiment reached DONE after resume"
     total=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1'")

@@ -18,6 +18,8 @@
 
 #include "schema/listing.h"
 #include "schema/trial_new.h"
+#include "schema/trial_sets.h"
+#include "schema/webui_rows.h"
 #include "tests/unit/db_fixture.h"
 
 static char *tmpdir;
@@ -317,6 +319,274 @@ static void test_offset_seek(void **s)
     db_close(db);
 }
 
+/* n trials of exp1 (add_many) with final_metric = the SQL `metric` of sequence, every
+ * one whose sequence % fail_mod is fail_rem FAILED, and every one whose sequence %
+ * null_mod is null_rem without a final metric */
+static struct db *mixed_history(int n, const char *metric, int fail_mod, int fail_rem, int null_mod, int null_rem)
+{
+    struct db *db = fx_open_fresh(tmpdir);
+    struct errbuf e;
+    fx_add_experiment(db, "exp1", tmpdir, NULL, 2, 0);
+    add_many(db, "exp1", 0, n);
+    char *sql = xasprintf("UPDATE trial SET final_metric = %s", metric);
+    assert_int_equal(db_run(db, &e, sql, ""), n);
+    free(sql);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET status = 'FAILED' WHERE sequence % ? = ?", "ii", fail_mod,
+                            fail_rem), (n - 1 - fail_rem) / fail_mod + 1);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET final_metric = NULL WHERE sequence % ? = ?", "ii", null_mod,
+                            null_rem), (n - 1 - null_rem) / null_mod + 1);
+    return db;
+}
+
+struct sample {
+    int64_t seq[64];
+    int n;
+};
+
+static void sample_row(void *ctx, const struct param_row *r)
+{
+    struct sample *sm = ctx;
+    if (sm->n < 64)
+        sm->seq[sm->n++] = r->sequence;
+}
+
+/* VM instructions of one SQL statement run to its end */
+static long sql_cost(struct db *db, const char *sql)
+{
+    long cost = 0;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        ;
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    sqlite3_finalize(st);
+    return cost;
+}
+
+/* The counts per status kept by migration 017's triggers match the trials through
+ * inserts, status changes and deletes; GET /job-statistics, the web UI's counts, its
+ * table sorted by the final metric and an offset within one status cost a few rows per
+ * 1024 trials or a page's rows, not a walk of every trial (VM instructions, compared
+ * with one count of the trials in the index). */
+static void test_counts_not_scans(void **s)
+{
+    (void)s;
+    struct db *db = mixed_history(20000, "sequence + 0.5", 7, 3, 11, 5); /* 2857 FAILED */
+    struct errbuf e;
+    assert_int_equal(db_run(db, &e, "DELETE FROM metric WHERE trial_id = 'Z5000'", ""), 3);
+    assert_int_equal(db_run(db, &e, "DELETE FROM trial WHERE id = 'Z5000'", ""), 1);
+    assert_int_equal(db_run(db, &e, "UPDATE trial SET sequence = 20500 WHERE id = 'Z0004'", ""), 1);
+    int64_t bad = -1;
+    assert_int_equal(db_int(db, &e, &bad, "SELECT count(*) FROM (SELECT status, count(*) AS n FROM trial GROUP BY status"
+                                          " EXCEPT SELECT status, sum(n) FROM trial_status_count GROUP BY status"
+                                          " HAVING sum(n) > 0)", ""), 1);
+    assert_int_equal(bad, 0);
+    long full = sql_cost(db, "SELECT count(*) FROM trial WHERE experiment_id = 'exp1'");
+    /* /job-statistics */
+    struct status_count *c;
+    int n;
+    long cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_per_status(db, "exp1", &c, &n, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_int_equal(n, 2);
+    assert_string_equal(c[0].status, "FAILED");
+    assert_int_equal(c[0].n, 2857);
+    assert_string_equal(c[1].status, "SUCCEEDED");
+    assert_int_equal(c[1].n, 20000 - 2857 - 1);
+    status_counts_free(c, n);
+    print_message("VM instructions: job statistics %ld, a count of the trials %ld\n", cost, full);
+    assert_true(cost * 10 < full);
+    /* nnictl's progress line: trials done and succeeded */
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_count(db, "exp1", COUNT_DONE, NULL, &e), 19999);
+    assert_int_equal(trials_count(db, "exp1", COUNT_SUCCEEDED, NULL, &e), 20000 - 2857 - 1);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_true(cost * 5 < full);
+    /* the web UI's counts and its table sorted by the final metric */
+    int64_t shown = 0, nometric = 0, want_nometric = 0;
+    assert_int_equal(db_int(db, &e, &want_nometric, "SELECT count(*) FROM trial WHERE status = 'SUCCEEDED'"
+                                                    " AND final_metric IS NULL", ""), 1);
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_with_shown_metric(db, "exp1", &shown, &e), 0);
+    assert_int_equal(trials_succeeded_without_metric(db, "exp1", &nometric, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    assert_int_equal(nometric, want_nometric);
+    assert_int_equal(shown, 20000 - 2857 - 1 - want_nometric);
+    assert_true(cost * 2 < full);
+    static struct trial rows[50];
+    int64_t total;
+    for (int desc = 0; desc < 2; desc++) {
+        struct trial_query q = {.exp_id = "exp1", .sort = "metric", .desc = desc, .limit = 50};
+        cost = 0;
+        sqlite3_progress_handler(db->h, 1, count_step, &cost);
+        assert_int_equal(webui_trial_page(db, &q, rows, &n, &total, &e), 0);
+        sqlite3_progress_handler(db->h, 0, NULL, NULL);
+        print_message("VM instructions: trials sorted by metric (%s) %ld\n", desc ? "desc" : "asc", cost);
+        assert_true(cost < full);
+        assert_int_equal(n, 50);
+        assert_int_equal(total, 19999);
+        assert_int_equal(rows[0].sequence, desc ? 19999 : 0);
+        for (int i = 0; i < n; i++) {
+            assert_string_equal(rows[i].status, "SUCCEEDED");
+            if (i)
+                assert_true(desc ? rows[i].final_metric < rows[i - 1].final_metric
+                                 : rows[i].final_metric > rows[i - 1].final_metric);
+        }
+        for (int i = 0; i < n; i++)
+            trial_clear(&rows[i]);
+    }
+    /* the valued part ends where the SQL says, then come the trials without a metric */
+    struct trial_query q = {.exp_id = "exp1", .sort = "metric", .status = "SUCCEEDED", .offset = shown - 1, .limit = 2};
+    assert_int_equal(webui_trial_page(db, &q, rows, &n, &total, &e), 0);
+    assert_int_equal(n, 2);
+    assert_true(rows[0].has_final_metric);
+    assert_false(rows[1].has_final_metric);
+    assert_int_equal(total, 20000 - 2857 - 1);
+    trial_clear(&rows[0]);
+    trial_clear(&rows[1]);
+    /* GET /trial-jobs?status=SUCCEEDED&offset=..: the walk's rows, at a block's cost */
+    static const int64_t offs[] = {1, 1000, 5000, 16000, 17141, 17142, 30000};
+    long cdeep = 0;
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        struct page p;
+        page_init(&p, "exp1");
+        p.status = "SUCCEEDED";
+        p.limit = 3;
+        p.offset = offs[i];
+        cJSON *got = read_cost(db, &p, 0, &cost);
+        char *sql = xasprintf("SELECT sequence FROM trial WHERE experiment_id = 'exp1' AND status = 'SUCCEEDED'"
+                              " ORDER BY sequence LIMIT 3 OFFSET %lld", (long long)offs[i]);
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+        int k = 0;
+        while (sqlite3_step(st) == SQLITE_ROW)
+            assert_int_equal((int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(got, k++), "sequenceId")->valuedouble,
+                             sqlite3_column_int64(st, 0));
+        assert_int_equal(cJSON_GetArraySize(got), k);
+        sqlite3_finalize(st);
+        if (offs[i] == 16000) {
+            cdeep = cost;
+            long cwalk = sql_cost(db, sql);
+            print_message("VM instructions: status page at offset 16000 %ld (walked: %ld)\n", cdeep, cwalk);
+            assert_true(cwalk > 4 * cdeep);
+        }
+        free(sql);
+        cJSON_Delete(got);
+    }
+    /* the web UI's table by sequence at an offset, of all or of one status, both orders:
+     * the rows LIMIT/OFFSET gives, at a block's cost */
+    static const char *const statuses[] = {NULL, "SUCCEEDED", "FAILED"};
+    static const int64_t woffs[] = {1, 1023, 1024, 2856, 5000, 16000, 17141, 19998, 19999, 25000};
+    for (int si = 0; si < 3; si++)
+        for (int desc = 0; desc < 2; desc++)
+            for (size_t i = 0; i < sizeof woffs / sizeof woffs[0]; i++) {
+                struct trial_query wq = {.exp_id = "exp1", .status = statuses[si], .desc = desc, .limit = 3,
+                                         .offset = woffs[i]};
+                cost = 0;
+                sqlite3_progress_handler(db->h, 1, count_step, &cost);
+                assert_int_equal(webui_trial_page(db, &wq, rows, &n, &total, &e), 0);
+                sqlite3_progress_handler(db->h, 0, NULL, NULL);
+                char *sql = xasprintf("SELECT sequence FROM trial WHERE experiment_id = 'exp1'%s%s%s ORDER BY sequence"
+                                      " %s LIMIT 3 OFFSET %lld", statuses[si] ? " AND status = '" : "",
+                                      statuses[si] ? statuses[si] : "", statuses[si] ? "'" : "", desc ? "DESC" : "ASC",
+                                      (long long)woffs[i]);
+                sqlite3_stmt *st;
+                assert_int_equal(sqlite3_prepare_v2(db->h, sql, -1, &st, NULL), SQLITE_OK);
+                int k = 0;
+                while (sqlite3_step(st) == SQLITE_ROW) {
+                    assert_true(k < n);
+                    assert_int_equal(rows[k++].sequence, sqlite3_column_int64(st, 0));
+                }
+                assert_int_equal(k, n);
+                sqlite3_finalize(st);
+                for (k = 0; k < n; k++)
+                    trial_clear(&rows[k]);
+                if (woffs[i] == 16000 && si == 0) {
+                    long cwalk = sql_cost(db, sql);
+                    print_message("VM instructions: web UI page by sequence at offset 16000 (%s) %ld (walked: %ld)\n",
+                                  desc ? "desc" : "asc", cost, cwalk);
+                    assert_true(cwalk > 4 * cost);
+                }
+                free(sql);
+            }
+    /* the parameter chart's sample: the first shown trial at or after each of 50
+     * points, a seek each */
+    struct sample sm = {0};
+    cost = 0;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(param_sample(db, "exp1", shown, 50, sample_row, &sm, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    print_message("VM instructions: parameter sample of %d %ld\n", sm.n, cost);
+    assert_true(cost * 4 < full);
+    assert_int_equal(sm.n, 50);
+    for (int i = 0; i < sm.n; i++) {
+        int64_t from = (int64_t)(20501.0 * i / 50), want = -1; /* sequences 0..20500 */
+        assert_int_equal(db_int(db, &e, &want, "SELECT min(sequence) FROM trial WHERE status = 'SUCCEEDED'"
+                                               " AND final_metric IS NOT NULL AND sequence >= ?", "i", from), 1);
+        assert_int_equal(sm.seq[i], want);
+    }
+    db_close(db);
+}
+
+/* nnictl trial ls reads page after page (trials_page): the pages concatenate to the
+ * order one query gives (ties by sequence), and --head's page costs its rows, not a
+ * sort of every trial. */
+static void test_trials_page(void **s)
+{
+    (void)s;
+    struct db *db = mixed_history(3000, "sequence % 100", 9, 1, 13, 2); /* ties in the metric */
+    struct errbuf e;
+    static const char *const want_sql[] = {
+        "SELECT sequence FROM trial WHERE status = 'SUCCEEDED' AND final_metric IS NOT NULL"
+        " ORDER BY final_metric ASC, sequence",
+        "SELECT sequence FROM trial ORDER BY sequence",
+        "SELECT sequence FROM trial WHERE status = 'SUCCEEDED' AND final_metric IS NOT NULL"
+        " ORDER BY final_metric DESC, sequence",
+    };
+    for (int order = -1; order <= 1; order++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db->h, want_sql[order + 1], -1, &st, NULL), SQLITE_OK);
+        struct trial last;
+        int have = 0, total = 0;
+        for (;;) {
+            struct trial *ts;
+            int n;
+            assert_int_equal(trials_page(db, "exp1", order, have ? &last : NULL, 97, &ts, &n, &e), 0);
+            for (int i = 0; i < n; i++) {
+                assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                assert_int_equal(ts[i].sequence, sqlite3_column_int64(st, 0));
+                last.sequence = ts[i].sequence;
+                last.final_metric = ts[i].final_metric;
+                trial_clear(&ts[i]);
+            }
+            free(ts);
+            have = 1;
+            total += n;
+            if (n < 97)
+                break;
+        }
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        assert_true(total > 2000);
+    }
+    long full = sql_cost(db, "SELECT count(*) FROM trial WHERE experiment_id = 'exp1'"), cost = 0;
+    struct trial *ts;
+    int n;
+    sqlite3_progress_handler(db->h, 1, count_step, &cost);
+    assert_int_equal(trials_page(db, "exp1", 1, NULL, 10, &ts, &n, &e), 0);
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);
+    print_message("VM instructions: trial ls --head 10 %ld, a count of the trials %ld\n", cost, full);
+    assert_true(cost < full);
+    for (int i = 0; i < n; i++)
+        trial_clear(&ts[i]);
+    free(ts);
+    db_close(db);
+}
+
 /* An incremental read of exp1 after since, its upper end read (trials or metrics). */
 static void page_since(struct db *db, struct page *p, int64_t since, int metrics)
 {
@@ -457,6 +727,8 @@ int main(void)
         cmocka_unit_test(test_pages_concatenate),
         cmocka_unit_test(test_since),
         cmocka_unit_test(test_offset_seek),
+        cmocka_unit_test(test_counts_not_scans),
+        cmocka_unit_test(test_trials_page),
         cmocka_unit_test(test_since_bounded),
         cmocka_unit_test(test_metric_ids_never_reused),
         cmocka_unit_test(test_enqueue_budget),

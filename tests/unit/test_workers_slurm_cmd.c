@@ -344,6 +344,48 @@ static void test_script_stop(void **state)
     kill(-pid, SIGKILL); /* the trial's sleep */
 }
 
+/* sbatch's failures: the controller not answering is tried again, a refusal is not
+ * (the first two as sbatch 22.05 wrote them on the test cluster, e2e/96: slurmctld
+ * stopped, and partition: nope; the others slurm_strerror's words) */
+static void test_sbatch_transient(void **state)
+{
+    (void)state;
+    assert_true(slurm_sbatch_transient("sbatch failed (status 1): sbatch: error: Batch job submission failed: "
+                                       "Unable to contact slurm controller (connect failure)"));
+    assert_false(slurm_sbatch_transient("sbatch: error: invalid partition specified: nope\n"
+                                        "sbatch: error: Batch job submission failed: Invalid partition name specified"));
+    assert_true(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Socket timed out on send/recv "
+                                       "operation"));
+    assert_true(slurm_sbatch_transient("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Invalid account or "
+                                        "account/partition combination specified"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Invalid qos specification"));
+    assert_false(slurm_sbatch_transient("sbatch: error: Batch job submission failed: Requested node configuration "
+                                        "is not available"));
+    assert_false(slurm_sbatch_transient(""));
+    assert_false(slurm_sbatch_transient(NULL));
+}
+
+/* what slurmstepd wrote in a job's --error file when jobacct_gather/linux with
+ * OverMemoryKill killed it (Slurm 22.05 on the test cluster, e2e/97) */
+static void test_oom_line(void **state)
+{
+    (void)state;
+    const char *txt = "setup ok\n"
+                      "slurmstepd-n1: error: StepId=1.batch exceeded memory limit (330149888 > 52428800), being killed\n"
+                      "slurmstepd-n1: error: *** JOB 1 ON n1 CANCELLED AT 2026-11-27T09:26:41 ***\n"
+                      "slurmstepd-n1: error: Exceeded job memory limit\n";
+    size_t len = 0;
+    const char *l = slurm_oom_line(txt, &len);
+    assert_non_null(l);
+    assert_int_equal(len, strlen("slurmstepd-n1: error: StepId=1.batch exceeded memory limit (330149888 > 52428800), "
+                                 "being killed"));
+    assert_memory_equal(l, "slurmstepd-n1: error: StepId=1.batch exceeded", 45);
+    assert_non_null(slurm_oom_line("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=7.batch.", &len));
+    assert_null(slurm_oom_line("slurmstepd-n1: error: *** JOB 3 ON n1 CANCELLED AT 2026-11-27T09:26:41 ***\n", &len));
+    assert_null(slurm_oom_line(NULL, &len));
+}
+
 static void test_exit_parse(void **state)
 {
     (void)state;
@@ -566,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_sizes),         cmocka_unit_test(test_sbatch_argv),
         cmocka_unit_test(test_script_runs),   cmocka_unit_test(test_script_setup),
         cmocka_unit_test(test_script_stop),   cmocka_unit_test(test_exit_parse),
+        cmocka_unit_test(test_sbatch_transient), cmocka_unit_test(test_oom_line),
         cmocka_unit_test(test_squeue_queue),  cmocka_unit_test(test_squeue_states),
         cmocka_unit_test(test_squeue_bad),    cmocka_unit_test(test_state_table),
     };

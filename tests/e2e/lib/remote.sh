@@ -28,6 +28,7 @@ remote_keys() {
 }
 
 # remote_sshd N: starts machine N (sshd on a free port); sets SSHD_PORT[N], SSHD_PID[N]
+# (REMOTE_SSHD_EXTRA: more sshd_config lines, e.g. SetEnv for the Slurm login node)
 declare -A SSHD_PORT SSHD_PID
 remote_sshd() {
     local n=$1 port cfg
@@ -48,6 +49,7 @@ PermitRootLogin no
 MaxSessions 100
 MaxStartups 100:30:200
 Subsystem sftp internal-sftp
+${REMOTE_SSHD_EXTRA:-}
 CFG
     /usr/sbin/sshd -t -f "$cfg" || fail "sshd config $cfg"
     /usr/sbin/sshd -D -e -f "$cfg" >> "$WORK/sshd-$n.log" 2>&1 &

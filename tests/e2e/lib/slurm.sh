@@ -95,6 +95,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 CONF
+    [ -z "${SLURM_CONF_EXTRA:-}" ] || echo "$SLURM_CONF_EXTRA" >> "$d/slurm.conf"
     : > "$d/gres.conf"
     for n in $(seq 1 "$SLURM_NODE_COUNT"); do
         mkdir -p "$d/spool/n$n"
@@ -109,14 +110,27 @@ CONF
 
     # the daemons carry TQ_SLURM_DAEMON in their environment: what they fork (job steps,
     # a slurmd child that retries a job's completion while slurmctld is gone) is found by it
-    TQ_SLURM_DAEMON=$d /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" > "$d/log/slurmctld.out" 2>&1 &
-    SLURM_PID[ctld]=$!
-    slurm_wait_port "$ctld_port" slurmctld
+    SLURM_CTLD_PORT=$ctld_port
+    slurm_ctld_start
     for n in $(seq 1 "$SLURM_NODE_COUNT"); do
         TQ_SLURM_DAEMON=$d /usr/sbin/slurmd -D -N "n$n" -f "$SLURM_CONF" > "$d/log/slurmd-n$n.out" 2>&1 &
         SLURM_PID[n$n]=$!
     done
     slurm_wait_idle "$SLURM_NODE_COUNT" 60
+}
+
+# slurm_ctld_start: starts slurmctld (again: its jobs come back from its state dir)
+slurm_ctld_start() {
+    TQ_SLURM_DAEMON=$SLURM_DIR /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >> "$SLURM_DIR/log/slurmctld.out" 2>&1 &
+    SLURM_PID[ctld]=$!
+    slurm_wait_port "$SLURM_CTLD_PORT" slurmctld
+}
+
+# slurm_ctld_stop: slurmctld ends (SIGTERM: it saves its state); the nodes and their jobs
+# live on
+slurm_ctld_stop() {
+    kill "${SLURM_PID[ctld]}"
+    wait "${SLURM_PID[ctld]}" 2>/dev/null || true
 }
 
 # slurm_wait_idle COUNT SECONDS: until COUNT nodes are idle
@@ -218,4 +232,49 @@ slurm_wait_state() {
     done
     squeue -t all -j "$1" >&2 || true
     fail "job $1 is '$got' after $3 s, wanted $2"
+}
+
+# slurm_exact_metrics ID [STATUS]: each trial's metric rows (of the trials in STATUS,
+# default all) are exactly what it wrote (written.log in its dir, trials/metrics.sh)
+slurm_exact_metrics() {
+    local tid dir want got
+    for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$1' AND status LIKE '${2:-%}'"); do
+        dir=$(sql "SELECT trial_dir FROM trial WHERE id='$tid'")
+        want=$(sort "$dir/written.log")
+        got=$(sql "SELECT type || ' ' || sequence || ' ' || value FROM metric WHERE trial_id='$tid'" | sort)
+        [ -n "$want" ] && [ "$want" = "$got" ] || { echo "want: $want"; echo "got: $got"; fail "metrics of $tid differ"; }
+    done
+}
+
+# slurm_one_job_each ID N: squeue (MinJobAge 600) lists N jobs of the experiment, one per
+# trial (no name twice), and slurm_exact_metrics
+slurm_one_job_each() {
+    local jobs names
+    jobs=$(squeue -h -t all -o %j | grep -c "^nni-$1-")
+    names=$(squeue -h -t all -o %j | grep "^nni-$1-" | sort -u | wc -l)
+    [ "$jobs" = "$2" ] && [ "$names" = "$2" ] || fail "$jobs Slurm jobs ($names names) for $2 trials"
+    slurm_exact_metrics "$1"
+}
+
+# slurm_login_node: the SSH mode's login node (source lib/remote.sh first; after
+# slurm_cluster_start): sshd 1 on loopback whose sessions get SLURM_CONF (and PATH, when
+# SLURM_LOGIN_PATH is set), the non-root user tqremote1 logging in with $WORK/id_ed25519,
+# its host key in $WORK/known_hosts, $WORK/shared owned by that user. Sets SLURM_LOGIN_TS:
+# the trainingService lines (sharedDirectory, knownHostsFile, loginNode), a newline first;
+# SLURM_LOGIN_AUTH=password: loginNode logs in with the user's password instead of the key.
+slurm_login_node() {
+    remote_need_root
+    chmod 755 "$SLURM_DIR/munge" # the munge socket, for the login user (the key stays 0400)
+    remote_user tqremote1
+    remote_keys
+    # kept: `remote_sshd 1` brings the login node back (after remote_partition) as it was
+    REMOTE_SSHD_EXTRA="SetEnv SLURM_CONF=$SLURM_CONF${SLURM_LOGIN_PATH:+ PATH=$SLURM_LOGIN_PATH}"
+    remote_sshd 1
+    remote_known_host 1 > "$WORK/known_hosts"
+    mkdir -p "$WORK/shared"
+    chown tqremote1 "$WORK/shared"
+    SLURM_LOGIN_TS=$'\n  sharedDirectory: '"$WORK/shared"$'\n  knownHostsFile: '"$WORK/known_hosts"
+    local auth="sshKeyFile: $WORK/id_ed25519"
+    [ "${SLURM_LOGIN_AUTH:-key}" = key ] || auth="password: $REMOTE_PASS"
+    SLURM_LOGIN_TS+=$'\n  loginNode: {host: 127.0.0.1, port: '"${SSHD_PORT[1]}"', user: tqremote1, '"$auth}"
 }
