@@ -578,6 +578,18 @@ static int get_job(struct aml *d, const char *name, cJSON **job, struct errbuf *
     return rc;
 }
 
+/* nas_find_fn: a GET of the job by its name */
+static int find_job(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
+{
+    struct aml *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
+    int g = get_job(d, name, NULL, e);
+    if (g == 1)
+        nas_job_known(j, d->local_root, t, MARKER, name);
+    free(name);
+    return g;
+}
+
 /* PUTs the job (idempotent by name). 1: the job exists (created or found); 0: no answer
  * or a passing refusal (e: try again later); -1: Azure ML refused it (e). */
 static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
@@ -696,36 +708,11 @@ static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, str
     struct aml *d = w->platform;
     memset(js, 0, sizeof *js);
     struct nas_job *j = job_of(d, t);
+    int rc = 0;
+    if (j->need_submit && nas_poll_unconfirmed(w, &d->jobs, j, t, try_submit, find_job, js, &rc, e))
+        return rc;
     char *name = nas_job_name(w->exp_id, t);
     struct errbuf he;
-    int rc = 0;
-    if (j->need_submit && t->kill_request) {
-        /* killed before Azure ML confirmed it: it ends here unless it exists after all */
-        int g = get_job(d, name, NULL, &he);
-        if (g < 0) {
-            rc = errf(e, "%s", he.msg);
-        } else if (g == 0) {
-            js->finished = 1;
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
-            nas_job_forget(&d->jobs, t->id);
-        } else {
-            nas_job_known(j, d->local_root, t, MARKER, name);
-        }
-        if (g <= 0)
-            goto out;
-    } else if (j->need_submit) {
-        int s = try_submit(w, j, t, &he);
-        if (s < 0) { /* refused for good: the trial fails with its reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", he.msg);
-            nas_job_forget(&d->jobs, t->id);
-        }
-        rc = s == 0 ? errf(e, "%s", he.msg) : 0;
-        goto out;
-    }
     cJSON *job = NULL;
     const cJSON *listed = job_listing_find(&d->listed, name);
     int g = listed ? 1 : get_job(d, name, &job, &he); /* not listed: its own GET confirms it */
@@ -753,7 +740,6 @@ static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, str
     cJSON_Delete(job);
     if (js->finished || js->vanished)
         nas_job_forget(&d->jobs, t->id);
-out:
     free(name);
     return rc;
 }

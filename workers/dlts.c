@@ -558,6 +558,19 @@ out:
     return rc;
 }
 
+/* nas_find_fn: the trial's job in the team's job list */
+static int find_trial_job(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
+{
+    struct dlts *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t), *id = NULL;
+    int fatal = 0;
+    int f = find_job(d, name, &id, &fatal, e);
+    free(name);
+    if (f == 1)
+        job_known(d, j, t, id);
+    return f;
+}
+
 static int dlts_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct dlts *d = w->platform;
@@ -596,35 +609,9 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
     struct dlts *d = w->platform;
     memset(js, 0, sizeof *js);
     struct nas_job *j = job_of(d, t);
-    if (j->need_submit && t->kill_request) {
-        /* killed before DLTS confirmed it: it ends here unless it exists after all */
-        char *name = nas_job_name(w->exp_id, t), *id = NULL;
-        int fatal = 0;
-        struct errbuf he;
-        int f = find_job(d, name, &id, &fatal, &he);
-        free(name);
-        if (f < 0)
-            return errf(e, "%s", he.msg);
-        if (f == 0) {
-            js->finished = 1;
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
-            nas_job_forget(&d->jobs, t->id);
-            return 0;
-        }
-        job_known(d, j, t, id);
-    } else if (j->need_submit) {
-        struct errbuf se;
-        int s = try_submit(w, j, t, &se);
-        if (s < 0) { /* DLTS refused it for good: the trial fails with its reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            nas_job_forget(&d->jobs, t->id);
-        }
-        return s == 0 ? errf(e, "%s", se.msg) : 0;
-    }
+    int rc = 0;
+    if (j->need_submit && nas_poll_unconfirmed(w, &d->jobs, j, t, try_submit, find_trial_job, js, &rc, e))
+        return rc;
     char *dir = local_dir(d, t);
     const cJSON *listed = job_listing_find(&d->listed, j->job_id);
     if (listed) { /* this interval's list has it: no call of its own */
@@ -641,7 +628,6 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
     char *body = NULL;
     long status = 0;
     struct errbuf he;
-    int rc = 0;
     if (http(d, "GET", path, NULL, &status, &body, &he) < 0) {
         rc = errf(e, "status: %s", he.msg);
     } else if (status != 200) {
