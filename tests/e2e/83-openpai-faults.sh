@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # OpenPAI faults: a rejected token is reported by `nnictl create` and nothing is created
-# or submitted; then, while an experiment runs, the server answers 503 for a while,
-# then answers too slowly (the worker's calls time out), then 502 a number of times:
+# or submitted; then, while an experiment runs, the server answers 429 with
+# Retry-After (no call before it), 503 for a while, then answers too slowly (the
+# worker's calls time out), then 502 a number of times:
 # the worker retries with back-off and loses nothing (every trial SUCCEEDED once, no
 # job created twice, metrics complete).
 . "$(dirname "$0")/lib.sh"
@@ -34,11 +35,24 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' || true
+# 429 Too Many Requests with Retry-After: 3: no call at all until then
+before=$(pai_stat injected)
+pai_fail '{"status": 429, "count": 1, "retry_after": 3}'
+took_429() { [ "$(pai_stat injected)" -gt "$before" ]; }
+wait_until 10 took_429 || fail "no call met the 429"
+c0=$(pai_stat calls)
+sleep 2
+c1=$(pai_stat calls)
+[ "$c1" -le $((c0 + 1)) ] || fail "$((c1 - c0)) calls within 2 s of a 429 with Retry-After: 3"
+pass "a 429 with Retry-After: 3 held every call back ($((c1 - c0)) in the next 2 s)"
+sleep 1   # its Retry-After over, the faults below meet calls
 pai_fail '{"status": 503, "seconds": 3}'
 sleep 3.5
 pai_fail '{"delay": 3, "seconds": 4}'      # answers after 3 s: the worker gives up after 2 s
 sleep 4.5
-pai_fail '{"status": 502, "count": 12}'
+# (the status of all jobs comes from one list call, and one back-off serves them all:
+# each 502 here costs a listing's back-off, up to 5 s after the failures above)
+pai_fail '{"status": 502, "count": 3}'
 wait_status "$id" DONE 180
 pass "experiment reached DONE through 503s, timeouts and 502s"
 
