@@ -27,15 +27,15 @@ id=$AML_ID
 wait_until 20 eval "[ \"\$(aml_stat 's[\"injected\"]')\" -ge 3 ]" || fail "fewer than 3 submissions throttled"
 check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' 30 "2 trials RUNNING"
-aml_fail '{"mode": "status", "status": 503, "seconds": 2, "action": "get"}'
-wait_until 6 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
+aml_fail '{"mode": "status", "status": 503, "seconds": 5, "action": "list"}'
+wait_until 8 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
 check > "$WORK/status.json"
 grep -q "HTTP 503" "$WORK/status.json" || { cat "$WORK/status.json"; fail "check-status does not give the answer"; }
 pass "a service answering 503 is the experiment's error: $(grep -o 'Azure ML at[^"]*' "$WORK/status.json" | head -c 200)"
 wait_until 10 eval "! check | grep -q 'Azure ML at'" || fail "the error stays after the service answers again"
 pass "the error is gone once the service answers"
-fault '{"mode": "drop", "count": 3, "action": "get"}' 3
-fault '{"mode": "delay", "delay": 3, "count": 1, "action": "get"}' 1
+fault '{"mode": "drop", "count": 3, "action": "list"}' 3
+fault '{"mode": "delay", "delay": 3, "count": 1, "action": "list"}' 1
 fault '{"mode": "status", "status": 503, "count": 1, "action": "token"}' 1
 wait_status "$id" DONE 120
 pass "experiment reached DONE through 503s, 429s, dropped connections, timeouts and a failing token endpoint"
