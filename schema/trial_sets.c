@@ -171,8 +171,8 @@ int64_t trials_count(struct db *db, const char *exp_id, enum trial_count which, 
         [COUNT_DONE] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
                        " AND status NOT IN " SQL_TRIAL_ACTIVE,
         [COUNT_RUNNING] = "SELECT count(*) FROM trial WHERE experiment_id = ? AND status = 'RUNNING'",
-        [COUNT_SUCCEEDED] = "SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
-                            " AND status = 'SUCCEEDED'",
+        [COUNT_SUCCEEDED] = ("SELECT coalesce(sum(n), 0) FROM trial_status_count WHERE experiment_id = ?"
+                             " AND status = 'SUCCEEDED'"),
     };
     int64_t n = 0;
     int rc = which == COUNT_STARTED ? db_int(db, e, &n, sql[which], "ss", exp_id, platform)
