@@ -24,7 +24,10 @@
 #   usage: bench/cluster_scale.sh [BUILD_DIR] (default build)
 #   env:   N=5000 trials, C=2000 concurrency, DUR=30 seconds a job runs, WINDOW=15
 #          seconds of steady state measured, POLL_MS= the worker's poll interval
-#          (TRIALQ_KUBE_POLL_MS; empty: the worker's default), KEEP=1 keeps the work dir
+#          (TRIALQ_KUBE_POLL_MS; empty: the worker's default), SUBMIT_RATE= new jobs
+#          per second (TRIALQ_SUBMIT_RATE; empty: the platform's 20), KEEP=1 keeps the
+#          work dir, MAX_GET_RATE=R fails the run when the status GETs (job list and
+#          single jobs) in the steady state exceed R per second (bench/cluster_scale-short)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
@@ -37,6 +40,8 @@ export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/servers/k8s_lib.sh"
 unset TRIALQ_KUBE_TIMEOUT_MS
 if [ -n "${POLL_MS:-}" ]; then export TRIALQ_KUBE_POLL_MS=$POLL_MS; else unset TRIALQ_KUBE_POLL_MS; fi
+if [ -n "${SUBMIT_RATE:-}" ]; then export TRIALQ_SUBMIT_RATE=$SUBMIT_RATE; else unset TRIALQ_SUBMIT_RATE; fi
+unset TRIALQ_KUBE_LIST_LIMIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 K8S_AUTH=token
@@ -106,9 +111,9 @@ sql "SELECT t.job_id, t.submit_time, t.start_time, t.end_time, t.status,
      FROM trial t WHERE t.experiment_id='$id'" > "$WORK/trials.txt"
 nnictl stop "$id" > /dev/null 2>&1 || true
 
-echo "cluster_scale: $(nproc) cores, build $BUILD, trials=$N concurrency=$C job_run=${DUR}s poll_ms=${TRIALQ_KUBE_POLL_MS:-default}"
+echo "cluster_scale: $(nproc) cores, build $BUILD, trials=$N concurrency=$C job_run=${DUR}s poll_ms=${TRIALQ_KUBE_POLL_MS:-default} submit_rate=${TRIALQ_SUBMIT_RATE:-default}"
 $PY - "$WORK" "$ts_a" "$ts_b" "$t0" "$t1" "$N" "$run_a" "$run_b" "$cpu_a" "$cpu_b" "$cpu_end" "$rss" "$hwm" \
-    "$scpu_a" "$scpu_b" "$lat" "$C" <<'PY'
+    "$scpu_a" "$scpu_b" "$lat" "$C" "${MAX_GET_RATE:-}" <<'PY'
 import json, sys
 work, ts_a, ts_b, t0, t1 = sys.argv[1], *map(float, sys.argv[2:6])
 n, run_a, run_b = map(int, sys.argv[6:9])
@@ -132,6 +137,10 @@ for k in b:
     verbs[k.split()[0]] = verbs.get(k.split()[0], 0) + b[k] - a.get(k, 0)
 print('  total %.1f/s (%s); per running job %.2f/s' % (total / win, ', '.join('%s %.1f/s' % (v, c / win) for v, c in
       sorted(verbs.items())), total / win / max(1, (run_a + run_b) / 2)))
+status_gets = sum(b[k] - a.get(k, 0) for k in b if k.startswith('GET ') and '/tfjobs' in k) / win
+ea, eb = json.load(open(work + '/stats-a.json')), json.load(open(work + '/stats-b.json'))
+print('  status GETs (job list pages and single jobs) %.1f/s: %.1f listings/s, %.1f continued pages/s' %
+      (status_gets, (eb['lists'] - ea['lists']) / win, (eb['continues'] - ea['continues']) / win))
 print('  the test server meanwhile: %.0f%% of a core; a GET of one job p50/max %s ms (20 on one connection)' %
       ((scpu_b - scpu_a) * 100 / win, lat))
 print('whole run: %d API requests (%s)' % (end['requests'], ', '.join('%s %d' % (k, v) for k, v in
@@ -172,6 +181,9 @@ print('finished->ended   p50 %7.0f ms  p99 %7.0f ms  (trial end_time - job done)
 print('finished->metric  p50 %7.0f ms  p99 %7.0f ms  (FINAL metric time - job done)' % (pct(f2met, .5), pct(f2met, .99)))
 print('worker CPU: %.2f ms per trial over the run, %.1f%% of a core in steady state; worker RSS %.1f MB, peak %.1f MB' %
       (cpu_end * 1000 / n, (cpu_b - cpu_a) * 100 / win, rss / 1024, hwm / 1024))
+if sys.argv[18] and status_gets > float(sys.argv[18]):
+    sys.exit('cluster_scale: FAILED: %.1f status GETs/s with %d..%d jobs running, want at most %s' %
+             (status_gets, run_a, run_b, sys.argv[18]))
 if ok != n or len(f2met) != n:
     sys.exit('cluster_scale: FAILED: %d of %d trials succeeded, %d with a FINAL metric' % (ok, n, len(f2met)))
 PY

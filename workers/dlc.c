@@ -3,6 +3,8 @@
  * Alibaba's signature V3 (common/acs_sign.c) on libcurl: CreateJob (POST /api/v1/jobs),
  * GetJob (GET /api/v1/jobs/{JobId}), ListJobs (GET /api/v1/jobs?DisplayName=...),
  * StopJob (POST /api/v1/jobs/{JobId}/stop). docs/platforms/dlc.md says how to set it up.
+ * Status comes from one paged ListJobs of the experiment's jobs per poll interval
+ * (dlc_poll_all); GetJob only confirms a job that the listing lacks.
  *
  * Files go through a NAS data source that DLC mounts into every job at
  * containerStorageMountPoint and that is mounted on this host at localStorageMountPoint,
@@ -33,6 +35,7 @@
 
 #include "common/acs_sign.h"
 #include "schema/worker_rows.h"
+#include "workers/job_listing.h"
 #include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/worker.h"
@@ -40,6 +43,7 @@
 #define POLL_MS 1000
 #define BACKOFF_MIN_MS 500
 #define API_VERSION "2020-12-03"
+#define LIST_PAGE 100 /* jobs per ListJobs page of the batched poll (TRIALQ_DLC_LIST_PAGE) */
 
 struct dlc {
     char *endpoint;    /* scheme://host[:port], no trailing slash */
@@ -53,6 +57,7 @@ struct dlc {
     struct worker *w;        /* NULL at nnictl create (preflight) */
     int fail_streak;         /* calls in a row that got no answer or a passing refusal */
     struct nas_jobs jobs;    /* job_id: DLC's JobId, once known; need_submit: ListJobs by name, then CreateJob */
+    struct job_listing listed; /* the experiment's jobs by JobId (dlc_poll_all) */
 };
 
 /* ---------------- configuration ---------------- */
@@ -78,6 +83,7 @@ static void dlc_free(struct dlc *d)
     if (d->rest.curl)
         curl_easy_cleanup(d->rest.curl);
     nas_jobs_free(&d->jobs);
+    job_listing_reset(&d->listed);
     free(d);
 }
 
@@ -147,6 +153,7 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
     d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
     d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     d->rest.curl = curl_easy_init();
+    d->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!d->rest.curl)
         return errf(e, "cannot initialise libcurl");
     return 0;
@@ -254,15 +261,23 @@ static void error_text(const char *body, char *out, size_t outlen)
     cJSON_Delete(j);
 }
 
-/* ListJobs with DisplayName filter name (a part-of-the-name match), newest first. Returns
+/* ListJobs with DisplayName filter name (a part-of-the-name match): page number page
+ * (from 1) of page_size jobs, in the order order ("asc": oldest first, so that jobs
+ * created meanwhile come on later pages; NULL: DLC's default, newest first). Returns
  * the parsed answer (caller deletes) or NULL with e; *refused set when DLC refused for
  * good (not transient). */
-static cJSON *list_jobs(struct dlc *d, const char *name, int page_size, int *refused, struct errbuf *e)
+static cJSON *list_jobs_page(struct dlc *d, const char *name, int page, int page_size, const char *order,
+                             int *refused, struct errbuf *e)
 {
-    char ps[16];
+    char ps[16], pn[16];
     snprintf(ps, sizeof ps, "%d", page_size);
-    struct acs_kv q[4] = {{"DisplayName", name}, {"PageSize", ps}};
-    size_t nq = 2;
+    snprintf(pn, sizeof pn, "%d", page);
+    struct acs_kv q[6] = {{"DisplayName", name}, {"PageSize", ps}, {"PageNumber", pn}};
+    size_t nq = 3;
+    if (order) {
+        q[nq++] = (struct acs_kv){"Order", order};
+        q[nq++] = (struct acs_kv){"SortBy", "GmtCreateTime"};
+    }
     if (d->workspace)
         q[nq++] = (struct acs_kv){"WorkspaceId", d->workspace};
     long status = 0;
@@ -282,6 +297,12 @@ static cJSON *list_jobs(struct dlc *d, const char *name, int page_size, int *ref
     }
     free(body);
     return j;
+}
+
+/* The first page_size jobs whose name holds name, newest first. */
+static cJSON *list_jobs(struct dlc *d, const char *name, int page_size, int *refused, struct errbuf *e)
+{
+    return list_jobs_page(d, name, 1, page_size, NULL, refused, e);
 }
 
 /* Checks the key, the endpoint and the workspace with one ListJobs, trying a few times
@@ -567,7 +588,51 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     }
 }
 
-/* poll: GetJob by the recorded JobId; without one, the job is looked for by name
+/* The batched poll: ListJobs of the experiment's jobs (DisplayName holds the prefix
+ * nni_exp_<exp>_trial_; in the workspace when one is set), oldest first, LIST_PAGE a
+ * page (TRIALQ_DLC_LIST_PAGE, at most 1000), until TotalCount is reached or a page comes short; kept by JobId for dlc_poll. */
+static int dlc_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct dlc *d = w->platform;
+    job_listing_reset(&d->listed);
+    char *prefix = xasprintf("nni_exp_%s_trial_", w->exp_id);
+    const char *env = getenv("TRIALQ_DLC_LIST_PAGE");
+    int size = env && atoi(env) > 0 && atoi(env) <= 1000 ? atoi(env) : LIST_PAGE;
+    int rc = 0;
+    for (int page = 1;; page++) {
+        int refused = 0;
+        cJSON *list = list_jobs_page(d, prefix, page, size, "asc", &refused, e);
+        if (!list) {
+            rc = refused ? POLL_ALL_REFUSED : -1; /* refused for good: GetJob per job */
+            break;
+        }
+        const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(list, "Jobs");
+        const cJSON *total = cJSON_GetObjectItemCaseSensitive(list, "TotalCount");
+        int n = cJSON_GetArraySize(jobs);
+        cJSON *it;
+        cJSON_ArrayForEach(it, jobs) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "DisplayName");
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "JobId");
+            if (cJSON_IsString(name) && cJSON_IsString(id) && str_starts(name->valuestring, prefix))
+                job_listing_add(&d->listed, id->valuestring, cJSON_Duplicate(it, 1));
+        }
+        int more = n == size && (!cJSON_IsNumber(total) || (double)page * size < total->valuedouble);
+        cJSON_Delete(list);
+        if (!more)
+            break;
+    }
+    free(prefix);
+    if (rc < 0) {
+        job_listing_reset(&d->listed);
+        return rc;
+    }
+    job_listing_seal(&d->listed);
+    return 0;
+}
+
+/* poll: from the listing of this pass when it has the job; else GetJob by the recorded
+ * JobId (which confirms that a job missing from the listing is gone); without one, the
+ * job is looked for by name
  * (a restart, a create whose answer was lost), and created when it was never made. */
 static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
@@ -615,8 +680,16 @@ static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, str
         }
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
-    char *path = xasprintf("/api/v1/jobs/%s", j->job_id);
     char *dir = local_dir(d, t);
+    const cJSON *listed = job_listing_find(&d->listed, j->job_id);
+    if (listed) {
+        job_reported(w, t, dir, listed, js);
+        if (js->finished || js->vanished)
+            nas_job_forget(&d->jobs, t->id);
+        free(dir);
+        return 0;
+    }
+    char *path = xasprintf("/api/v1/jobs/%s", j->job_id);
     char *body = NULL, msg[400];
     long status = 0;
     struct errbuf he;
@@ -787,11 +860,13 @@ const struct platform_ops platform_dlc = {
     .submit = dlc_submit,
     .reaped = NULL,
     .poll = dlc_poll,
+    .poll_all = dlc_poll_all,
     .kill = dlc_kill,
     .collect = dlc_collect,
     .pending = dlc_pending,
     .destroy = dlc_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = dlc_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

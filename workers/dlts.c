@@ -174,6 +174,7 @@ static struct dlts *dlts_new(const cJSON *ts, const cJSON *config, struct errbuf
     }
     struct dlts *d = xcalloc(1, sizeof *d);
     d->rest.curl = curl_easy_init();
+    d->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!d->rest.curl) {
         errf(e, "cannot initialise libcurl");
         dlts_free(d);
@@ -739,6 +740,7 @@ const struct platform_ops platform_dlts = {
     .pending = dlts_pending,
     .destroy = dlts_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = dlts_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include "workers/job_listing.h"
 #include "workers/worker.h"
 
 /* One cluster connection, from the kubeconfig's current context. */
@@ -35,7 +36,8 @@ void kube_conn_clear(struct kube_conn *k);
 
 /* One request. Returns 0 when the server answered (*status holds the HTTP status and
  * *resp the parsed JSON body or NULL), -1 on a transport error (e says what). body may
- * be NULL. A transport error or 5xx sets the back-off; kube_backing_off() tells. */
+ * be NULL. A transport error, 5xx or 429 sets the back-off (a 429's Retry-After: that
+ * long, up to a minute); kube_backing_off() tells. */
 int kube_request(struct kube_conn *k, const char *method, const char *path, const cJSON *body, long *status,
                  cJSON **resp, struct errbuf *e);
 int kube_backing_off(const struct kube_conn *k);
@@ -80,6 +82,10 @@ struct kube_state {
     int nroles;
     int chief;                      /* the role whose stdout carries the metrics */
     char *exp_lower;
+    /* the last listing of the experiment's jobs (kube_poll_all): {metadata, status} of
+     * each by name */
+    struct job_listing listed;
+    int list_limit;                 /* items per page (TRIALQ_KUBE_LIST_LIMIT, 500) */
 };
 
 /* What one Kubernetes platform adds to kube_common.c. */
@@ -151,6 +157,7 @@ int kube_preflight(const struct kube_flavour *fl, const struct platform_ops *ops
 int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e);
 int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
 int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
+int kube_poll_all(struct worker *w, struct errbuf *e);
 int kube_kill(struct worker *w, struct trial *t, struct errbuf *e);
 int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e);
 int kube_pending(struct worker *w, struct trial *t);
@@ -158,12 +165,14 @@ void kube_destroy(struct worker *w);
 int kube_cleanup(struct worker *w, struct errbuf *e);
 
 /* A platform file's ops: its init and preflight bind its flavour, the rest is shared.
- * The loop polls each job every second (TRIALQ_KUBE_POLL_MS: kube_init sets w->poll_ms). */
+ * The loop lists the experiment's jobs every second (one paged LIST by its label), and
+ * polls each from that listing (TRIALQ_KUBE_POLL_MS: kube_init sets w->poll_ms). */
 #define KUBE_PLATFORM_OPS(NAME, INIT, PREFLIGHT)                                                            \
     {                                                                                                       \
         .name = NAME, .init = INIT, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,            \
+        .poll_all = kube_poll_all,                                                                          \
         .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup, \
-        .poll_ms = 1000, .preflight = PREFLIGHT, .gpu_mode = PLATFORM_GPU_OWN,                               \
+        .poll_ms = 1000, .preflight = PREFLIGHT, .gpu_mode = PLATFORM_GPU_OWN, .submit_rate = 20,            \
     }
 
 #endif

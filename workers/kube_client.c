@@ -1,7 +1,7 @@
 /* kube_client.c: a small Kubernetes REST client on libcurl: JSON in, JSON out, one
  * keep-alive handle per connection, TLS with the kubeconfig's CA and client
- * certificate or bearer token, and a back-off after transport errors and 5xx so that a
- * struggling API server is not hammered. */
+ * certificate or bearer token, and a back-off after transport errors, 5xx and 429 (for
+ * the time its Retry-After asks) so that a struggling API server is not hammered. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,7 +126,13 @@ int kube_request(struct kube_conn *k, const char *method, const char *path, cons
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
         if (resp && sb.len)
             *resp = cJSON_ParseWithLength(sb.buf, sb.len);
-        if (*status >= 500)
+        curl_off_t retry_after = 0;
+        if (*status == 429 && curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
+            retry_after > 0) {
+            /* Too Many Requests: no request before the server's Retry-After (at most a minute) */
+            k->backoff_ms = retry_after > 60 ? 60000 : (int64_t)retry_after * 1000;
+            k->retry_at_ms = mono_ms() + k->backoff_ms;
+        } else if (*status >= 500 || *status == 429)
             backoff(k);
         else {
             k->backoff_ms = 0;

@@ -34,6 +34,7 @@
 
 #define POD_MOUNT "/tmp/mount"
 #define APP_LABEL "nni-kubernetes-trial"
+#define LIST_LIMIT 500 /* jobs per page of a listing (kubectl's chunk size) */
 
 /* ---------------- small helpers ---------------- */
 
@@ -413,6 +414,7 @@ static void state_free(struct kube_state *ks)
     free(ks->group); free(ks->version); free(ks->plural); free(ks->kindname); free(ks->container);
     free(ks->ns); free(ks->local_mount); free(ks->pod_mount); free(ks->local_root); free(ks->pod_root);
     free(ks->exp_lower);
+    job_listing_reset(&ks->listed);
     cJSON_Delete(ks->volume);
     for (int i = 0; i < ks->nroles; i++) {
         free(ks->roles[i].name);
@@ -486,6 +488,8 @@ int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e)
     const char *pe = getenv("TRIALQ_KUBE_POLL_MS"); /* the loop polls each job this often */
     if (pe && atoi(pe) > 0)
         w->poll_ms = atoi(pe);
+    const char *le = getenv("TRIALQ_KUBE_LIST_LIMIT"); /* jobs per page of a listing */
+    ks->list_limit = le && atoi(le) > 0 ? atoi(le) : LIST_LIMIT;
     const cJSON *ts = worker_ts_config(w);
     if (setup(ks, w, ts, 0, e) < 0)
         goto fail;
@@ -804,6 +808,10 @@ static int owned_by(const cJSON *job, const char *trial)
 static int create_job(struct kube_state *ks, struct worker *w, const struct trial *t, const char *dir,
                       char **name_out, struct errbuf *e)
 {
+    if (kube_backing_off(&ks->conn)) { /* failures, or a 429's Retry-After: not now */
+        errf(e, "the Kubernetes API server asked to wait (or failed lately)");
+        return 1;
+    }
     for (int alt = 0; alt < 2; alt++) {
         char *name = job_name(ks, w->exp_id, t->id, alt);
         cJSON *job = build_job(ks, w, t, name);
@@ -1046,20 +1054,121 @@ static void job_present(struct kube_state *ks, struct worker *w, struct trial *t
     }
 }
 
+/* ---------------- the listing: every job of the experiment at once ---------------- */
+
+/* Keeps what poll reads of each job of a page (its metadata, without managedFields and
+ * annotations, and its status). */
+static void listing_add(struct kube_state *ks, cJSON *page)
+{
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
+    cJSON *it;
+    cJSON_ArrayForEach(it, items) {
+        cJSON *md = cJSON_DetachItemFromObjectCaseSensitive(it, "metadata");
+        const char *name = kube_jstr(md, "name", NULL);
+        if (!name) {
+            cJSON_Delete(md);
+            continue;
+        }
+        /* what poll never reads, and large on a real API server */
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "annotations");
+        cJSON *job = cJSON_CreateObject();
+        cJSON_AddItemToObject(job, "metadata", md);
+        cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(it, "status");
+        if (st)
+            cJSON_AddItemToObject(job, "status", st);
+        job_listing_add(&ks->listed, name, job);
+    }
+}
+
+/* One LIST of the experiment's jobs by its label, in pages of ks->list_limit (limit and
+ * continue: a consistent snapshot of the collection). A continue token that expired
+ * (410 Gone: the API server compacted that version) lists again from the start, once. */
+int kube_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct kube_state *ks = w->platform;
+    job_listing_reset(&ks->listed);
+    if (kube_backing_off(&ks->conn))
+        return errf(e, "the Kubernetes API server failed lately; waiting before asking again");
+    char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
+    char *sel = kube_escape(sel_raw);
+    char *base = job_path(ks, NULL);
+    char *cont = NULL;
+    int rc = 0, restarts = 0;
+    for (;;) {
+        char *ce = cont ? kube_escape(cont) : NULL;
+        char *path = xasprintf("%s?labelSelector=%s&limit=%d%s%s", base, sel, ks->list_limit,
+                               ce ? "&continue=" : "", ce ? ce : "");
+        long st;
+        cJSON *r = NULL;
+        struct errbuf le;
+        int q = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &le);
+        free(path);
+        free(ce);
+        if (q == 0 && st == 410 && cont && restarts++ == 0) {
+            log_info("%s: the listing's continue token expired (%s); listing again", ks->platform,
+                     kube_status_message(r, st));
+            cJSON_Delete(r);
+            free(cont);
+            cont = NULL;
+            job_listing_reset(&ks->listed);
+            continue;
+        }
+        if (q < 0 || st != 200 || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r, "items"))) {
+            rc = errf(e, "listing the %s of experiment %s: %s", ks->plural, w->exp_id,
+                      q < 0 ? le.msg : st == 200 ? "the answer holds no items" : kube_status_message(r, st));
+            if (q == 0 && (st == 401 || st == 403))
+                explain(ks, "listing the experiment's jobs", st, r, e);
+            /* no permission to list (RBAC grants get but not list), or no such call:
+             * for good; a rejected token (401) or a struggling server is not */
+            if (q == 0 && (st == 403 || st == 400 || st == 404 || st == 405))
+                rc = POLL_ALL_REFUSED;
+            cJSON_Delete(r);
+            break;
+        }
+        listing_add(ks, r);
+        const char *next = kube_jstr(cJSON_GetObjectItemCaseSensitive(r, "metadata"), "continue", "");
+        free(cont);
+        cont = next[0] ? xstrdup(next) : NULL;
+        cJSON_Delete(r);
+        if (!cont)
+            break;
+    }
+    free(cont);
+    free(sel_raw);
+    free(sel);
+    free(base);
+    if (rc < 0) {
+        job_listing_reset(&ks->listed);
+        return rc;
+    }
+    job_listing_seal(&ks->listed);
+    return 0;
+}
+
+/* From the listing when the job is in it; else (not listed yet, gone, or no listing)
+ * by a GET of the job, which confirms an absence before it is taken as one. */
 int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     memset(js, 0, sizeof *js);
-    if (kube_backing_off(&ks->conn))
-        return 0; /* the API server is struggling: nothing asked, nothing known */
-    char *dir = trial_dir_of(ks, t);
     char *name = t->job_id ? xstrdup(t->job_id) : job_name(ks, w->exp_id, t->id, 0);
-    char *path = job_path(ks, name);
-    long st;
-    cJSON *r = NULL;
+    const cJSON *listed = job_listing_find(&ks->listed, name);
+    if (!listed && kube_backing_off(&ks->conn)) {
+        free(name);
+        return 0; /* the API server is struggling: nothing asked, nothing known */
+    }
+    char *dir = trial_dir_of(ks, t);
+    long st = 200;
+    cJSON *got = NULL;
     struct errbuf ge;
-    int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ge);
-    free(path);
+    int rc = 0;
+    if (!listed) {
+        char *path = job_path(ks, name);
+        rc = kube_request(&ks->conn, "GET", path, NULL, &st, &got, &ge);
+        free(path);
+    }
+    const cJSON *r = listed ? listed : got;
     if (rc < 0 || st >= 500 || st == 401 || st == 403 || st == 429) {
         /* transient: keep the trial; the loop polls again after a back-off */
         rc = errf(e, "cannot get job %s: %s", name, rc < 0 ? ge.msg : kube_status_message(r, st));
@@ -1081,7 +1190,7 @@ int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct er
     } else {
         log_warn("trial %s: getting job %s: %ld %s", t->id, name, st, kube_status_message(r, st));
     }
-    cJSON_Delete(r);
+    cJSON_Delete(got);
     free(name);
     free(dir);
     return rc < 0 ? -1 : 0;

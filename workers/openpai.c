@@ -1,6 +1,8 @@
 /* openpai.c: the OpenPAI platform (NNI v2.10's non-reuse model): one PAI job per trial,
  * submitted as a job protocol v2 YAML to {host}/rest-server/api/v2/jobs with the bearer
- * token; status by GET .../jobs/{user}~{name}; kill by PUT .../executionType STOP.
+ * token; status from one list call per poll interval (GET .../jobs?username=U, the
+ * jobs of this experiment by their name prefix; a job not listed is confirmed by a GET
+ * .../jobs/{user}~{name}); kill by PUT .../executionType STOP.
  *
  * The code directory is copied once per experiment to the PAI storage that is mounted
  * on this host (localStorageMountPoint/<exp>/nni-code); each trial gets its own dir
@@ -25,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "workers/job_listing.h"
 #include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/openpai.h"
@@ -41,6 +44,7 @@ struct pai {
     cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
     struct rest_client rest; /* redirects followed, as NNI; the token is not sent to other hosts */
     struct nas_jobs jobs;
+    struct job_listing listed; /* the user's jobs of this experiment (openpai_poll_all) */
 };
 
 /* ---------------- HTTP ---------------- */
@@ -134,6 +138,7 @@ static void pai_free(struct pai *p)
     if (p->rest.curl)
         curl_easy_cleanup(p->rest.curl);
     nas_jobs_free(&p->jobs);
+    job_listing_reset(&p->listed);
     free(p);
 }
 
@@ -218,6 +223,7 @@ static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, co
     set_timeout(p);
     p->rest.curl = curl_easy_init();
     p->rest.follow_redirects = 1;
+    p->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     int rejected = 0;
     int rc = p->rest.curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
     pai_free(p);
@@ -263,6 +269,7 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     set_timeout(p);
     p->rest.curl = curl_easy_init();
     p->rest.follow_redirects = 1;
+    p->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!p->rest.curl) {
         errf(e, "cannot initialise libcurl");
         goto fail;
@@ -474,14 +481,16 @@ static int64_t json_ms(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 }
 
-/* The job's state as PAI reports it (the body of a GET that answered 200). */
-static void job_reported(struct worker *w, struct trial *t, const char *dir, const char *body,
+/* The job's state as PAI reports it: the body of a GET that answered 200 (its
+ * jobStatus), or an entry of the user's job list (flat). */
+static void job_reported(struct worker *w, struct trial *t, const char *dir, const cJSON *job,
                          struct job_state *js)
 {
     struct errbuf e;
-    cJSON *job = cJSON_Parse(body);
     const cJSON *jst = cJSON_GetObjectItemCaseSensitive(job, "jobStatus");
-    const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst ? jst : job, "state");
+    if (!jst)
+        jst = job;
+    const cJSON *stv = cJSON_GetObjectItemCaseSensitive(jst, "state");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "UNKNOWN";
     int64_t done_ms = json_ms(jst, "completedTime");
     if (strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0) {
@@ -496,7 +505,6 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
         js->signal = SIGTERM;
         js->end_time = done_ms ? done_ms : now_ms();
     }
-    cJSON_Delete(job);
 }
 
 /* PAI does not know the job (404): it vanished once accepted; one never accepted ended
@@ -541,8 +549,19 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
         return s == 0 ? errf(e, "%s", se.msg) : 0;
     }
     char *name = nas_job_name(w->exp_id, t);
-    char *url = job_url(p, name, "");
     char *dir = local_dir(p, t);
+    const cJSON *listed = job_listing_find(&p->listed, name);
+    if (listed) { /* the user's job list of this pass has it: no call of its own */
+        j->need_submit = 0;
+        job_reported(w, t, dir, listed, js);
+        if (js->finished || js->vanished)
+            nas_job_forget(&p->jobs, t->id);
+        free(name);
+        free(dir);
+        return 0;
+    }
+    /* not listed (or no listing): a GET of the job confirms that it is gone */
+    char *url = job_url(p, name, "");
     char *body = NULL, msg[320];
     long status = 0;
     struct errbuf he;
@@ -556,7 +575,9 @@ static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js,
         rc = errf(e, "status: HTTP %ld: %s", status, msg);
     } else {
         j->need_submit = 0;
-        job_reported(w, t, dir, body, js);
+        cJSON *job = cJSON_Parse(body);
+        job_reported(w, t, dir, job, js);
+        cJSON_Delete(job);
     }
     if (js->finished || js->vanished)
         nas_job_forget(&p->jobs, t->id);
@@ -603,11 +624,11 @@ static int openpai_pending(struct worker *w, struct trial *t)
     return nas_pending(w, t, p->local_root);
 }
 
-/* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
- * database lost track of (found by the name prefix nni_exp_<exp>_). */
-static int openpai_cleanup(struct worker *w, struct errbuf *e)
+/* The user's job list (GET .../jobs?username=U: every job of the user, each with its
+ * name and state), as a new JSON array, or NULL (e says why). */
+static cJSON *list_jobs(struct pai *p, int *refused, struct errbuf *e)
 {
-    struct pai *p = w->platform;
+    *refused = 0;
     char *u = curl_easy_escape(p->rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
@@ -616,15 +637,58 @@ static int openpai_cleanup(struct worker *w, struct errbuf *e)
     int rc = http(p, "GET", url, NULL, NULL, &status, &body, e);
     free(url);
     if (rc < 0)
-        return -1;
+        return NULL;
     if (status != 200) {
         char msg[320];
         error_text(body, msg, sizeof msg);
         free(body);
-        return errf(e, "listing the jobs of %s: HTTP %ld: %s", p->user, status, msg);
+        errf(e, "listing the jobs of %s: HTTP %ld: %s", p->user, status, msg);
+        *refused = status != 401 && !transient(status); /* no such call, not allowed */
+        return NULL;
     }
     cJSON *list = cJSON_Parse(body);
     free(body);
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(list);
+        errf(e, "listing the jobs of %s: the answer is not a JSON list", p->user);
+        return NULL;
+    }
+    return list;
+}
+
+/* The batched poll: one list call per poll interval for the user's jobs; those of this
+ * experiment (name prefix nni_exp_<exp>_) are kept for openpai_poll. */
+static int openpai_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    job_listing_reset(&p->listed);
+    int refused;
+    cJSON *list = list_jobs(p, &refused, e); /* not tried while rest_call backs off */
+    if (!list)
+        return refused ? POLL_ALL_REFUSED : -1;
+    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
+    cJSON *it;
+    cJSON_ArrayForEach(it, list) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+        if (cJSON_IsString(n) && str_starts(n->valuestring, prefix))
+            job_listing_add(&p->listed, n->valuestring, cJSON_Duplicate(it, 1));
+    }
+    job_listing_seal(&p->listed);
+    free(prefix);
+    cJSON_Delete(list);
+    return 0;
+}
+
+/* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
+ * database lost track of (found by the name prefix nni_exp_<exp>_). */
+static int openpai_cleanup(struct worker *w, struct errbuf *e)
+{
+    struct pai *p = w->platform;
+    long status = 0;
+    int refused;
+    cJSON *list = list_jobs(p, &refused, e);
+    if (!list)
+        return -1;
     char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
     const cJSON *it;
     int failed = 0;
@@ -661,11 +725,13 @@ const struct platform_ops platform_openpai = {
     .submit = openpai_submit,
     .reaped = NULL,
     .poll = openpai_poll,
+    .poll_all = openpai_poll_all,
     .kill = openpai_kill,
     .collect = openpai_collect,
     .pending = openpai_pending,
     .destroy = openpai_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = openpai_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

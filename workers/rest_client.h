@@ -1,7 +1,8 @@
 /* rest_client.h: one HTTP(S) request to a cluster's REST service (OpenPAI, PAI-DLC, DLTS), with
  * the back-off the worker loop needs: while the service does not answer, no call is made
  * before down_until (one timeout per back-off period, not one per job, so the loop keeps
- * renewing its leases). */
+ * renewing its leases); with retry_after set, a 429 answer with Retry-After sets
+ * down_until to then (at most 60 s), and the caller sees the 429. */
 #ifndef TRIALQ_REST_CLIENT_H
 #define TRIALQ_REST_CLIENT_H
 
@@ -18,6 +19,7 @@ struct rest_client {
     const char *tls_hint;  /* added to a certificate that is not trusted: what to configure */
     int tls_refused;       /* the last call failed on the certificate (a retry cannot help) */
     int follow_redirects;  /* only where no secret is in the URL */
+    int retry_after;       /* honour a 429's Retry-After: no call before then */
     int64_t down_until;    /* no answer came: no call before this (mono ms) */
     int down_failures;
     char down_why[256];

@@ -27,6 +27,7 @@
 #define KILL_POLL_MS 100     /* after a confirmed kill: look for the end soon */
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
+#define LIST_BACKOFF_MAX_MS 5000 /* a failed listing (ops->poll_all) waits at most this */
 
 const cJSON *worker_ts_config(const struct worker *w)
 {
@@ -345,7 +346,23 @@ static int claim_one(struct worker *w, struct trial *t, struct errbuf *e)
     return queue_claim(w->db, w->exp_id, w->ops->name, w->owner, w->lease_ms, t, e);
 }
 
-static void claim_all(struct worker *w)
+/* The submission rate limit: may another trial be claimed (and its job submitted) at
+ * now? A token bucket of w->submit_rate per second, one second's worth of burst. */
+static int submit_allowed(struct worker *w, int64_t now)
+{
+    if (w->submit_rate <= 0)
+        return 1;
+    if (now > w->submit_refill) {
+        w->submit_tokens += (double)(now - w->submit_refill) * w->submit_rate / 1000.0;
+        double burst = w->submit_rate > 1 ? w->submit_rate : 1;
+        if (w->submit_tokens > burst)
+            w->submit_tokens = burst;
+        w->submit_refill = now;
+    }
+    return w->submit_tokens >= 1.0;
+}
+
+static void claim_all(struct worker *w, int64_t now)
 {
     if (!may_start(w))
         return;
@@ -354,6 +371,8 @@ static void claim_all(struct worker *w)
     for (;;) {
         struct trial t;
         struct errbuf e;
+        if (!submit_allowed(w, now))
+            return; /* the next claim pass goes on */
         if (w->ops->can_claim && !w->ops->can_claim(w))
             return;
         if (!hybrid_may_claim(w)) /* hybrid: each platform's fair share first */
@@ -365,6 +384,7 @@ static void claim_all(struct worker *w)
         }
         if (rc == 0)
             return;
+        w->submit_tokens -= 1.0;
         start_trial(w, held_add(w, &t));
     }
 }
@@ -431,6 +451,54 @@ static void send_kill(struct worker *w, struct worker_trial *wt, int64_t now)
     int64_t wait = worker_backoff_ms(poll_every(w, wt), ++wt->kill_failures);
     wt->next_kill_ms = now + wait;
     note_failure(wt, "kill", wt->kill_failures, wait, e.msg);
+}
+
+/* The batched poll (ops->poll_all), before the trials' steps of a pass: when a held
+ * trial's poll is due, the listing runs if its interval has passed, and then every held
+ * trial is polled in this pass (from the listing); else the due polls wait for the next
+ * listing. A listing that fails polls nothing: all trials wait for the next try, one
+ * back-off for all. One refused for good ends the listings: each job is polled alone. */
+static void list_jobs(struct worker *w, int64_t now)
+{
+    int due = 0;
+    for (int i = 0; i < w->ntrials && !due; i++)
+        due = !w->trials[i].submit_pending && w->trials[i].next_poll_ms <= now;
+    if (!due)
+        return;
+    int64_t next = w->next.list;
+    int all = 0;
+    if (now >= next) {
+        struct errbuf e;
+        int rc = w->ops->poll_all(w, &e);
+        if (rc == POLL_ALL_REFUSED) {
+            char shown[SNIPPET_SIZE];
+            log_warn("the service refuses to list the experiment's jobs (%s); each job is polled on its own "
+                     "from now on", snippet(shown, e.msg, strlen(e.msg)));
+            w->list_refused = 1;
+            return; /* the due polls run in this pass, one by one */
+        }
+        if (rc == 0) {
+            if (w->list_failures)
+                log_info("the job listing answers again after %d failure(s)", w->list_failures);
+            w->list_failures = 0;
+            w->next.list = now + w->poll_ms;
+            next = now;
+            all = 1; /* every held trial now */
+        } else {
+            int64_t wait = worker_backoff_ms(w->poll_ms, ++w->list_failures);
+            if (wait > LIST_BACKOFF_MAX_MS && w->poll_ms < LIST_BACKOFF_MAX_MS)
+                wait = LIST_BACKOFF_MAX_MS; /* one request per 5 s is gentle, and all trials wait on it */
+            if (w->list_failures == 1 || w->list_failures % 10 == 0) {
+                char shown[SNIPPET_SIZE];
+                log_warn("listing the experiment's jobs failed (%s); no job is polled; retrying in %lld ms "
+                         "(failure %d)", snippet(shown, e.msg, strlen(e.msg)), (long long)wait, w->list_failures);
+            }
+            next = w->next.list = now + wait;
+        }
+    }
+    for (int i = 0; i < w->ntrials; i++)
+        if (!w->trials[i].submit_pending && (all || w->trials[i].next_poll_ms < next))
+            w->trials[i].next_poll_ms = next;
 }
 
 /* A held trial's due work; 1 when it is no longer held. */
@@ -536,7 +604,7 @@ void worker_start(struct worker *w, int64_t now)
     refresh_experiment(w);
     adopt(w);
     if (!w->drain)
-        claim_all(w);
+        claim_all(w, now);
     w->next = (struct worker_timers){.collect = now + COLLECT_EVERY_MS, .kill = now,
                                      .renew = now + w->lease_ms / 3, .adopt = now + ADOPT_EVERY_MS,
                                      .status = now + STATUS_EVERY_MS, .claim = now + CLAIM_EVERY_MS};
@@ -577,10 +645,12 @@ void worker_step(struct worker *w, int64_t now)
         n->kill = now + KILLCHECK_EVERY_MS;
     }
     if (!w->drain && (w->wake || now >= n->claim)) {
-        claim_all(w);
+        claim_all(w, now);
         n->claim = now + CLAIM_EVERY_MS;
         w->wake = 0;
     }
+    if (w->ops->poll_all && !w->list_refused)
+        list_jobs(w, now);
     for (int i = 0; i < w->ntrials; i++)
         if (step_trial(w, &w->trials[i], now))
             i--; /* the slot now holds another trial */
@@ -616,6 +686,19 @@ int worker_open(struct worker *w, const struct platform_ops *ops, const char *ho
     w->lease_ms = LEASE_MS;
     w->poll_ms = ops->poll_ms > 0 ? ops->poll_ms : POLL_EVERY_MS;
     w->owner = queue_owner_id();
+    w->submit_rate = ops->submit_rate;
+    const char *rate = getenv("TRIALQ_SUBMIT_RATE");
+    if (rate && *rate) {
+        char *end;
+        double r = strtod(rate, &end);
+        if (*end || !(r >= 0))
+            log_warn("TRIALQ_SUBMIT_RATE=%s is not a number of submissions per second >= 0 (0: no limit); "
+                     "using %d", rate, ops->submit_rate);
+        else
+            w->submit_rate = r;
+    }
+    w->submit_tokens = w->submit_rate > 1 ? w->submit_rate : 1;
+    w->submit_refill = mono_ms();
     char *dbpath = trialq_db_path(w->home);
     int rc = db_open(dbpath, &w->db, e);
     free(dbpath);

@@ -44,6 +44,9 @@ enum submit_result {
  * itself places them (per machine through its own claim, or by its cluster). */
 enum platform_gpu_mode { PLATFORM_GPU_NONE = 0, PLATFORM_GPU_HOST, PLATFORM_GPU_OWN };
 
+/* poll_all's answer when the service will never list the jobs (see platform_ops). */
+#define POLL_ALL_REFUSED (-2)
+
 /* One platform. workers/platforms.c lists every platform: the only place that names
  * them all (docs/architecture.md, "Adding a platform"). */
 struct platform_ops {
@@ -65,6 +68,22 @@ struct platform_ops {
      * why): the loop polls again after a back-off (worker_backoff_ms, per trial, reset
      * by a poll that succeeds). The loop paces it: every w->poll_ms per trial. */
     int (*poll)(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
+    /* Optional: the batched poll, for a service that can list the state of all of the
+     * experiment's jobs at once (Kubernetes: one LIST by the experiment's label, paged),
+     * so the cost per poll interval does not grow with the number of running jobs. It
+     * fetches that listing and keeps it in the platform's state; poll then answers from
+     * it. The loop calls it at most once per w->poll_ms, when a held trial's poll is
+     * due, and only then polls: every held trial right after each listing, none between
+     * two (so a job submitted after a listing is first polled after the next one, which
+     * began after its creation). 0: the listing is complete; a job absent from it is
+     * not vanished before poll has confirmed it on its own (a single GET: a job may be
+     * missing from a list for a race of the service). -1 (e says why): no trial is
+     * polled; the next listing waits worker_backoff_ms(w->poll_ms, n) after the n-th
+     * failure in a row, at most 5 s (or poll_ms when longer): one back-off for all
+     * trials, never a storm of single polls. POLL_ALL_REFUSED (e says why): the service
+     * refuses listings for good (no permission to list, no such call): the loop stops
+     * calling poll_all and polls each job on its own, as without it. */
+    int (*poll_all)(struct worker *w, struct errbuf *e);
     /* Asks the job to end (t->kill_request names why): 0 when the request reached the
      * job or nothing of it runs (the loop then polls soon for its end), -1 when it did
      * not (e says why): the loop calls kill again after a back-off until it returns 0
@@ -100,6 +119,9 @@ struct platform_ops {
      * stays WAITING, its job recorded, until a poll says it no longer waits; meanwhile
      * js->why of a waiting poll is its waiting_reason. 0: RUNNING once submitted. */
     int queued_start;
+    /* Optional: at most this many new jobs per second per worker (0: no limit), the
+     * default of a service shared with others; TRIALQ_SUBMIT_RATE overrides it. */
+    int submit_rate;
 };
 
 struct worker_trial {
@@ -117,6 +139,7 @@ struct worker_trial {
 /* The loop's timers (mono ms of each periodic task's next run). */
 struct worker_timers {
     int64_t collect, kill, renew, adopt, status, claim;
+    int64_t list;            /* the next listing may run (ops->poll_all) */
 };
 
 struct worker {
@@ -140,6 +163,11 @@ struct worker {
     int64_t drain_deadline;
     int exit_code;           /* of worker_main: 1 when a drain left trials running */
     struct worker_timers next;
+    int list_failures;       /* ops->poll_all failed this many times in a row */
+    int list_refused;        /* ... refused for good: each job is polled on its own */
+    double submit_rate;      /* new jobs per second at most (TRIALQ_SUBMIT_RATE; 0: no limit) */
+    double submit_tokens;    /* ... a token bucket of one second's burst */
+    int64_t submit_refill;   /* mono ms it was last refilled */
 };
 
 /* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is

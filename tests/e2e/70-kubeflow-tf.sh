@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kubeflow with tf-operator (TFJob, worker + ps) against the Kubernetes API test server
 # over TLS with a client certificate (kubeconfig *-data fields): 12 trials to DONE with
-# their metrics read from the shared storage, a kill, API failures, a SIGKILL + resume
+# their metrics read from the shared storage, a kill, API failures (also 429 and expired
+# list continue tokens), paged listings instead of a GET per job, a SIGKILL + resume
 # without a duplicated job, stop deleting every job of the experiment, and a rejected
 # token reported at create. See tests/servers/k8s_lib.sh (k8s_scenario).
 . "$(dirname "$0")/lib.sh"
@@ -9,6 +10,7 @@
 
 K8S_API=kubeflow.org/v1 K8S_KIND=TFJob K8S_PLURAL=tfjobs
 K8S_AUTH=cert-data
+K8S_LIST_CHECKS=1 # also 429 with Retry-After and expired list continue tokens
 export KUBECONFIG="$WORK/kubeconfig"
 K8S_NAME='nni-exp-%s-trial-%s'
 K8S_CHECK_JOB="

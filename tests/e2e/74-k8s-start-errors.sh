@@ -122,6 +122,8 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/vanish.out
 id=$(exp_id_of "$WORK/vanish.out")
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
+# meanwhile the role loses the list verb: the worker polls each job on its own
+k8s_hook POST deny '{"list": true}' > /dev/null
 wait_until 10 test -f "$K8S_NFS/nni/$id/$tid/output/worker_output/written.log" || true
 curl -sk --max-time 10 -X DELETE -H "Authorization: Bearer $K8S_TOKEN" \
     "https://127.0.0.1:$K8S_PORT/apis/kubeflow.org/v1/namespaces/default/tfjobs/nni-exp-$id-trial-${tid,,}" > /dev/null
@@ -132,8 +134,10 @@ wait_status "$id" DONE 60
 [ -d "$K8S_NFS/nni/$id/$tid.attempt1" ] || fail "attempt 1's files were not kept aside"
 [ "$(k8s_stat "['creates']['nni-exp-$id-trial-${tid,,}']")" = 2 ] || fail "the vanished trial's job was not created again"
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid' AND type='FINAL'")" = 1 ] || fail "not one final metric for the retried trial"
+grep -qs "refuses to list the experiment's jobs" "$NNI_HOME/$id"/log/*.log || fail "no fallback from listing logged"
+k8s_hook POST deny '{"list": false}' > /dev/null
 nnictl stop "$id" > /dev/null
-pass "a job deleted behind trialq's back: the trial was retried as attempt 2 and succeeded"
+pass "a job deleted behind trialq's back: the trial was retried as attempt 2 and succeeded (listing forbidden meanwhile: each job polled on its own)"
 
 # a failing trial: the job's Failed condition, with the exit code the pod left
 touch "$K8S_NFS/fail"

@@ -35,6 +35,11 @@ pass "12 trials SUCCEEDED on openpai"
 [ "$(pai_stat created)" = 12 ] || fail "the server created $(pai_stat created) jobs, not 12"
 [ "$(pai_stat posts)" = 12 ] || fail "$(pai_stat posts) submissions for 12 trials"
 [ "$(pai_stat conflicts)" = 0 ] || fail "duplicate submissions"
+# status from one list call per interval: a job's own GET only at its submit (and to
+# confirm one missing from the list)
+gets=$(pai_stat gets) lists=$(pai_stat lists)
+[ "$lists" -ge 2 ] && [ "$gets" -le $((12 + lists / 4)) ] || fail "status calls: $lists lists, $gets job GETs"
+pass "status from $lists list calls; $gets GETs of single jobs (12 of them at submit)"
 for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     job=$(sql "SELECT job_id FROM trial WHERE id='$tid'")
     [ "$job" = "nni_exp_${id}_trial_${tid}" ] || fail "trial $tid has job '$job'"

@@ -9,6 +9,7 @@
 . "$(dirname "$0")/lib/dlc.sh"
 
 dlc_start_server --pod-banner "pod {PodId} of DLC job {JobId} starting"
+export TRIALQ_DLC_LIST_PAGE=5 # the batched poll's ListJobs comes in pages
 port=$(free_port)
 dlc_experiment "$WORK/exp" 4 12 11
 
@@ -28,6 +29,15 @@ pass "12 trials SUCCEEDED on dlc"
 [ "$(dlc_stat "s['actions'].get('CreateJob', 0)")" = 12 ] || fail "CreateJob calls: $(dlc_stat "s['actions']")"
 [ "$(dlc_stat "s['refused']")" = "{}" ] || fail "the server refused requests: $(dlc_stat "s['refused']")"
 dlc_stats > "$WORK/stats.json"
+# status came from paged ListJobs of the experiment's jobs: GetJob only once per trial
+# at its end (for its pods' logs) and to confirm a job the listing lacks
+"$PY" - "$WORK/stats.json" <<'PY' || fail "status calls: see above"
+import json, sys
+a = json.load(open(sys.argv[1]))['actions']
+print('status calls: ListJobs %d, GetJob %d' % (a.get('ListJobs', 0), a.get('GetJob', 0)), file=sys.stderr)
+sys.exit(a.get('GetJob', 0) - 12 > a.get('ListJobs', 0) // 4)
+PY
+pass "status from ListJobs of the experiment ($(dlc_stat "s['actions'].get('ListJobs', 0)") calls), GetJob $(dlc_stat "s['actions'].get('GetJob', 0)") times"
 for tid in $(sql "SELECT id FROM trial WHERE experiment_id='$id'"); do
     job=$(sql "SELECT job_id FROM trial WHERE id='$tid'")
     [ "$job" = "nni_exp_${id}_trial_${tid}" ] || fail "trial $tid has job '$job'"

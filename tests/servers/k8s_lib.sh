@@ -180,6 +180,7 @@ k8s_worker_pid() { pgrep -f "trialq worker --platform $2 --experiment $1" | head
 k8s_scenario() {
     local platform=$1 chief=$2 ts=$3 port id hold n i
     export HOLD_SEQ=4 STEPS=3 TRIAL_SLEEP=0.3
+    export TRIALQ_KUBE_LIST_LIMIT=4 # the listing of the experiment's jobs comes in pages
     k8s_start
     k8s_experiment_config "$WORK/exp" 12 3 "$ts"
     port=$(free_port)
@@ -196,6 +197,9 @@ k8s_scenario() {
     fault_phase k8s '{"mode": "drop", "count": 3}' 3
     fault_phase k8s '{"mode": "slow", "count": 2, "delay": 0.7}' 2
     fault_phase k8s '{"mode": "hang", "count": 2, "delay": 2.5}' 2   # longer than the client's timeout (TRIALQ_KUBE_TIMEOUT_MS, 2 s)
+    if [ -n "${K8S_LIST_CHECKS:-}" ]; then
+        fault_phase k8s '{"mode": "429", "count": 1, "delay": 1}' 1   # Too Many Requests, Retry-After: 1
+    fi
     pass "$platform: API server failures injected: 5xx, dropped connections, slow and timed-out answers ($(k8s_stat "['failed']") requests failed)"
 
     # SIGKILL the api and the worker while trials run, then resume
@@ -206,6 +210,17 @@ k8s_scenario() {
     sleep 1.5   # the running jobs go on (and some end) while nothing watches
     nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
     pass "$platform: api and worker SIGKILLed with $n trial(s) running; resumed"
+
+    if [ -n "${K8S_LIST_CHECKS:-}" ]; then
+        # continue tokens expire (410 Gone) while the listing pages: listed again, and
+        # when that fails too, one back-off for all trials; nothing is lost (the trial of
+        # HOLD_SEQ runs meanwhile; the kill below needs the listing back)
+        expired() { [ "$(k8s_stat "['expired']")" -gt 0 ]; }
+        k8s_hook POST continue '{"ttl": 0}' > /dev/null
+        wait_until 10 expired || fail "no listing met an expired continue token"
+        k8s_hook POST continue '{"ttl": 300}' > /dev/null
+        pass "$platform: expired continue tokens (410 Gone) answered $(k8s_stat "['expired']") time(s)"
+    fi
 
     # kill of a running trial (one the new worker adopted): its job is deleted
     hold_wrote() { ls "$K8S_NFS/nni/$id/$hold/output/"*written.log "$K8S_NFS/nni/$id/$hold/output/written.log" > /dev/null 2>&1; }
@@ -238,6 +253,17 @@ if len(c) != 12 or bad:
     sys.exit(1)
 PY
     pass "$platform: 12 jobs, each created exactly once ($(k8s_stat "['create_calls']") create calls)"
+    # status came from paged listings of the experiment's jobs, not from a GET per job
+    # per second: single GETs only confirm an absence (a kill, a create retried)
+    /usr/bin/python3 - "$WORK/stats.json" <<'PY' || fail "status requests: see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+one = sum(v for k, v in s['routes'].items() if k.startswith('GET ') and k.endswith('/{name}') and '/namespaces/' in k
+          and '/secrets/' not in k and '/configmaps/' not in k and '/persistentvolumeclaims/' not in k)
+print('%d listings (%d continued pages), %d single GETs' % (s['lists'], s['continues'], one), file=sys.stderr)
+if s['lists'] < 5 or s['continues'] < 1 or one > s['lists'] // 2:
+    sys.exit('want >= 5 listings, paged, and single GETs at most half as many as listings')
+PY
     n=$(k8s_assert_metrics "$id" "$chief")
     [ "$n" -ge 11 ] || fail "only $n trials had their metrics checked"
     [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND final_metric IS NULL")" = 0 ] ||

@@ -5,7 +5,11 @@ and adl platforms (no real cluster can run on the test machines).
 It speaks the documented REST API of what those platforms use:
   discovery   GET /version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>
   objects     create (POST, 201; 409 AlreadyExists), get (200; 404 NotFound), list with
-              labelSelector (k=v, k==v, k!=v, k, !k; AND), delete one, delete collection
+              labelSelector (k=v, k==v, k!=v, k, !k; AND) in chunks (limit, continue:
+              each chunk from a snapshot of the list taken at its first one, with
+              metadata.continue and remainingItemCount; a continue token older than
+              --continue-ttl is 410 Gone, reason Expired, as after etcd's compaction),
+              delete one, delete collection
               by labelSelector (propagationPolicy accepted; dependents named in
               ownerReferences are garbage-collected)
               for tfjobs, pytorchjobs (kubeflow.org), frameworks
@@ -32,10 +36,15 @@ It speaks the documented REST API of what those platforms use:
               one FINAL (ME-framed, in <NNI_SYS_DIR>/.nni/metrics) and 0 in
               <NNI_OUTPUT_DIR>/exitcode, both read from the launch script the container
               runs (found through its nfs/azureFile volumeMount); no pod objects are made
-  test hooks  (no auth) POST /_test/fail {"mode": "5xx"|"slow"|"drop"|"hang", "seconds": S
-              and/or "count": N (the next N requests), "delay": D}; GET /_test/stats ->
-              {"creates": {name: n}, "create_calls": n, "requests": n, "failed": n,
-              "fault_served": n (requests that met the fault set last),
+  test hooks  (no auth) POST /_test/fail {"mode": "5xx"|"429"|"slow"|"drop"|"hang", "seconds":
+              S and/or "count": N (the next N requests), "delay": D} (429: Too Many
+              Requests with Retry-After: D seconds, at least 1); POST /_test/continue
+              {"ttl": S} sets --continue-ttl; POST /_test/deny {"list": true} answers every
+              list 403 Forbidden (a role without the list verb), false lifts it;
+              GET /_test/stats -> {"creates": {name: n}, "create_calls": n,
+              "requests": n, "failed": n, "fault_served": n (requests that met the fault
+              set last), "lists": n (chunked lists begun), "continues": n
+              (chunks after the first), "expired": n (410 answers),
               "routes": {"VERB /path/{ns}/...": n}}
               (routes: every non-test request by verb and path pattern, names and
               namespaces as {name} and {ns}); GET /_test/jobtimes -> {job name:
@@ -44,6 +53,7 @@ Served CRD versions: --crd GROUP=V1,V2 (default kubeflow.org=v1, the other two v
 --no-crd GROUP leaves a group out (operator not installed).
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -277,6 +287,10 @@ class Cluster:
         self.sim_run = args.sim_run
         self.sim_metrics = args.sim_metrics
         self.fail_mode = None
+        self.continue_ttl = args.continue_ttl
+        self.deny_list = False  # POST /_test/deny: RBAC without the list verb
+        self.continues = {}  # continue token -> {'t': first chunk's time, 'items': the rest of the snapshot}
+        self.lists = self.continued = self.expired = 0
         self.fail_until = 0
         self.fail_delay = 0
         self.fail_count = None  # requests the fault is still served to (None: until fail_until)
@@ -620,6 +634,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(503, status_obj(503, 'ServiceUnavailable', 'the server is currently unable to handle '
                                            'the request (injected)'))
             return True
+        if mode == '429':
+            body = json.dumps(status_obj(429, 'TooManyRequests', 'Too many requests, please try again later. '
+                                         '(injected)')).encode()
+            self.send_response(429)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Retry-After', str(max(1, int(delay + 0.999))))
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return True
         if mode == 'slow':
             time.sleep(delay)
             return False
@@ -665,7 +689,8 @@ class Handler(BaseHTTPRequestHandler):
             c.routes[route] = c.routes.get(route, 0) + 1
         if self.inject():
             return
-        if self.auth() is None:
+        self.who = self.auth()
+        if self.who is None:
             return
         if parts == ['version']:
             return self.send_json(200, {'major': '1', 'minor': '27', 'gitVersion': 'v1.27.0-trialq-test',
@@ -718,15 +743,46 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(404, status_obj(404, 'NotFound', '%s.%s "%s" not found' % (plural, group, name)
                                                           if group else '%s "%s" not found' % (plural, name)))
                 return self.send_json(200, obj)
+            if method == 'GET' and c.deny_list:
+                return self.send_json(403, status_obj(403, 'Forbidden', '%s.%s is forbidden: User "%s" cannot list '
+                                                      'resource "%s" in API group "%s" in the namespace "%s"' %
+                                                      (plural, group, self.who, plural, group, ns)))
             if method == 'GET':
-                items = [o for k, o in sorted(c.objects.items(), key=lambda kv: kv[0][3])
-                         if k[0] == group and k[1] == plural and (ns is None or k[2] == ns)
-                         and selector_matches(sel, o['metadata'].get('labels'))]
-                limit = int((q.get('limit') or ['0'])[0] or 0)
-                if limit:
+                try:
+                    limit = int((q.get('limit') or ['0'])[0] or 0)
+                except ValueError:
+                    return self.send_json(400, status_obj(400, 'BadRequest', 'limit: not a number'))
+                token = (q.get('continue') or [''])[0]
+                now = time.time()
+                for k in [k for k, v in c.continues.items() if now - v['t'] > c.continue_ttl]:
+                    del c.continues[k]
+                if token:
+                    snap = c.continues.pop(token, None)
+                    if snap is None:
+                        c.expired += 1
+                        return self.send_json(410, status_obj(
+                            410, 'Expired', 'The provided continue parameter is too old to display a consistent '
+                            'list result. You can start a new list without the continue parameter.'))
+                    c.continued += 1
+                    items, rv, first = snap['items'], snap['rv'], snap['t']
+                else:
+                    items = [o for k, o in sorted(c.objects.items(), key=lambda kv: kv[0][3])
+                             if k[0] == group and k[1] == plural and (ns is None or k[2] == ns)
+                             and selector_matches(sel, o['metadata'].get('labels'))]
+                    rv, first = c.rv, now
+                    if limit:
+                        c.lists += 1
+                md = {'resourceVersion': str(rv)}
+                if limit and len(items) > limit:
+                    # the rest is a snapshot as of the first chunk (copied: the objects change)
+                    rest = items[limit:] if token else json.loads(json.dumps(items[limit:]))
+                    nxt = base64.b64encode(json.dumps({'rv': rv, 'start': rest[0]['metadata']['name'],
+                                                       'id': uuid.uuid4().hex}).encode()).decode()
+                    c.continues[nxt] = {'t': first, 'items': rest, 'rv': rv}
+                    md.update({'continue': nxt, 'remainingItemCount': len(rest)})
                     items = items[:limit]
                 return self.send_json(200, {'kind': kind + 'List', 'apiVersion': api_version,
-                                            'metadata': {'resourceVersion': str(c.rv)}, 'items': items})
+                                            'metadata': md, 'items': items})
             if method == 'POST' and not name:
                 try:
                     obj = json.loads(self.body() or b'{}')
@@ -797,10 +853,20 @@ class Handler(BaseHTTPRequestHandler):
                 c.fail_delay = float(req.get('delay', 0))
                 c.fault_served = 0
             return self.send_json(200, {'ok': True})
+        if parts == ['deny'] and method == 'POST':
+            with c.lock:
+                c.deny_list = bool(json.loads(self.body() or b'{}').get('list'))
+            return self.send_json(200, {'ok': True})
+        if parts == ['continue'] and method == 'POST':
+            req = json.loads(self.body() or b'{}')
+            with c.lock:
+                c.continue_ttl = float(req.get('ttl', 300))
+            return self.send_json(200, {'ok': True})
         if parts == ['stats']:
             with c.lock:
                 return self.send_json(200, {'creates': dict(c.creates), 'create_calls': c.create_calls,
                                             'requests': c.requests, 'failed': c.failed, 'fault_served': c.fault_served,
+                                            'lists': c.lists, 'continues': c.continued, 'expired': c.expired,
                                             'routes': dict(c.routes)})
         if parts == ['jobtimes']:
             with c.lock:
@@ -826,6 +892,8 @@ def main():
     ap.add_argument('--start-delay', type=float, default=0.2, help='seconds from Created to Running')
     ap.add_argument('--sim-run', type=float, help='SECONDS: jobs run no process and succeed after this long')
     ap.add_argument('--sim-metrics', type=int, default=0, help='with --sim-run: PERIODICAL metrics per trial')
+    ap.add_argument('--continue-ttl', type=float, default=300,
+                    help='seconds a list continue token stays valid (then 410 Gone)')
     ap.add_argument('--state-dir', required=True)
     ap.add_argument('--verbose', action='store_true')
     args = ap.parse_args()

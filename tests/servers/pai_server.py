@@ -8,7 +8,8 @@ mapped to the local mount (the PAI storage as mounted on the manager host):
 
   POST /rest-server/api/v2/jobs                          job protocol v2 YAML -> 202
                                                          (400 bad protocol, 409 duplicate name)
-  GET  /rest-server/api/v2/jobs?username=U               [{"name", "username", "state", ...}]
+  GET  /rest-server/api/v2/jobs?username=U               [{"name", "username", "state", "completedTime",
+                                                          "appExitCode", ...}] (flat: no jobStatus)
   GET  /rest-server/api/v2/jobs/{user}~{name}            {"name", "jobStatus": {"state", ...}} / 404
   PUT  /rest-server/api/v2/jobs/{user}~{name}/executionType   {"value": "STOP"} -> 202
 
@@ -27,8 +28,9 @@ Test controls (no auth; only for the test that started the server):
                                    fault_served (requests that met the fault set last),
                                    routes {"VERB /path/{user}~{name}/...": requests}
   GET  /_test/job/{name}           the protocol a job was submitted with (parsed and as sent)
-  POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D}
-                   next N answers (or all answers for S seconds) are `status`, or are
+  POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D, "retry_after": R}
+                   next N answers (or all answers for S seconds) are `status` (with a
+                   Retry-After: R header when given, as a 429 may have), or are
                    answered after `delay` seconds (a slow server; status 0 = answer normally)
   POST /_test/stop/{name}          stop a job as an administrator would
   POST /_test/forget/{name}        forget a job and kill its processes (PAI lost it)
@@ -198,6 +200,16 @@ def stop_job(st, job):
     kill_groups(procs, 5)
 
 
+def list_entry(j):
+    """a job as the user's job list shows it: flat, the job's status fields beside its name"""
+    st = j["jobStatus"]
+    return {"name": j["name"], "username": j["username"], "state": st["state"], "subState": st["subState"],
+            "executionType": st["executionType"], "retries": st["retries"], "createdTime": st["createdTime"],
+            "launchedTime": st["appLaunchedTime"], "completedTime": st["completedTime"],
+            "appExitCode": st["appExitCode"], "virtualCluster": st["virtualCluster"],
+            "submissionTime": j["submissionTime"]}
+
+
 def job_json(job):
     return {
         "name": job.name, "username": job.user, "state": job.state,
@@ -266,11 +278,12 @@ class Handler(JsonHandler):
             f = take_fault(st)
             if not f:
                 return False
-            status, delay = f.get("status", 0), f.get("delay", 0)
+            status, delay, retry = f.get("status", 0), f.get("delay", 0), f.get("retry_after")
         if delay:
             time.sleep(delay)
         if status:
-            self.error(status, "InjectedError", "injected failure (HTTP %d)" % status)
+            self.send_json(status, {"code": "InjectedError", "message": "injected failure (HTTP %d)" % status},
+                           headers=(("Retry-After", str(retry)),) if retry is not None else ())
             return True
         return False
 
@@ -304,9 +317,7 @@ class Handler(JsonHandler):
                 st.stats["lists"] += 1
                 want = (q.get("username") or [None])[0]
                 items = [job_json(j) for j in st.jobs.values() if want is None or j.user == want]
-            for i in items:
-                i.pop("taskRoles")
-            return self.reply(200, items)
+            return self.reply(200, [list_entry(i) for i in items])
         parts = rest.strip("/").split("/")
         key = parts[0]
         if "~" not in key:

@@ -1,9 +1,10 @@
 /* test_workers_loop.c: the worker loop's transitions (workers/worker.c) with a fake
  * platform_ops on a real database file: what each submit result does to the trial row,
  * polls that report an end or a vanished job, a failing poll's back-off, a kill retried
- * until the platform confirms it, the platform's poll interval per trial, and adoption
- * of the trials of a dead owner. The loop is driven with worker_step at chosen times; no
- * process is started. */
+ * until the platform confirms it, the platform's poll interval per trial, adoption of
+ * the trials of a dead owner, the batched poll (ops->poll_all: one listing per
+ * interval, one back-off for all trials when it fails) and the submission rate limit.
+ * The loop is driven with worker_step at chosen times; no process is started. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,10 +31,15 @@ struct fake_job {
     int kill_fail;     /* kills that fail before one is confirmed */
     int submits, polls, kills;
     int64_t last_poll; /* mono ms the loop passed (the fake reads the clock the test set) */
+    int64_t submitted; /* ... at its last submit */
 };
 
 static struct fake_job jobs[10];
 static int64_t clock_ms; /* the time the test passes to worker_step */
+/* The batched poll (fake_list_ops): listings made, listings to fail, the time of the
+ * last one that answered */
+static int lists, list_fail, list_refuse;
+static int64_t last_list = -1;
 
 static struct fake_job *job_of(const struct trial *t)
 {
@@ -53,6 +59,7 @@ static int fake_submit(struct worker *w, struct trial *t, char **job_id, char **
     (void)w;
     struct fake_job *j = job_of(t);
     j->submits++;
+    j->submitted = clock_ms;
     if (j->submit == -1)
         return errf(e, "the fake refuses trial %s", t->id);
     if (j->submit == SUBMIT_FAULT) {
@@ -131,6 +138,40 @@ static struct platform_ops fake_ops = {
     .poll_ms = 1000,
 };
 
+/* The batched poll: it answers from the jobs' table as poll does; a poll must follow a
+ * listing of the same pass, begun after the job's submit. */
+static int fake_poll_all(struct worker *w, struct errbuf *e)
+{
+    (void)w;
+    lists++;
+    if (list_refuse) {
+        errf(e, "the fake service may not list");
+        return POLL_ALL_REFUSED;
+    }
+    if (list_fail > 0) {
+        list_fail--;
+        return errf(e, "the fake service does not list");
+    }
+    last_list = clock_ms;
+    return 0;
+}
+
+static int fake_poll_listed(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    assert_int_equal(last_list, clock_ms);        /* a listing of this pass */
+    assert_true(last_list >= job_of(t)->submitted); /* ... that began after the job's submit */
+    return fake_poll(w, t, js, e);
+}
+
+/* fake_ops with the batched poll */
+static struct platform_ops fake_list_ops(void)
+{
+    struct platform_ops ops = fake_ops;
+    ops.poll = fake_poll_listed;
+    ops.poll_all = fake_poll_all;
+    return ops;
+}
+
 /* ---------------- fixtures ---------------- */
 
 static char *tmpdir;
@@ -139,7 +180,8 @@ static int nexp;
 /* A fresh database under a home of its own with one experiment of n WAITING trials
  * "<exp>0000" .. on the fake platform (named "local": the fixture's platform); the worker
  * opened on it. */
-static void setup_worker(struct worker *w, int n, int concurrency, int max_attempts)
+static void setup_worker_ops(struct worker *w, const struct platform_ops *ops, int n, int concurrency,
+                             int max_attempts)
 {
     char *home = xasprintf("%s/h%d", tmpdir, nexp);
     char *id = xasprintf("exp%d", nexp++);
@@ -153,10 +195,17 @@ static void setup_worker(struct worker *w, int n, int concurrency, int max_attem
     db_close(db);
     free(dbpath);
     memset(jobs, 0, sizeof jobs);
-    assert_int_equal(worker_open(w, &fake_ops, home, id, &e), 0);
-    assert_int_equal(fake_ops.init(w, &e), 0);
+    lists = list_fail = list_refuse = 0;
+    last_list = -1;
+    assert_int_equal(worker_open(w, ops, home, id, &e), 0);
+    assert_int_equal(ops->init(w, &e), 0);
     free(home);
     free(id);
+}
+
+static void setup_worker(struct worker *w, int n, int concurrency, int max_attempts)
+{
+    setup_worker_ops(w, &fake_ops, n, concurrency, max_attempts);
 }
 
 /* One SQL query of trial i's row (sql: "SELECT ... FROM trial WHERE id = ?"). */
@@ -196,7 +245,8 @@ static struct worker_trial *held(struct worker *w, int i)
 /* The first pass; returns the time after it, from which the tests step. */
 static int64_t start(struct worker *w)
 {
-    worker_start(w, mono_ms());
+    clock_ms = mono_ms();
+    worker_start(w, clock_ms);
     return mono_ms();
 }
 
@@ -403,6 +453,156 @@ static void test_poll_interval_per_trial(void **s)
     worker_close(&w);
 }
 
+/* The batched poll: one listing per interval however many trials run, every trial
+ * polled right after it (from it) and never between two; a job that ends is seen at
+ * the next listing. */
+static void test_poll_all_once_per_interval(void **s)
+{
+    (void)s;
+    struct worker w;
+    struct platform_ops ops = fake_list_ops();
+    setup_worker_ops(&w, &ops, 5, 5, 1);
+    for (int i = 0; i < 5; i++)
+        jobs[i].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    for (int64_t t = t0; t <= t0 + 3000; t += 100) {
+        if (t == t0 + 1500)
+            jobs[3].finished = 1;
+        step_at(&w, t);
+    }
+    assert_int_equal(lists, 4); /* t0, +1 s, +2 s, +3 s */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(jobs[i].polls, i == 3 ? 3 : 4);
+        assert_int_equal(jobs[i].last_poll, i == 3 ? t0 + 2000 : t0 + 3000);
+    }
+    assert_status(&w, 3, "SUCCEEDED 1");
+    assert_status(&w, 0, "RUNNING 1");
+    assert_int_equal(w.ntrials, 4);
+    assert_true(worker_next_due(&w) <= t0 + 4000);
+    worker_close(&w);
+}
+
+/* A listing that fails polls no trial (no storm of single polls): the next listing
+ * waits the back-off (1 s, 1 s, 2 s, ... never below the interval), the same for every
+ * trial; one that answers resets it and polls them all. */
+static void test_poll_all_failure_backoff(void **s)
+{
+    (void)s;
+    struct worker w;
+    struct platform_ops ops = fake_list_ops();
+    setup_worker_ops(&w, &ops, 3, 3, 1);
+    for (int i = 0; i < 3; i++)
+        jobs[i].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    list_fail = 3;
+    for (int64_t t = t0; t < t0 + 4000; t += 100)
+        step_at(&w, t);
+    assert_int_equal(lists, 3); /* t0 (failure 1), +1 s (2), +2 s (3): the next at +4 s */
+    assert_int_equal(w.list_failures, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(jobs[i].polls, 0);
+        assert_int_equal(held(&w, i)->next_poll_ms, t0 + 4000);
+        assert_int_equal(held(&w, i)->poll_failures, 0); /* not a failure of the trial */
+    }
+    step_at(&w, t0 + 4000);
+    assert_int_equal(lists, 4);
+    assert_int_equal(w.list_failures, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(jobs[i].polls, 1);
+    /* a listing that keeps failing waits 4 s, then at most 5 s */
+    list_fail = 100;
+    int64_t t = t0 + 5000;
+    for (int i = 0; i < 6; i++) {
+        step_at(&w, t);
+        t = w.next.list;
+    }
+    assert_int_equal(w.list_failures, 6);
+    assert_int_equal(held(&w, 0)->next_poll_ms, t);
+    step_at(&w, t);
+    assert_int_equal(w.next.list, t + 5000);
+    assert_int_equal(jobs[0].polls, 1);
+    list_fail = 0;
+    assert_status(&w, 0, "RUNNING 1"); /* a service that does not list fails nothing */
+    worker_close(&w);
+}
+
+/* A service that refuses listings for good: the loop stops listing and polls each job
+ * on its own, every interval, as without poll_all. */
+static void test_poll_all_refused(void **s)
+{
+    (void)s;
+    struct worker w;
+    struct platform_ops ops = fake_list_ops();
+    ops.poll = fake_poll; /* polls come without a listing now */
+    setup_worker_ops(&w, &ops, 2, 2, 1);
+    jobs[0].submit = jobs[1].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    list_refuse = 1;
+    for (int64_t t = t0; t <= t0 + 2000; t += 100)
+        step_at(&w, t);
+    assert_int_equal(lists, 1);
+    assert_int_equal(w.list_refused, 1);
+    assert_int_equal(jobs[0].polls, 3); /* t0, +1 s, +2 s */
+    assert_int_equal(jobs[1].polls, 3);
+    worker_close(&w);
+}
+
+/* A trial started between two listings is polled first after the next one (which
+ * began after its job was created), not from the listing before it. */
+static void test_poll_all_new_job_waits(void **s)
+{
+    (void)s;
+    struct worker w;
+    struct platform_ops ops = fake_list_ops();
+    setup_worker_ops(&w, &ops, 2, 1, 1);
+    jobs[0].submit = jobs[1].submit = SUBMIT_NEW;
+    jobs[0].finished = 1;
+    int64_t t0 = start(&w);
+    step_at(&w, t0); /* listing 1: trial 0 ended */
+    assert_int_equal(lists, 1);
+    assert_status(&w, 0, "SUCCEEDED 1");
+    step_at(&w, t0 + 500); /* the claim pass starts trial 1 */
+    assert_int_equal(jobs[1].submits, 1);
+    assert_int_equal(jobs[1].polls, 0);
+    assert_int_equal(held(&w, 1)->next_poll_ms, t0 + 1000);
+    step_at(&w, t0 + 999);
+    assert_int_equal(jobs[1].polls, 0);
+    step_at(&w, t0 + 1000);
+    assert_int_equal(lists, 2);
+    assert_int_equal(jobs[1].polls, 1);
+    worker_close(&w);
+}
+
+/* Submissions are rate-limited: one second's worth at once, then submit_rate per
+ * second over the claim passes; 0 is no limit. */
+static void test_submit_rate(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 1, 1, 1);
+    assert_true(w.submit_rate == 0); /* the fake's default: no limit */
+    worker_close(&w);
+    setenv("TRIALQ_SUBMIT_RATE", "4", 1);
+    setup_worker(&w, 30, 30, 1);
+    unsetenv("TRIALQ_SUBMIT_RATE");
+    assert_true(w.submit_rate == 4);
+    for (int i = 0; i < 10; i++)
+        jobs[i].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    assert_int_equal(w.ntrials, 4);
+    step_at(&w, t0 + 500);
+    assert_int_equal(w.ntrials, 6);
+    step_at(&w, t0 + 1000);
+    assert_int_equal(w.ntrials, 8);
+    for (int64_t t = t0 + 1500; t <= t0 + 5000; t += 500)
+        step_at(&w, t);
+    assert_int_equal(w.ntrials, 24); /* 4 + 4 per second over 5 s */
+    w.submit_rate = 0;
+    step_at(&w, t0 + 5500);
+    assert_int_equal(w.ntrials, 30);
+    worker_close(&w);
+}
+
 /* One running trial (trial 0) with a kill request of kind; its kills fail kill_fail
  * times. Returns the time after the first pass. */
 static int64_t start_one_to_kill(struct worker *w, const char *kind, int kill_fail)
@@ -602,6 +802,11 @@ int main(void)
         cmocka_unit_test(test_poll_backoff),
         cmocka_unit_test(test_queued_start),
         cmocka_unit_test(test_poll_interval_per_trial),
+        cmocka_unit_test(test_poll_all_once_per_interval),
+        cmocka_unit_test(test_poll_all_failure_backoff),
+        cmocka_unit_test(test_poll_all_new_job_waits),
+        cmocka_unit_test(test_poll_all_refused),
+        cmocka_unit_test(test_submit_rate),
         cmocka_unit_test(test_kill_retried_until_confirmed),
         cmocka_unit_test(test_kill_failing_job_ends),
         cmocka_unit_test(test_adopt_dead_owner),
