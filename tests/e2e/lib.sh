@@ -100,7 +100,7 @@ wait_file() {
 not() { ! "$@"; }
 
 # fault_served PFX: how many requests met the fault last given to the test server of the
-# platform helpers PFX (pai, dlc, dlts, aml: PFX_stats, PFX_fail), its "fault_served"
+# platform helpers PFX (pai, dlc, dlts, aml, k8s: PFX_stats, PFX_fail), its "fault_served"
 fault_served() { "$1_stats" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["fault_served"])'; }
 # served_ge PFX N: fault_served PFX is at least N (the count in $FAULT_SERVED)
 served_ge() { FAULT_SERVED=$(fault_served "$1") && [ "$FAULT_SERVED" -ge "$2" ]; }
