@@ -20,7 +20,13 @@
  * differs (400 "already exists") is looked up with a GET and re-attached. Once the job
  * is known to exist, L/.nni/amljob says so. No call is retried in a blocking loop: a
  * failed one (no answer, 5xx, 429) returns -1 and the worker loop tries again after its
- * back-off; while the service does not answer no call is made before down_until. */
+ * back-off; while the service does not answer no call is made before down_until.
+ *
+ * Status: one listing of the workspace's jobs per poll interval (aml_poll_all): the jobs
+ * list filtered by the tag key nni_exp_<exp> that every job of the experiment carries,
+ * paged by nextLink, and kept to the names nni_exp_<exp>_...; each trial's poll answers
+ * from it, and GETs its job only when the listing lacks it (a job of an older trialq,
+ * without the tag, or one the list missed) before calling it vanished. */
 #include <curl/curl.h>
 #include <openssl/sha.h>
 #include <signal.h>
@@ -30,6 +36,7 @@
 #include <unistd.h>
 
 #include "workers/aml_auth.h"
+#include "workers/job_listing.h"
 #include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/worker.h"
@@ -42,7 +49,7 @@
 #define MARKER "amljob"
 #define ENV_NAME "trialq-nni"
 #define OUTPUT "nni" /* the job's output: the experiment's folder on the datastore */
-#define MAX_PAGES 50
+#define MAX_PAGES 1000 /* of the jobs list: a loop of nextLinks ends */
 
 struct aml {
     char *mgmt;  /* the management endpoint, no final '/' */
@@ -55,6 +62,7 @@ struct aml {
     struct aml_auth auth;
     int failing; /* calls failed in a row */
     struct nas_jobs jobs;
+    struct job_listing listed; /* the experiment's jobs, by name (aml_poll_all) */
 };
 
 /* ---------------- configuration ---------------- */
@@ -94,6 +102,7 @@ static void aml_free(struct aml *d)
         curl_easy_cleanup(d->rest.curl);
     aml_auth_free(&d->auth);
     nas_jobs_free(&d->jobs);
+    job_listing_reset(&d->listed);
     free(d);
 }
 
@@ -514,6 +523,7 @@ static char *job_body(struct worker *w, struct aml *d, const struct trial *t, co
     cJSON_AddStringToObject(tags, "nni_experiment", w->exp_id);
     cJSON_AddStringToObject(tags, "nni_trial", t->id);
     cJSON_AddStringToObject(tags, "nni_attempt", attempt);
+    cJSON_AddStringToObject(tags, exp_name, w->exp_id); /* the key the listing filters by */
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(p, "resources"), "instanceCount", 1);
     char *s = cJSON_PrintUnformatted(b);
     cJSON_Delete(b);
@@ -566,6 +576,18 @@ static int get_job(struct aml *d, const char *name, cJSON **job, struct errbuf *
     free(body);
     free(path);
     return rc;
+}
+
+/* nas_find_fn: a GET of the job by its name */
+static int find_job(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
+{
+    struct aml *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t);
+    int g = get_job(d, name, NULL, e);
+    if (g == 1)
+        nas_job_known(j, d->local_root, t, MARKER, name);
+    free(name);
+    return g;
 }
 
 /* PUTs the job (idempotent by name). 1: the job exists (created or found); 0: no answer
@@ -686,38 +708,16 @@ static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, str
     struct aml *d = w->platform;
     memset(js, 0, sizeof *js);
     struct nas_job *j = job_of(d, t);
+    int rc = 0;
+    if (j->need_submit && nas_poll_unconfirmed(w, &d->jobs, j, t, try_submit, find_job, js, &rc, e))
+        return rc;
     char *name = nas_job_name(w->exp_id, t);
     struct errbuf he;
-    int rc = 0;
-    if (j->need_submit && t->kill_request) {
-        /* killed before Azure ML confirmed it: it ends here unless it exists after all */
-        int g = get_job(d, name, NULL, &he);
-        if (g < 0) {
-            rc = errf(e, "%s", he.msg);
-        } else if (g == 0) {
-            js->finished = 1;
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
-            nas_job_forget(&d->jobs, t->id);
-        } else {
-            nas_job_known(j, d->local_root, t, MARKER, name);
-        }
-        if (g <= 0)
-            goto out;
-    } else if (j->need_submit) {
-        int s = try_submit(w, j, t, &he);
-        if (s < 0) { /* refused for good: the trial fails with its reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", he.msg);
-            nas_job_forget(&d->jobs, t->id);
-        }
-        rc = s == 0 ? errf(e, "%s", he.msg) : 0;
-        goto out;
-    }
     cJSON *job = NULL;
-    int g = get_job(d, name, &job, &he);
+    const cJSON *listed = job_listing_find(&d->listed, name);
+    int g = listed ? 1 : get_job(d, name, &job, &he); /* not listed: its own GET confirms it */
+    if (listed)
+        job = cJSON_Duplicate(listed, 1);
     if (g < 0) {
         rc = errf(e, "status: %s", he.msg);
     } else if (g == 0) {
@@ -740,7 +740,6 @@ static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, str
     cJSON_Delete(job);
     if (js->finished || js->vanished)
         nas_job_forget(&d->jobs, t->id);
-out:
     free(name);
     return rc;
 }
@@ -789,6 +788,68 @@ static int aml_pending(struct worker *w, struct trial *t)
     return nas_pending(w, t, d->local_root);
 }
 
+/* The experiment's jobs into l (reset first; sealed when whole): the workspace's jobs list
+ * filtered by the experiment's tag key, every page (nextLink), kept to its name prefix.
+ * 0; -1 no answer or a passing refusal (e); POLL_ALL_REFUSED the workspace refuses to
+ * list jobs for good (no permission: 403; a list it does not serve). */
+static int list_jobs(struct aml *d, const char *exp_id, struct job_listing *l, struct errbuf *e)
+{
+    job_listing_reset(l);
+    char *prefix = xasprintf("nni_exp_%s_", exp_id);
+    char *url = xasprintf("%s%s/jobs?api-version=" API_VERSION "&tag=nni_exp_%s", d->mgmt, d->ws_id, exp_id);
+    int rc = 0, page = 0;
+    for (; url && page < MAX_PAGES && rc == 0; page++) {
+        long status = 0;
+        char *body = NULL;
+        struct errbuf he;
+        if (http_url(d, "GET", url, "jobs (list)", NULL, &status, &body, NULL, &he) < 0) {
+            rc = errf(e, "list the workspace's jobs: %s", he.msg);
+        } else if (status != 200) {
+            char msg[400];
+            arm_error(body, msg, sizeof msg, NULL, 0);
+            errf(e, "list the workspace's jobs: HTTP %ld: %s", status, msg);
+            rc = transient(status) || status == 401 ? -1 : POLL_ALL_REFUSED;
+        }
+        free(url);
+        url = NULL;
+        cJSON *list = rc == 0 ? cJSON_Parse(body) : NULL;
+        free(body);
+        if (rc == 0 && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(list, "value")))
+            rc = errf(e, "list the workspace's jobs: the answer holds no job list");
+        cJSON *it, *value = rc == 0 ? cJSON_GetObjectItemCaseSensitive(list, "value") : NULL;
+        cJSON_ArrayForEach(it, value) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+            if (cJSON_IsString(n) && str_starts(n->valuestring, prefix))
+                job_listing_add(l, n->valuestring, cJSON_Duplicate(it, 1));
+        }
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(list, "nextLink");
+        if (rc == 0 && cJSON_IsString(next) && next->valuestring[0]) {
+            if (str_starts(next->valuestring, d->mgmt)) /* the token goes nowhere else */
+                url = xstrdup(next->valuestring);
+            else
+                rc = errf(e, "list the workspace's jobs: a nextLink off the management endpoint");
+        }
+        cJSON_Delete(list);
+    }
+    if (rc == 0 && url)
+        rc = errf(e, "list the workspace's jobs: more than %d pages", MAX_PAGES);
+    free(url);
+    free(prefix);
+    if (rc == 0)
+        job_listing_seal(l);
+    else
+        job_listing_reset(l);
+    return rc;
+}
+
+/* The batched poll: the experiment's jobs with one listing per poll interval, kept for
+ * aml_poll (the loop paces it and backs off when it fails). */
+static int aml_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct aml *d = w->platform;
+    return list_jobs(d, w->exp_id, &d->listed, e);
+}
+
 static int ended(const char *s)
 {
     return strcmp(s, "Completed") == 0 || strcmp(s, "Failed") == 0 || strcmp(s, "Canceled") == 0 ||
@@ -796,48 +857,27 @@ static int ended(const char *s)
 }
 
 /* nnictl stop: cancels every job of the experiment that has not ended, also jobs the
- * database lost track of (found by the name prefix nni_exp_<exp>_ in the workspace's
- * job list, following nextLink). */
+ * database lost track of (the experiment's listing). */
 static int aml_cleanup(struct worker *w, struct errbuf *e)
 {
     struct aml *d = w->platform;
-    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
-    char *url = xasprintf("%s%s/jobs", d->mgmt, d->ws_id);
+    struct job_listing l = {0};
+    if (list_jobs(d, w->exp_id, &l, e) != 0)
+        return -1;
     int failed = 0, rc = 0;
-    for (int page = 0; url && page < MAX_PAGES; page++) {
-        long status = 0;
-        char *body = NULL;
-        struct errbuf he;
-        if (http_url(d, "GET", url, "jobs (list)", NULL, &status, &body, NULL, &he) < 0 || status != 200) {
-            rc = errf(e, "list the workspace's jobs: %s", status ? "refused" : he.msg);
-            free(body);
-            break;
+    for (int i = 0; i < l.n; i++) {
+        if (ended(job_status(l.v[i].entry)))
+            continue;
+        struct errbuf ke;
+        if (cancel_job(d, l.v[i].name, &ke) < 0) {
+            failed++;
+            log_warn("cannot cancel Azure ML job %s: %s", l.v[i].name, ke.msg);
+        } else {
+            log_info("cancelled Azure ML job %s", l.v[i].name);
         }
-        free(url);
-        url = NULL;
-        cJSON *list = cJSON_Parse(body);
-        free(body);
-        const cJSON *it;
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "value")) {
-            const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
-            if (!cJSON_IsString(n) || !str_starts(n->valuestring, prefix) || ended(job_status(it)))
-                continue;
-            struct errbuf ke;
-            if (cancel_job(d, n->valuestring, &ke) < 0) {
-                failed++;
-                log_warn("cannot cancel Azure ML job %s: %s", n->valuestring, ke.msg);
-            } else {
-                log_info("cancelled Azure ML job %s", n->valuestring);
-            }
-        }
-        const cJSON *next = cJSON_GetObjectItemCaseSensitive(list, "nextLink");
-        if (cJSON_IsString(next) && str_starts(next->valuestring, d->mgmt)) /* the token goes nowhere else */
-            url = xstrdup(next->valuestring);
-        cJSON_Delete(list);
     }
-    free(url);
-    free(prefix);
-    if (rc == 0 && failed)
+    job_listing_reset(&l);
+    if (failed)
         rc = errf(e, "%d Azure ML job(s) of the experiment could not be cancelled", failed);
     return rc;
 }
@@ -849,6 +889,7 @@ const struct platform_ops platform_aml = {
     .submit = aml_submit,
     .reaped = NULL,
     .poll = aml_poll,
+    .poll_all = aml_poll_all,
     .kill = aml_kill,
     .collect = aml_collect,
     .pending = aml_pending,

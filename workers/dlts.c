@@ -17,6 +17,11 @@
  * the worker loop tries again after its back-off; while the dashboard does not answer
  * no call is made before down_until, so the loop keeps renewing its leases.
  *
+ * Status: one team job list a poll interval (dlts_poll_all: every active job of the user
+ * and the POLL_LIMIT newest others, one GET), the experiment's jobs of it kept by jobId;
+ * each trial's poll answers from it, and GETs its job only when the list lacks it (it
+ * ended and newer jobs pushed it out, or DLTS forgot it).
+ *
  * The password is in no URL, error or log line of ours: the query string is added in
  * http() only, and messages name the path without it. */
 #include <curl/curl.h>
@@ -27,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "workers/job_listing.h"
 #include "workers/nas_trial.h"
 #include "workers/rest_client.h"
 #include "workers/worker.h"
@@ -36,6 +42,7 @@
 #define FAULT_KEY "dlts dashboard"
 #define FAULT_AFTER 3 /* calls failed in a row before the experiment shows it */
 #define LIST_LIMIT 1000 /* ended jobs the team's list shows beside the active ones */
+#define POLL_LIMIT 100  /* ... in the list of each poll interval (a job ended since: a GET) */
 
 struct dlts {
     char *dashboard; /* ends with / */
@@ -46,6 +53,7 @@ struct dlts {
     struct rest_client rest; /* no redirects: the password is in the URL */
     int failing;             /* calls failed in a row */
     struct nas_jobs jobs;
+    struct job_listing listed; /* the experiment's jobs by jobId (dlts_poll_all) */
 };
 
 /* ---------------- HTTP ---------------- */
@@ -159,6 +167,7 @@ static void dlts_free(struct dlts *d)
     if (d->rest.curl)
         curl_easy_cleanup(d->rest.curl);
     nas_jobs_free(&d->jobs);
+    job_listing_reset(&d->listed);
     free(d);
 }
 
@@ -393,12 +402,12 @@ static char *job_body(struct worker *w, struct dlts *d, const struct trial *t, c
     return s;
 }
 
-/* The team's job list (every active job of the user, the newest others). 0 with *list
- * (a JSON array; caller deletes), -1 with e; *fatal when the dashboard refused it. */
-static int list_jobs(struct dlts *d, cJSON **list, int *fatal, struct errbuf *e)
+/* The team's job list (every active job of the user, the limit newest others). 0 with
+ * *list (a JSON array; caller deletes), -1 with e; *fatal when the dashboard refused it. */
+static int list_jobs_limit(struct dlts *d, int limit, cJSON **list, int *fatal, struct errbuf *e)
 {
     char *c = seg(d, d->cluster), *t = seg(d, d->team);
-    char *path = xasprintf("v2/clusters/%s/teams/%s/jobs?user=me&limit=%d", c, t, LIST_LIMIT);
+    char *path = xasprintf("v2/clusters/%s/teams/%s/jobs?user=me&limit=%d", c, t, limit);
     free(c);
     free(t);
     long status = 0;
@@ -428,6 +437,12 @@ static int list_jobs(struct dlts *d, cJSON **list, int *fatal, struct errbuf *e)
     free(body);
     free(path);
     return rc;
+}
+
+/* list_jobs_limit with the widest view (finding a job by name) */
+static int list_jobs(struct dlts *d, cJSON **list, int *fatal, struct errbuf *e)
+{
+    return list_jobs_limit(d, LIST_LIMIT, list, fatal, e);
 }
 
 static int put_killing(struct dlts *d, const char *job_id, struct errbuf *e);
@@ -543,6 +558,19 @@ out:
     return rc;
 }
 
+/* nas_find_fn: the trial's job in the team's job list */
+static int find_trial_job(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e)
+{
+    struct dlts *d = w->platform;
+    char *name = nas_job_name(w->exp_id, t), *id = NULL;
+    int fatal = 0;
+    int f = find_job(d, name, &id, &fatal, e);
+    free(name);
+    if (f == 1)
+        job_known(d, j, t, id);
+    return f;
+}
+
 static int dlts_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct dlts *d = w->platform;
@@ -581,44 +609,25 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
     struct dlts *d = w->platform;
     memset(js, 0, sizeof *js);
     struct nas_job *j = job_of(d, t);
-    if (j->need_submit && t->kill_request) {
-        /* killed before DLTS confirmed it: it ends here unless it exists after all */
-        char *name = nas_job_name(w->exp_id, t), *id = NULL;
-        int fatal = 0;
-        struct errbuf he;
-        int f = find_job(d, name, &id, &fatal, &he);
-        free(name);
-        if (f < 0)
-            return errf(e, "%s", he.msg);
-        if (f == 0) {
-            js->finished = 1;
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
+    int rc = 0;
+    if (j->need_submit && nas_poll_unconfirmed(w, &d->jobs, j, t, try_submit, find_trial_job, js, &rc, e))
+        return rc;
+    char *dir = local_dir(d, t);
+    const cJSON *listed = job_listing_find(&d->listed, j->job_id);
+    if (listed) { /* this interval's list has it: no call of its own */
+        job_reported(w, t, dir, listed, js);
+        if (js->finished)
             nas_job_forget(&d->jobs, t->id);
-            return 0;
-        }
-        job_known(d, j, t, id);
-    } else if (j->need_submit) {
-        struct errbuf se;
-        int s = try_submit(w, j, t, &se);
-        if (s < 0) { /* DLTS refused it for good: the trial fails with its reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            nas_job_forget(&d->jobs, t->id);
-        }
-        return s == 0 ? errf(e, "%s", se.msg) : 0;
+        free(dir);
+        return 0;
     }
     char *c = seg(d, d->cluster), *id = seg(d, j->job_id);
     char *path = xasprintf("v2/clusters/%s/jobs/%s", c, id);
     free(c);
     free(id);
-    char *dir = local_dir(d, t);
     char *body = NULL;
     long status = 0;
     struct errbuf he;
-    int rc = 0;
     if (http(d, "GET", path, NULL, &status, &body, &he) < 0) {
         rc = errf(e, "status: %s", he.msg);
     } else if (status != 200) {
@@ -644,6 +653,31 @@ static int dlts_poll(struct worker *w, struct trial *t, struct job_state *js, st
     free(path);
     free(dir);
     return rc;
+}
+
+/* The batched poll: the team's job list once a poll interval; the experiment's jobs of
+ * it (name prefix nni_exp_<exp>_) kept by jobId for dlts_poll. A failure, a refusal
+ * included (the dashboard's refusals are the credentials', not the list's), is a failed
+ * listing: the loop backs off. */
+static int dlts_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct dlts *d = w->platform;
+    job_listing_reset(&d->listed);
+    cJSON *list;
+    int fatal;
+    if (list_jobs_limit(d, POLL_LIMIT, &list, &fatal, e) < 0)
+        return -1;
+    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
+    cJSON *it;
+    cJSON_ArrayForEach(it, list) {
+        const char *n = item_str(it, "jobName"), *id = item_str(it, "jobId");
+        if (n && id && str_starts(n, prefix))
+            job_listing_add(&d->listed, id, cJSON_Duplicate(it, 1));
+    }
+    job_listing_seal(&d->listed);
+    free(prefix);
+    cJSON_Delete(list);
+    return 0;
 }
 
 static int put_killing(struct dlts *d, const char *job_id, struct errbuf *e)
@@ -735,6 +769,7 @@ const struct platform_ops platform_dlts = {
     .submit = dlts_submit,
     .reaped = NULL,
     .poll = dlts_poll,
+    .poll_all = dlts_poll_all,
     .kill = dlts_kill,
     .collect = dlts_collect,
     .pending = dlts_pending,

@@ -25,11 +25,11 @@
 #include <unistd.h>
 
 #include "schema/nnijson.h"
-#include "common/chantoken.h"
 #include "common/trialenv.h"
 #include "queue/worker_queue.h"
 #include "schema/worker_rows.h"
 #include "workers/kube.h"
+#include "workers/nas_trial.h"
 #include "workers/nniignore.h"
 
 #define POD_MOUNT "/tmp/mount"
@@ -672,13 +672,6 @@ static const char install_nni[] =
     "fi\n"
     "python3 -m pip install --user --upgrade nni\n";
 
-/* trialCommandChannel: http, and the api has a channel to name (its token and port). */
-static int http_channel(struct worker *w)
-{
-    const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    return cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0;
-}
-
 /* The launch script of one role (NNI's kubernetesScriptFormat, with the trial command
  * run directly instead of NNI's trial_keeper: its output goes to the shared storage,
  * where the worker reads the metrics). */
@@ -701,16 +694,9 @@ char *kube_role_script(struct kube_state *ks, struct worker *w, const struct tri
     /* trialCommandChannel: http -> NNI v3's HTTP channel. Its URL is the api's at
      * nniManagerIp, with this trial's own token in the path; the relay below serves that
      * path on 127.0.0.1 in the pod and points the trial at it */
-    int http = http_channel(w);
-    if (http) {
-        char tok[CHAN_TOKEN_LEN + 1];
-        chan_token(w->exp.token, t->id, tok);
-        const cJSON *ip = worker_config_item(w, "nniManagerIp");
-        const char *host = cJSON_IsString(ip) ? ip->valuestring : w->exp.bind_address;
-        if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
-            host = "127.0.0.1";
-        char *url = xasprintf(strchr(host, ':') ? "http://[%s]:%d/env/%s/%s" : "http://%s:%d/env/%s/%s", host,
-                              w->exp.port, tok, t->id);
+    char *url = nas_channel_url(w, t);
+    int http = url != NULL;
+    if (url) {
         trial_env_set(&te, "NNI_TRIAL_COMMAND_CHANNEL", url);
         free(url);
     }
@@ -904,7 +890,7 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
     free(rec);
     if (wr < 0 || write_text(dir, ".nni/attempt", att, 0644, e) < 0)
         goto out;
-    if (http_channel(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
+    if (nas_channel_wanted(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
         goto out;
     if (ks->fl->scripts_on_share) {
         if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)

@@ -1,6 +1,7 @@
 /* nas_trial.c: a trial's files on a storage mounted here and in the cluster's jobs
  * (workers/nas_trial.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,10 +168,15 @@ char *nas_job_command(struct worker *w, const char *cont_root, const struct tria
     return sb_detach(&sb);
 }
 
-char *nas_channel_url(struct worker *w, const struct trial *t)
+int nas_channel_wanted(struct worker *w)
 {
     const cJSON *chan = worker_config_item(w, "trialCommandChannel");
-    if (!cJSON_IsString(chan) || strcmp(chan->valuestring, "http") != 0 || !w->exp.token || w->exp.port <= 0)
+    return cJSON_IsString(chan) && strcmp(chan->valuestring, "http") == 0 && w->exp.token && w->exp.port > 0;
+}
+
+char *nas_channel_url(struct worker *w, const struct trial *t)
+{
+    if (!nas_channel_wanted(w))
         return NULL;
     char tok[CHAN_TOKEN_LEN + 1];
     chan_token(w->exp.token, t->id, tok);
@@ -355,6 +361,36 @@ void nas_jobs_free(struct nas_jobs *js)
     }
     free(js->v);
     memset(js, 0, sizeof *js);
+}
+
+int nas_poll_unconfirmed(struct worker *w, struct nas_jobs *js, struct nas_job *j, const struct trial *t,
+                         nas_try_submit_fn try, nas_find_fn find, struct job_state *st, int *rc, struct errbuf *e)
+{
+    struct errbuf he;
+    *rc = 0;
+    if (t->kill_request) { /* killed before the service confirmed it: over, unless it exists after all */
+        int f = find(w, j, t, &he);
+        if (f < 0) {
+            *rc = errf(e, "%s", he.msg);
+        } else if (f == 0) {
+            st->finished = 1;
+            st->signal = SIGTERM;
+            st->end_time = now_ms();
+            nas_job_forget(js, t->id);
+        }
+        return f <= 0;
+    }
+    int s = try(w, j, t, &he);
+    if (s < 0) { /* refused for good: the trial fails with its reason */
+        st->finished = 1;
+        st->exit_code = 1;
+        st->end_time = now_ms();
+        snprintf(st->why, sizeof st->why, "%.500s", he.msg);
+        nas_job_forget(js, t->id);
+    } else if (s == 0) {
+        *rc = errf(e, "%s", he.msg);
+    }
+    return 1;
 }
 
 int nas_submit(struct worker *w, struct nas_jobs *js, struct nas_job *j, const char *local_root, const char *label,

@@ -32,9 +32,11 @@ int nas_write_trial_files(const char *dir, const struct trial *t, const char *la
  * cluster places the GPUs), then run.sh with cmd. */
 char *nas_job_command(struct worker *w, const char *cont_root, const struct trial *t, const char *nni_platform,
                       const char *cmd);
-/* trialCommandChannel: http (and the api has a channel to name): NNI v3's HTTP channel
- * URL of trial t, the api's at nniManagerIp with the trial's own token in its path; else
- * NULL. New string. */
+/* trialCommandChannel: http, and the api has a channel to name (its token and port).
+ * Also the Kubernetes platforms' (kube_common.c). */
+int nas_channel_wanted(struct worker *w);
+/* When nas_channel_wanted: NNI v3's HTTP channel URL of trial t, the api's at
+ * nniManagerIp with the trial's own token in its path; else NULL. New string. */
 char *nas_channel_url(struct worker *w, const struct trial *t);
 /* cmd run with NNI_TRIAL_COMMAND_CHANNEL=url under <trial dir>/.nni/chanrelay.py (which
  * serves the channel in the job, writing metrics to the trial's dir, so that the api's
@@ -93,6 +95,16 @@ typedef int (*nas_try_submit_fn)(struct worker *w, struct nas_job *j, const stru
  * *job_id is the job's name, *trial_dir the dir. SUBMIT_NEW, or -1 with e. */
 int nas_submit(struct worker *w, struct nas_jobs *js, struct nas_job *j, const char *local_root, const char *label,
                nas_try_submit_fn try, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
+/* Looks for the job of j by its name: 1 it exists (j is then known: nas_job_known), 0
+ * the service does not know it, -1 could not tell (e). */
+typedef int (*nas_find_fn)(struct worker *w, struct nas_job *j, const struct trial *t, struct errbuf *e);
+/* platform_ops.poll of such a platform while j's creation is not confirmed
+ * (j->need_submit): a trial killed meanwhile ends here unless find finds its job; else
+ * try creates it again (a refusal for good fails the trial with its reason). 1 when
+ * that answered the poll (*rc: poll's result, js filled), 0 when the job is known now
+ * and poll goes on to read its status. */
+int nas_poll_unconfirmed(struct worker *w, struct nas_jobs *js, struct nas_job *j, const struct trial *t,
+                         nas_try_submit_fn try, nas_find_fn find, struct job_state *st, int *rc, struct errbuf *e);
 void nas_jobs_free(struct nas_jobs *js);
 
 #endif

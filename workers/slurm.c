@@ -12,9 +12,10 @@
  * cluster's filesystem mounted here, e.g. NFS or sshfs).
  *
  * Status: ONE `squeue -t all --json` per poll interval for all of the experiment's jobs
- * (Slurm 22.05 ignores -j/-n with --json), cached here; each trial's poll is answered
- * from the cache. The batch script writes <trial dir>/.nni/slurm_exit at its end, so an
- * end is known after squeue forgot the job.
+ * (Slurm 22.05 ignores -j/-n with --json): the batched poll (slurm_poll_all), paced and
+ * backed off by the worker loop; each trial's poll is answered from its answer. The
+ * batch script writes <trial dir>/.nni/slurm_exit at its end, so an end is known after
+ * squeue forgot the job, and also while squeue does not answer.
  *
  * Crash safety: before sbatch, submit looks for a job of this trial and attempt in a
  * squeue answer taken after this worker started (a dead worker's jobs are all in it) and
@@ -59,6 +60,8 @@ struct slurm {
     int64_t fetched_ms;         /* wall ms when that answer was asked for (0: none) */
     int64_t failed_ms;          /* wall ms when squeue last failed (0: it answered since) */
     char failed[512];           /* ... and why */
+    int list_failed;            /* the last listing (slurm_poll_all) failed: polls answer from
+                                 * exit records only */
     int64_t started_ms;         /* wall ms of init */
     int poll_ms;
     struct sl_job *mine;
@@ -284,11 +287,14 @@ static int fetch(struct worker *w, struct slurm *s, struct errbuf *e)
     s->jobs = jobs;
     s->njobs = n;
     s->fetched_ms = asked;
+    s->list_failed = 0;
+    s->failed_ms = 0;
     return 0;
 }
 
-/* The cache, refreshed when it is older than the poll interval. A failing squeue is
- * asked again once per interval too, not once per trial (it may take seconds to fail). */
+/* For a kill between two listings: the last answer when it is younger than the poll
+ * interval, else a new one. A failing squeue is asked again once per interval too, not
+ * once per kill (it may take seconds to fail). */
 static int fresh(struct worker *w, struct slurm *s, struct errbuf *e)
 {
     int64_t now = now_ms();
@@ -301,7 +307,6 @@ static int fresh(struct worker *w, struct slurm *s, struct errbuf *e)
         snprintf(s->failed, sizeof s->failed, "%.500s", e->msg);
         return -1;
     }
-    s->failed_ms = 0;
     return 0;
 }
 
@@ -653,13 +658,42 @@ static void oom_named(const char *dir, struct job_state *js)
     free(txt);
 }
 
+/* The batched poll: one squeue for all of the experiment's jobs (the loop calls it once
+ * per poll interval while trials are held, and backs off when it fails). When squeue
+ * does not answer, the trials whose node wrote their exit record are over all the same:
+ * the listing then counts as done (so the loop polls them, from their records) when one
+ * of the held trials has its record; else it fails and every trial waits for the next. */
+static int slurm_poll_all(struct worker *w, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    if (fetch(w, s, e) == 0)
+        return 0;
+    s->list_failed = 1;
+    s->failed_ms = now_ms();
+    snprintf(s->failed, sizeof s->failed, "%.500s", e->msg);
+    for (int i = 0; i < w->ntrials; i++) {
+        const struct trial *t = &w->trials[i].t;
+        char *dir = trial_dir_of(s, t);
+        int status, stopped;
+        int ended = exit_record(dir, t->attempt, &status, &stopped);
+        free(dir);
+        if (ended)
+            return 0;
+    }
+    return -1;
+}
+
 static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
 {
     struct slurm *s = w->platform;
     memset(js, 0, sizeof *js);
     char *dir = trial_dir_of(s, t);
     int status, stopped;
-    if (fresh(w, s, e) < 0) {
+    if (s->list_failed || !s->fetched_ms) {
+        if (!s->fetched_ms && !s->list_failed)
+            errf(e, "no squeue answer yet");
+        else
+            errf(e, "%s", s->failed);
         /* the controller does not answer: an attempt that wrote its end is over all the
          * same (its node finished it), and its slot is free for the next trial */
         int ended = exit_record(dir, t->attempt, &status, &stopped);
@@ -773,7 +807,6 @@ static int slurm_kill(struct worker *w, struct trial *t, struct errbuf *e)
     m = mine_add(s, t->id, t->attempt, id);
     m->kill_ms = now_ms();
     m->cancelled = pending;
-    s->fetched_ms = 0; /* the next poll asks again */
     return 0;
 }
 
@@ -827,6 +860,7 @@ const struct platform_ops platform_slurm = {
     .preflight = slurm_preflight,
     .submit = slurm_submit,
     .poll = slurm_poll,
+    .poll_all = slurm_poll_all,
     .kill = slurm_kill,
     .collect = slurm_collect,
     .pending = slurm_pending,

@@ -4,7 +4,9 @@
 # type from the cluster's metadata); the metrics come back over the shared filesystem
 # exactly as the trials wrote them. `nnictl trial kill` kills a running job (PUT
 # killing -> USER_CANCELED), a job killed on the cluster is SYS_CANCELED, one paused
-# there is killed (SYS_CANCELED, as NNI), a failing trial FAILED with its exit code. The password is in no log, error, config show, REST answer or the database.
+# there is killed (SYS_CANCELED, as NNI), a failing trial FAILED with its exit code. The
+# status of all of them comes from one team job list a poll interval, never a GET of a
+# single job. The password is in no log, error, config show, REST answer or the database.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib/dlts.sh"
 
@@ -48,6 +50,9 @@ assert "CUDA_VISIBLE_DEVICES" not in b["cmd"], b["cmd"]
 PY
 done
 pass "12 jobs nni_exp_<exp>_trial_<trial>, each submitted once with NNI's body"
+# the status comes from one team job list a poll interval: no GET of a single job
+[ "$(dlts_stat 's["actions"].get("get", 0)')" = 0 ] || fail "$(dlts_stat 's["actions"]'): GETs of single jobs"
+pass "status by the team's job list: $(dlts_stat 's["actions"].get("list", 0)') lists, no GET per job"
 
 # the password: nowhere shown
 nnictl config show "$id" > "$WORK/show.out" 2>&1 || true

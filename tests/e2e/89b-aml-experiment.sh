@@ -113,13 +113,22 @@ curl -sf "$AML_URL/_test/job/nni_exp_${id}_trial_${slow}" | grep -q '"status": "
 pass "statuses: SUCCEEDED, FAILED 3 (its reason), USER_CANCELED (POST cancel), SYS_CANCELED (cancelled in the workspace)"
 nnictl stop "$id" > /dev/null
 
-# nnictl stop cancels the jobs that still run
-aml_experiment "$WORK/exp3" 2 2 4
+# the status of running jobs costs one listing per poll interval (1 s; pages of 3 jobs),
+# no GET per job; nnictl stop cancels the jobs that still run
+aml_experiment "$WORK/exp3" 6 6 4
 sed -i 's/^trialCommand: .*/trialCommand: sleep 300/' "$WORK/exp3/config.yml"
 port=$(free_port)
 aml_create "$WORK/exp3" "$port"
 id=$AML_ID
-wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 30 "2 trials RUNNING"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 6 30 "6 trials RUNNING"
+get0=$(aml_stat 's.get("get", 0)') list0=$(aml_stat 's.get("list", 0)') t0=$(date +%s%N)
+wait_until 10 eval '[ "$(aml_stat "s.get(\"list\", 0)")" -ge $((list0 + 6)) ]' || fail "no listing in steady state"
+get1=$(aml_stat 's.get("get", 0)') list1=$(aml_stat 's.get("list", 0)') t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+[ "$get1" = "$get0" ] || fail "$((get1 - get0)) GETs of single jobs in steady state with 6 running (want 0)"
+# 6 jobs: 2 pages a listing, one listing a second (+1 for the edges of the window)
+[ $((list1 - list0)) -le $(( (ms / 1000 + 2) * 2 )) ] || fail "$((list1 - list0)) list pages in $ms ms"
+pass "6 jobs running: $((list1 - list0)) list pages in $ms ms (one 2-page listing a second), no GET per job"
 nnictl stop "$id" > /dev/null
 live() { aml_stat "sum(1 for n, st in s['jobs'].items() if '$id' in n and st not in ('Completed', 'Failed', 'Canceled'))"; }
 wait_until 30 eval '[ "$(live)" = 0 ]' || fail "jobs still live after nnictl stop: $(live)"

@@ -21,7 +21,7 @@ id=$AML_ID
 wait_until 20 served_ge aml 3 || fail "only $FAULT_SERVED submissions throttled"
 check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' 30 "2 trials RUNNING"
-fault_phase aml '{"mode": "status", "status": 503, "action": "get"}' 1
+fault_phase aml '{"mode": "status", "status": 503, "action": "list"}' 1
 wait_until 20 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
 check > "$WORK/status.json"
 aml_fail '{}'
@@ -29,8 +29,8 @@ grep -q "HTTP 503" "$WORK/status.json" || { cat "$WORK/status.json"; fail "check
 pass "a service answering 503 is the experiment's error: $(grep -o 'Azure ML at[^"]*' "$WORK/status.json" | head -c 200)"
 wait_until 10 eval "! check | grep -q 'Azure ML at'" || fail "the error stays after the service answers again"
 pass "the error is gone once the service answers"
-fault_phase aml '{"mode": "drop", "count": 3, "action": "get"}' 3
-fault_phase aml '{"mode": "delay", "delay": 3, "count": 1, "action": "get"}' 1
+fault_phase aml '{"mode": "drop", "count": 3, "action": "list"}' 3
+fault_phase aml '{"mode": "delay", "delay": 3, "count": 1, "action": "list"}' 1
 fault_phase aml '{"mode": "status", "status": 503, "count": 1, "action": "token"}' 1
 wait_status "$id" DONE 120
 pass "experiment reached DONE through 503s, 429s, dropped connections, timeouts and a failing token endpoint"

@@ -13,7 +13,13 @@ process, with the workspace's datastores mapped to local directories:
        workspaces/{ws}/jobs/{name}?api-version=2023-04-01    a command job -> 201 (200: the
                                          same job again; 400 UserError: another job of that name)
   GET  .../jobs/{name}?api-version=...   the job, properties.status
-  GET  .../jobs?api-version=...          {"value": [jobs]}
+  GET  .../jobs?api-version=...[&tag=KEY][&$skip=TOKEN]   {"value": [jobs], "nextLink"}: the
+                                         workspace's jobs, oldest first, those with the tag key KEY
+                                         only when tag is given (Jobs - List documents "jobs returned
+                                         will have this tag key"); --page-size jobs a page, the next
+                                         page at nextLink (absent on the last): the same URL with
+                                         $skip, an opaque continuation token (400 UserError when it
+                                         is not one of ours)
   GET  .../computes/{name}, .../datastores/{name}   a compute target, a datastore (404
                                          UserError when the workspace has none of that name)
   PUT  .../environments/{name}/versions/{version}  {"properties": {"image"}}: an environment
@@ -553,10 +559,7 @@ class Handler(JsonHandler):
         with st.lock:
             st.stats[action] = st.stats.get(action, 0) + 1
         if action == "list":
-            with st.lock:
-                prefix = "/".join(low[:10]) + "/"
-                jobs = [j.resource(st) for k, j in st.jobs.items() if k.startswith(prefix)]
-            return 200, {"value": jobs}, []
+            return self.list_jobs(raw_path, query, ver, low)
         name = urllib.parse.unquote(segs[10])
         if action in ("compute", "datastore"):
             known = name.lower() in st.computes if action == "compute" else name in st.datastores
@@ -591,6 +594,30 @@ class Handler(JsonHandler):
         kill_groups(procs, st.args.stop_grace)
         loc = "http://%s/_ops/%s?api-version=%s" % (self.headers.get("Host", ""), op, ver)
         return 202, None, [("Location", loc), ("Retry-After", "1")]
+
+    def list_jobs(self, raw_path, query, ver, low):
+        st = self.st
+        tag = query.get("tag")
+        start = 0
+        if "$skip" in query:
+            try:
+                start = int(unb64url(query["$skip"]).decode())
+                if start < 0:
+                    raise ValueError
+            except (ValueError, UnicodeDecodeError, TypeError):
+                raise arm_error(400, "UserError", "The continuation token is not valid.")
+        with st.lock:
+            prefix = "/".join(low[:10]) + "/"
+            jobs = [j for k, j in st.jobs.items() if k.startswith(prefix)
+                    and (tag is None or tag in (j.body["properties"].get("tags") or {}))]
+            page = [j.resource(st) for j in jobs[start:start + st.args.page_size]]
+        out = {"value": page}
+        if start + st.args.page_size < len(jobs):
+            q = {"api-version": ver, "$skip": b64url(str(start + st.args.page_size).encode())}
+            if tag is not None:
+                q["tag"] = tag
+            out["nextLink"] = "http://%s%s?%s" % (self.headers.get("Host", ""), raw_path, urllib.parse.urlencode(q))
+        return 200, out, []
 
     def put_environment(self, raw_path, data):
         st = self.st
@@ -729,6 +756,7 @@ def main():
     ap.add_argument("--datastore", action="append", default=[], help="NAME:DIR a datastore and where it is here")
     ap.add_argument("--api-version", action="append", default=None, help="accepted (default: 2023-04-01 and later)")
     ap.add_argument("--token-lifetime", type=int, default=3599)
+    ap.add_argument("--page-size", type=int, default=20, help="jobs in a page of the jobs list (default 20)")
     ap.add_argument("--state-seconds", type=float, default=0.05, help="seconds in each state before Running")
     ap.add_argument("--stop-grace", type=float, default=5.0, help="seconds from SIGTERM to SIGKILL on cancel")
     ap.add_argument("--log-dir", help="where the jobs' output is kept (default: a new temporary directory)")

@@ -37,7 +37,8 @@ class Server(ServerProcess):
         super().__init__("aml_server.py", tmp, ["--client-cert", CERT_CLIENT + ":" + self.cert + ".pem",
             "--tenant", TENANT, "--tenant", "other-tenant", "--client", CLIENT + ":" + SECRET, "--client", "norole:pw", "--no-role", "norole",
             "--subscription", SUB + ":" + TENANT, "--workspace", "%s/%s/%s" % (SUB, RG, WS), "--compute", "cpu-cluster",
-            "--datastore", "workspaceblobstore:" + self.blob, "--state-seconds", "0.05", "--stop-grace", "1"])
+            "--datastore", "workspaceblobstore:" + self.blob, "--state-seconds", "0.05", "--stop-grace", "1",
+            "--page-size", "3"])
 
     def request(self, method, path, body=None, headers=None, form=False):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -158,6 +159,20 @@ def command_job(command, **more):
     return {"properties": p}
 
 
+def list_all(srv, tok, query):
+    """the names in the jobs list, following nextLink, and the number of pages"""
+    names, pages, url = [], 0, ws_path() + "/jobs?api-version=" + API + query
+    while url:
+        code, out, _ = srv.request("GET", url, headers={"Authorization": "Bearer " + tok})
+        check(code == 200, "a page of the jobs list: %s" % code)
+        names += [x["name"] for x in out["value"]]
+        pages += 1
+        nxt = urllib.parse.urlsplit(out.get("nextLink", ""))
+        check(not out.get("nextLink") or nxt.netloc == "127.0.0.1:%d" % srv.port, "nextLink on this host")
+        url = nxt.path + "?" + nxt.query if out.get("nextLink") else None
+    return names, pages
+
+
 def wait(srv, tok, name, final, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -272,9 +287,15 @@ def test_jobs(srv, tok):
     check(code == 400 and "nostore" in out["error"]["message"], "an unknown datastore: 400 UserError naming it")
     code, out, _ = srv.arm("PUT", ws_path() + "/jobs/bad3", tok, command_job("echo ${{inputs.missing}}"))
     check(code == 400 and "inputs.missing" in out["error"]["message"], "an undefined ${{inputs.X}}: 400")
-    code, out, _ = srv.arm("GET", ws_path() + "/jobs", tok)
-    check(code == 200 and sorted(x["name"] for x in out["value"]) == ["env-ok", "nni-abc-t1", "nni-abc-t2",
-                                                                      "nni-abc-t3"], "the list holds the four jobs")
+    names, pages = list_all(srv, tok, "")
+    check(sorted(names) == ["env-ok", "nni-abc-t1", "nni-abc-t2", "nni-abc-t3"] and pages == 2,
+          "the list holds the four jobs, in two pages of 3 (nextLink)")
+    code, _, _ = srv.arm("PUT", ws_path() + "/jobs/nni-abc-t4", tok, command_job("true", tags={"nni_exp_abc": "abc"}))
+    names, pages = list_all(srv, tok, "&tag=nni_exp_abc")
+    check(code == 201 and names == ["nni-abc-t4"] and pages == 1, "tag=KEY lists only the jobs with that tag key")
+    code, out, _ = srv.request("GET", ws_path() + "/jobs?api-version=%s&$skip=nope" % API,
+                               headers={"Authorization": "Bearer " + tok})
+    check(code == 400 and out["error"]["code"] == "UserError", "a continuation token not of ours: 400 UserError")
 
 
 def test_faults(srv, tok):

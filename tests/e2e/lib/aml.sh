@@ -2,6 +2,7 @@
 # after lib.sh. The server is both the token endpoint (authorityHost) and the management
 # endpoint; it runs each command job's command as a local process with the datastore
 # workspaceblobstore at $AML_BLOB (this host's "mount" of it: localStorageMountPoint).
+# Its jobs list has pages of 3 jobs, so that the worker's listing pages (nextLink).
 
 AML_TENANT=tenant-$RANDOM$RANDOM
 AML_CLIENT=client-$RANDOM$RANDOM
@@ -24,7 +25,7 @@ aml_start_server() {
         --client "$AML_CLIENT:$AML_SECRET" --client "norole:norole-pw" --no-role norole --subscription "$AML_SUB:$AML_TENANT" \
         --workspace "$AML_SUB/$AML_RG/$AML_WS" --compute "$AML_COMPUTE" \
         --datastore "workspaceblobstore:$AML_BLOB" --workdir "$WORK" --log-dir "$WORK/aml-logs" \
-        --stop-grace 2 --port-file "$WORK/aml.port" "$@" >> "$WORK/aml_server.out" 2>&1 ) &
+        --stop-grace 2 --page-size 3 --port-file "$WORK/aml.port" "$@" >> "$WORK/aml_server.out" 2>&1 ) &
     AML_PID=$!
     wait_until 10 test -s "$WORK/aml.port" || { cat "$WORK/aml_server.out" >&2; fail "the Azure ML test server did not start"; }
     AML_URL=${AML_SCHEME:-http}://127.0.0.1:$(cat "$WORK/aml.port")
