@@ -59,29 +59,23 @@ dlts_experiment "$WORK/exp" 4 12 9
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out" 2>&1 ||
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' || true
-dlts_fail '{"mode": "status", "status": 503, "seconds": 6}'
-# meanwhile the experiment's errors say what is wrong
-wait_until 6 eval "curl -sf 'http://127.0.0.1:$port/api/v1/nni/check-status' | grep -q 'DLTS dashboard'" ||
-    { curl -s "http://127.0.0.1:$port/api/v1/nni/check-status"; fail "check-status does not show the failing dashboard"; }
-curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status" > "$WORK/status.json"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' 30 "2 trials RUNNING"
+# every phase waits until the server says its fault met the requests it names
+# (fault_phase); the 503s last until check-status has shown them
+check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
+fault_phase dlts '{"mode": "status", "status": 503}' 1
+wait_until 20 eval "check | grep -q 'DLTS dashboard'" || { check; fail "check-status does not show the failing dashboard"; }
+check > "$WORK/status.json"
+FAULT_SERVED=$(fault_served dlts)
 grep -q "HTTP 503" "$WORK/status.json" || { cat "$WORK/status.json"; fail "check-status does not give the answer"; }
 ! grep -qF "$DLTS_PASSWORD" "$WORK/status.json" || fail "check-status shows the password"
-pass "a dashboard answering 503 is the experiment's error: $(grep -o 'DLTS dashboard[^"]*' "$WORK/status.json" | head -c 160)"
-# fault <json>: the next request meets it (the worker polls by one job list a second and
-# backs off after a failed one, so each fault is met within seconds; the trials cannot
-# end meanwhile: no job is polled)
-inj() { dlts_stat 's["injected"]'; }
-fault() {
-    local before
-    before=$(inj)
-    dlts_fail "$1"
-    wait_until 20 eval "[ \"\$(inj)\" -gt $before ]" || fail "fault $1: no request met it"
-}
-fault '{"mode": "delay", "delay": 3, "count": 1}'   # answers after 3 s: the worker gives up after 2 s
-fault '{"mode": "status", "status": 502, "count": 1}'
-fault '{"mode": "status", "status": 429, "count": 1}'
-fault '{"mode": "drop", "count": 1}'
+pass "a dashboard answering 503 ($FAULT_SERVED times so far) is the experiment's error: $(grep -o 'DLTS dashboard[^"]*' "$WORK/status.json" | head -c 160)"
+# (the worker polls by one job list a second and backs off after a failed one, so one
+# fault each is met within seconds; the trials cannot end meanwhile: no job is polled)
+fault_phase dlts '{"mode": "delay", "delay": 3, "count": 1}' 1   # answers after 3 s: the worker gives up after 2 s
+fault_phase dlts '{"mode": "status", "status": 502, "count": 1}' 1
+fault_phase dlts '{"mode": "status", "status": 429, "count": 1}' 1
+fault_phase dlts '{"mode": "drop", "count": 1}' 1
 wait_status "$id" DONE 180
 pass "experiment reached DONE through 503s, timeouts, 502s, 429s and dropped connections"
 wait_until 10 eval "! curl -sf 'http://127.0.0.1:$port/api/v1/nni/check-status' | grep -q 'DLTS dashboard'" ||
@@ -89,7 +83,6 @@ wait_until 10 eval "! curl -sf 'http://127.0.0.1:$port/api/v1/nni/check-status' 
 pass "the error is gone once the dashboard answers"
 
 injected=$(dlts_stat 's["injected"]')
-[ "$injected" -ge 7 ] || fail "only $injected answers were failures"
 ok=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND attempt=1")
 [ "$ok" = 12 ] || { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$ok of 12 SUCCEEDED in attempt 1"; }
 [ "$(dlts_stat 's["created"]')" = 12 ] || fail "$(dlts_stat 's["created"]') jobs created for 12 trials"

@@ -13,30 +13,25 @@ export TRIAL_STEPS=3 TRIAL_SLEEP=0.3   # the jobs inherit these from the server
 aml_start_server --token-lifetime 4
 port=$(free_port)
 aml_experiment "$WORK/exp" 4 10 9
-# fault <json> <n>: inject, then wait until n more answers were faults
-fault() {
-    local before
-    before=$(aml_stat 's["injected"]')
-    aml_fail "$1"
-    wait_until 20 eval "[ \"\$(aml_stat 's[\"injected\"]')\" -ge $((before + $2)) ]" ||
-        fail "fault $1: fewer than $2 requests met it"
-}
+# every phase waits until the server says its fault met the requests it names
+# (fault_phase, e2e/lib.sh); the 503s last until check-status has shown them
 aml_fail '{"mode": "throttle", "status": 429, "count": 3, "action": "put"}'   # the first submissions
 aml_create "$WORK/exp" "$port"
 id=$AML_ID
-wait_until 20 eval "[ \"\$(aml_stat 's[\"injected\"]')\" -ge 3 ]" || fail "fewer than 3 submissions throttled"
+wait_until 20 served_ge aml 3 || fail "only $FAULT_SERVED submissions throttled"
 check() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" '>=2' 30 "2 trials RUNNING"
-aml_fail '{"mode": "status", "status": 503, "seconds": 5, "action": "list"}'
-wait_until 8 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
+fault_phase aml '{"mode": "status", "status": 503, "action": "list"}' 1
+wait_until 20 eval "check | grep -q 'Azure ML at'" || { check; fail "check-status does not show the failing service"; }
 check > "$WORK/status.json"
+aml_fail '{}'
 grep -q "HTTP 503" "$WORK/status.json" || { cat "$WORK/status.json"; fail "check-status does not give the answer"; }
 pass "a service answering 503 is the experiment's error: $(grep -o 'Azure ML at[^"]*' "$WORK/status.json" | head -c 200)"
 wait_until 10 eval "! check | grep -q 'Azure ML at'" || fail "the error stays after the service answers again"
 pass "the error is gone once the service answers"
-fault '{"mode": "drop", "count": 3, "action": "list"}' 3
-fault '{"mode": "delay", "delay": 3, "count": 1, "action": "list"}' 1
-fault '{"mode": "status", "status": 503, "count": 1, "action": "token"}' 1
+fault_phase aml '{"mode": "drop", "count": 3, "action": "list"}' 3
+fault_phase aml '{"mode": "delay", "delay": 3, "count": 1, "action": "list"}' 1
+fault_phase aml '{"mode": "status", "status": 503, "count": 1, "action": "token"}' 1
 wait_status "$id" DONE 120
 pass "experiment reached DONE through 503s, 429s, dropped connections, timeouts and a failing token endpoint"
 

@@ -99,6 +99,20 @@ wait_file() {
 # not CMD [ARG...]: CMD fails (for wait_until: `wait_until 5 not port_is_free "$port"`)
 not() { ! "$@"; }
 
+# fault_served PFX: how many requests met the fault last given to the test server of the
+# platform helpers PFX (pai, dlc, dlts, aml, k8s: PFX_stats, PFX_fail), its "fault_served"
+fault_served() { "$1_stats" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["fault_served"])'; }
+# served_ge PFX N: fault_served PFX is at least N (the count in $FAULT_SERVED)
+served_ge() { FAULT_SERVED=$(fault_served "$1") && [ "$FAULT_SERVED" -ge "$2" ]; }
+# fault_phase PFX JSON N [SECS]: PFX_fail JSON, then waits (20 s) until N requests met
+# that fault by the server's count, else the test fails naming it: a phase that the
+# worker never met cannot pass unnoticed (each fault set replaces the one before)
+fault_phase() {
+    FAULT_SERVED=0
+    "$1_fail" "$2" || fail "fault $2: the test server did not take it"
+    wait_until "${4:-20}" served_ge "$1" "$3" || fail "fault $2: met by $FAULT_SERVED of $3 requests in ${4:-20} s"
+}
+
 # gone PID: no process PID (kill -0 fails; a zombie still counts as there)
 gone() { ! kill -0 "$1" 2>/dev/null; }
 # wait_gone PID [SECONDS [WHAT]]: until gone PID, 10 s by default; else fails saying WHAT

@@ -65,7 +65,8 @@ Where Azure documents no behaviour the double chooses, and says so: cancelling a
 that has ended changes nothing (202, its operation done at once).
 
 Test controls (no token; only for the test that started the server):
-  GET  /_test/stats                 counters, the jobs' states
+  GET  /_test/stats                 counters (fault_served: requests that met the fault
+                                    /_test/fail set last), the jobs' states
   GET  /_test/job/{name}            the PUT body as received, the job's states so far, its output
   POST /_test/job/{name} {"command"}  the job's stored command replaced (as another client made it)
   POST /_test/token {"aud", "tid", "exp_in", "appid"}   a token as this server would sign it
@@ -215,7 +216,7 @@ class State:
         self.jobs = {}  # ARM id lower -> Job
         self.ops = {}  # operation id -> Job
         self.fail = None
-        self.stats = {"calls": 0, "injected": 0, "created": 0, "tokens": 0, "refused": {}}
+        self.stats = {"calls": 0, "injected": 0, "fault_served": 0, "created": 0, "tokens": 0, "refused": {}}
         self.log_dir = args.log_dir or tempfile.mkdtemp(prefix="aml-server-logs-")
 
     def cert_of(self, cid):

@@ -52,7 +52,8 @@ Missing<Name>, StopJob of a finished job changes nothing (200), ListJobs in a Wo
 not given with --workspace is 400 InvalidParameter (as CreateJob in it).
 
 Test controls (no signature; only for the test that started the server):
-  GET  /_test/stats               counters per action and per refusal code, the jobs' states
+  GET  /_test/stats               counters per action and per refusal code (fault_served:
+                                  requests that met the fault /_test/fail set last), the jobs' states
   GET  /_test/job/{JobId}         the CreateJob body as received, and the job's state
   POST /_test/fail {"mode": "status"|"throttle"|"drop"|"drop_after"|"delay", "status": 503,
                     "count": N | "seconds": S, "delay": D, "action": "CreateJob"}
@@ -192,7 +193,7 @@ class Job:
 
 class State(ServerState):
     def __init__(self, args):
-        super().__init__(args, {"calls": 0, "injected": 0, "created": 0, "actions": {}, "refused": {}})
+        super().__init__(args, {"calls": 0, "injected": 0, "fault_served": 0, "created": 0, "actions": {}, "refused": {}})
         self.keys = {}
         for k in args.access_key:
             kid, sep, secret = k.partition(":")

@@ -65,7 +65,8 @@ ports in 40000-49999, env is a list of {name, value} strings and mountpoints a l
 {name, enabled, containerPath, hostPath}.
 
 Test controls (no authentication; only for the test that started the server):
-  GET  /_test/stats               counters, refusals by reason, the jobs' states
+  GET  /_test/stats               counters (fault_served: requests that met the
+                                  fault /_test/fail set last), refusals by reason, the jobs' states
   GET  /_test/job/{jobId}         the submitted body as received, the states so far, output
   POST /_test/fail {"mode": "status"|"drop"|"drop_after"|"delay", "status": 503,
                     "count": N | "seconds": S, "delay": D,
@@ -201,7 +202,7 @@ def to_bool(v):
 
 class State(ServerState):
     def __init__(self, args):
-        super().__init__(args, {"calls": 0, "injected": 0, "created": 0, "actions": {}, "refused": {}})
+        super().__init__(args, {"calls": 0, "injected": 0, "fault_served": 0, "created": 0, "actions": {}, "refused": {}})
         self.master = args.master_token
         self.users = {}  # email -> set of teams
         for u in args.user:

@@ -74,9 +74,11 @@ def mounted_argv(cmd, mounts, bind, tag):
 
 def set_fault(st, data):
     """POST /_test/fail: {"status", "mode", "delay", "count": N | "seconds": S, ...} becomes
-    st.fail (nothing of status, mode and delay: no fault)."""
+    st.fail (nothing of status, mode and delay: no fault); the stats' "fault_served" (how
+    many requests met the fault last set, take_fault) starts again at 0."""
     f = json.loads(data or b"{}")
     with st.lock:
+        st.stats["fault_served"] = 0
         if not f.get("status") and not f.get("mode") and not f.get("delay"):
             st.fail = None
         else:
@@ -102,6 +104,7 @@ def take_fault(st, action=None):
             return None
         f["count"] -= 1
     st.stats["injected"] += 1
+    st.stats["fault_served"] = st.stats.get("fault_served", 0) + 1
     return f
 
 

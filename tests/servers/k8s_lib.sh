@@ -100,8 +100,10 @@ k8s_hook() { # k8s_hook GET|POST path [json]
     curl -sk --max-time 10 -X "$1" ${3:+-H 'Content-Type: application/json' -d "$3"} \
         "https://127.0.0.1:$K8S_PORT/_test/$2"
 }
-# k8s_fail MODE SECONDS [DELAY]: 5xx | slow | drop | hang for a while
-k8s_fail() { k8s_hook POST fail "{\"mode\":\"$1\",\"seconds\":$2,\"delay\":${3:-0}}" > /dev/null; }
+# k8s_fail '<json>': failure injection, {"mode": "5xx"|"slow"|"drop"|"hang", "count": N |
+# "seconds": S, "delay": D}; fault_phase k8s (e2e/lib.sh) waits until it was served
+k8s_fail() { k8s_hook POST fail "$1" > /dev/null; }
+k8s_stats() { k8s_hook GET stats; }
 k8s_stat() { k8s_hook GET stats | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 # the trial: NNISDK_MEb lines on stdout (the stdout channel of every cluster platform)
@@ -190,19 +192,15 @@ k8s_scenario() {
     # the API server fails for a while: 5xx, dropped connections, slow answers (the
     # trial of sequence HOLD_SEQ runs until killed, so the experiment is alive meanwhile)
     wait_sql "SELECT count(*) > 0 FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 60
-    k8s_fail 5xx 2
-    sleep 2.2
-    k8s_fail drop 1.5
-    sleep 1.7
-    k8s_fail slow 2 0.7
-    sleep 2.2
-    k8s_fail hang 2 2.5     # longer than the client's timeout (TRIALQ_KUBE_TIMEOUT_MS below)
-    sleep 2.7
+    # (each phase waits until the server says its fault met that many requests; one
+    # listing polls every job with one back-off: a fault each keeps the back-off short)
+    fault_phase k8s '{"mode": "5xx", "count": 1}' 1
+    fault_phase k8s '{"mode": "drop", "count": 1}' 1
+    fault_phase k8s '{"mode": "slow", "count": 1, "delay": 0.7}' 1
+    fault_phase k8s '{"mode": "hang", "count": 1, "delay": 2.5}' 1   # longer than the client's timeout (TRIALQ_KUBE_TIMEOUT_MS, 2 s)
     if [ -n "${K8S_LIST_CHECKS:-}" ]; then
-        k8s_fail 429 1.2 1  # Too Many Requests, Retry-After: 1
-        sleep 1.4
+        fault_phase k8s '{"mode": "429", "count": 1, "delay": 1}' 1   # Too Many Requests, Retry-After: 1
     fi
-    [ "$(k8s_stat "['failed']")" -gt 0 ] || fail "no request met the injected failures"
     pass "$platform: API server failures injected: 5xx, dropped connections, slow and timed-out answers ($(k8s_stat "['failed']") requests failed)"
 
     # SIGKILL the api and the worker while trials run, then resume

@@ -37,12 +37,13 @@ It speaks the documented REST API of what those platforms use:
               <NNI_OUTPUT_DIR>/exitcode, both read from the launch script the container
               runs (found through its nfs/azureFile volumeMount); no pod objects are made
   test hooks  (no auth) POST /_test/fail {"mode": "5xx"|"429"|"slow"|"drop"|"hang", "seconds":
-              S, "delay": D} (429: Too Many Requests with Retry-After: D seconds, at
-              least 1); POST /_test/continue {"ttl": S} sets --continue-ttl; POST
-              /_test/deny {"list": true} answers every list 403 Forbidden (a role without
-              the list verb), false lifts it;
+              S and/or "count": N (the next N requests), "delay": D} (429: Too Many
+              Requests with Retry-After: D seconds, at least 1); POST /_test/continue
+              {"ttl": S} sets --continue-ttl; POST /_test/deny {"list": true} answers every
+              list 403 Forbidden (a role without the list verb), false lifts it;
               GET /_test/stats -> {"creates": {name: n}, "create_calls": n,
-              "requests": n, "failed": n, "lists": n (chunked lists begun), "continues": n
+              "requests": n, "failed": n, "fault_served": n (requests that met the fault
+              set last), "lists": n (chunked lists begun), "continues": n
               (chunks after the first), "expired": n (410 answers),
               "routes": {"VERB /path/{ns}/...": n}}
               (routes: every non-test request by verb and path pattern, names and
@@ -292,6 +293,8 @@ class Cluster:
         self.lists = self.continued = self.expired = 0
         self.fail_until = 0
         self.fail_delay = 0
+        self.fail_count = None  # requests the fault is still served to (None: until fail_until)
+        self.fault_served = 0   # requests that met the fault set last
         self.state_dir = args.state_dir
         self.nfs = {}
         for m in args.nfs or []:
@@ -619,11 +622,14 @@ class Handler(BaseHTTPRequestHandler):
         """Failure injection; True when the request was consumed."""
         c = self.server.cluster
         with c.lock:
-            mode = c.fail_mode if time.time() < c.fail_until else None
+            mode = c.fail_mode if time.time() < c.fail_until and c.fail_count != 0 else None
             delay = c.fail_delay
-        if not mode:
-            return False
-        c.failed += 1
+            if not mode:
+                return False
+            c.failed += 1
+            c.fault_served += 1
+            if c.fail_count is not None:
+                c.fail_count -= 1
         if mode == '5xx':
             self.send_json(503, status_obj(503, 'ServiceUnavailable', 'the server is currently unable to handle '
                                            'the request (injected)'))
@@ -842,8 +848,10 @@ class Handler(BaseHTTPRequestHandler):
             req = json.loads(self.body() or b'{}')
             with c.lock:
                 c.fail_mode = req.get('mode')
-                c.fail_until = time.time() + float(req.get('seconds', 0))
+                c.fail_count = int(req['count']) if 'count' in req else None
+                c.fail_until = time.time() + float(req.get('seconds', 0 if c.fail_count is None else 1e9))
                 c.fail_delay = float(req.get('delay', 0))
+                c.fault_served = 0
             return self.send_json(200, {'ok': True})
         if parts == ['deny'] and method == 'POST':
             with c.lock:
@@ -857,8 +865,8 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ['stats']:
             with c.lock:
                 return self.send_json(200, {'creates': dict(c.creates), 'create_calls': c.create_calls,
-                                            'requests': c.requests, 'failed': c.failed, 'lists': c.lists,
-                                            'continues': c.continued, 'expired': c.expired,
+                                            'requests': c.requests, 'failed': c.failed, 'fault_served': c.fault_served,
+                                            'lists': c.lists, 'continues': c.continued, 'expired': c.expired,
                                             'routes': dict(c.routes)})
         if parts == ['jobtimes']:
             with c.lock:

@@ -25,6 +25,7 @@ SUCCEEDED, having written what the trial would have on the storage: one FINAL me
 
 Test controls (no auth; only for the test that started the server):
   GET  /_test/stats                counters: posts, created, conflicts, calls, injected,
+                                   fault_served (requests that met the fault set last),
                                    routes {"VERB /path/{user}~{name}/...": requests}
   GET  /_test/job/{name}           the protocol a job was submitted with (parsed and as sent)
   POST /_test/fail  {"status": 503, "count": N | "seconds": S, "delay": D, "retry_after": R}

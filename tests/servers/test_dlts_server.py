@@ -303,10 +303,22 @@ def test_list(srv, job_id):
     check(code == 200 and len(out) == 7, "user=all: the team's jobs of every user")
 
 
+def fault_served(srv):
+    return srv.request("GET", "/_test/stats", auth=False)[1]["fault_served"]
+
+
 def test_faults(srv):
+    srv.request("POST", "/_test/fail", {"mode": "status", "status": 429, "count": 2, "action": "submit"}, auth=False)
+    check(fault_served(srv) == 0, "a fault just set was served to no request")
+    srv.request("GET", "/api/teams/%s/clusters/%s" % (TEAM, CLUSTER))
+    check(fault_served(srv) == 0, "a request of another action does not count for the fault")
+    codes = [srv.submit("true", name="nni_exp_e1_trial_429")[0] for i in range(3)]
+    check(codes[:2] == [429, 429] and codes[2] != 429 and fault_served(srv) == 2,
+          "a fault of count 2 is served twice, then no more: fault_served %d (%s)" % (fault_served(srv), codes))
     srv.request("POST", "/_test/fail", {"mode": "status", "status": 503, "count": 1}, auth=False)
+    check(fault_served(srv) == 0, "a new fault starts fault_served again at 0")
     code, out, _ = srv.request("GET", "/api/teams/%s/clusters/%s" % (TEAM, CLUSTER))
-    check(code == 503, "an injected 503")
+    check(code == 503 and fault_served(srv) == 1, "an injected 503, counted")
     srv.request("POST", "/_test/fail", {"mode": "drop", "count": 1}, auth=False)
     try:
         srv.request("GET", "/api/teams/%s/clusters/%s" % (TEAM, CLUSTER))
