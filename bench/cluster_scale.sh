@@ -27,7 +27,9 @@
 #          (TRIALQ_KUBE_POLL_MS; empty: the worker's default), SUBMIT_RATE= new jobs
 #          per second (TRIALQ_SUBMIT_RATE; empty: the platform's 20), KEEP=1 keeps the
 #          work dir, MAX_GET_RATE=R fails the run when the status GETs (job list and
-#          single jobs) in the steady state exceed R per second (bench/cluster_scale-short)
+#          single jobs) in the steady state exceed R per second (bench/cluster_scale-short),
+#          LATE=1 measures the status GETs over a second WINDOW once N-C-500 jobs are
+#          done (C still running, the history large: the listing must not grow with it)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
@@ -99,6 +101,25 @@ scpu_a=$(cpu_s "$K8S_PID")
 sleep "$WINDOW"
 ts_b=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-b.json"; cpu_b=$(cpu_s "$wpid"); run_b=$(running)
 scpu_b=$(cpu_s "$K8S_PID")
+late=""
+if [ -n "${LATE:-}" ]; then
+    done_jobs() { k8s_hook GET jobtimes | $PY -c 'import json,sys; print(sum(1 for v in json.load(sys.stdin).values() if "done" in v))'; }
+    late_due() { [ "$(done_jobs)" -ge $(( N - C - 500 )) ]; }
+    wait_until 7200 late_due || fail "the late window never came"
+    la=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-la.json"; lra=$(running); lda=$(done_jobs)
+    sleep "$WINDOW"
+    lb=$(date +%s.%N); k8s_hook GET stats > "$WORK/stats-lb.json"; lrb=$(running)
+    late=$($PY - "$WORK" "$la" "$lb" "$lra" "$lrb" "$lda" <<'PY'
+import json, sys
+w, la, lb = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+a, b = json.load(open(w + '/stats-la.json')), json.load(open(w + '/stats-lb.json'))
+gets = sum(v - a['routes'].get(k, 0) for k, v in b['routes'].items() if k.startswith('GET ') and '/tfjobs' in k)
+print('late window: %.1fs with %s..%s jobs running, %s done: status GETs %.1f/s, %.1f listings/s, jobs per '
+      'listing at most %d' % (lb - la, sys.argv[4], sys.argv[5], sys.argv[6], gets / (lb - la),
+                              (b['lists'] - a['lists']) / (lb - la), max(b['list_items'][-10:] or [0])))
+PY
+)
+fi
 wait_until 7200 status_is "$id" 'DONE|ERROR' || fail "experiment $id did not finish"
 t1=$(date +%s.%N)
 cpu_end=$(cpu_s "$wpid")
@@ -111,6 +132,7 @@ sql "SELECT t.job_id, t.submit_time, t.start_time, t.end_time, t.status,
      FROM trial t WHERE t.experiment_id='$id'" > "$WORK/trials.txt"
 nnictl stop "$id" > /dev/null 2>&1 || true
 
+[ -z "$late" ] || echo "$late"
 echo "cluster_scale: $(nproc) cores, build $BUILD, trials=$N concurrency=$C job_run=${DUR}s poll_ms=${TRIALQ_KUBE_POLL_MS:-default} submit_rate=${TRIALQ_SUBMIT_RATE:-default}"
 $PY - "$WORK" "$ts_a" "$ts_b" "$t0" "$t1" "$N" "$run_a" "$run_b" "$cpu_a" "$cpu_b" "$cpu_end" "$rss" "$hwm" \
     "$scpu_a" "$scpu_b" "$lat" "$C" "${MAX_GET_RATE:-}" <<'PY'

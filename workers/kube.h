@@ -158,6 +158,7 @@ int kube_init(struct worker *w, const struct kube_flavour *fl, struct errbuf *e)
 int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
 int kube_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e);
 int kube_poll_all(struct worker *w, struct errbuf *e);
+void kube_ended(struct worker *w, const struct trial *t);
 int kube_kill(struct worker *w, struct trial *t, struct errbuf *e);
 int kube_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e);
 int kube_pending(struct worker *w, struct trial *t);
@@ -165,12 +166,13 @@ void kube_destroy(struct worker *w);
 int kube_cleanup(struct worker *w, struct errbuf *e);
 
 /* A platform file's ops: its init and preflight bind its flavour, the rest is shared.
- * The loop lists the experiment's jobs every second (one paged LIST by its label), and
- * polls each from that listing (TRIALQ_KUBE_POLL_MS: kube_init sets w->poll_ms). */
+ * The loop lists the experiment's jobs every second (one paged LIST by its label, less
+ * those labelled ended by kube_ended), and polls each from that listing
+ * (TRIALQ_KUBE_POLL_MS: kube_init sets w->poll_ms). */
 #define KUBE_PLATFORM_OPS(NAME, INIT, PREFLIGHT)                                                            \
     {                                                                                                       \
         .name = NAME, .init = INIT, .submit = kube_submit, .poll = kube_poll, .kill = kube_kill,            \
-        .poll_all = kube_poll_all,                                                                          \
+        .poll_all = kube_poll_all, .ended = kube_ended,                                                     \
         .collect = kube_collect, .pending = kube_pending, .destroy = kube_destroy, .cleanup = kube_cleanup, \
         .poll_ms = 1000, .preflight = PREFLIGHT, .gpu_mode = PLATFORM_GPU_OWN, .submit_rate = 20,            \
     }

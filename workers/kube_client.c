@@ -92,8 +92,9 @@ int kube_request(struct kube_conn *k, const char *method, const char *path, cons
     char *payload = body ? cJSON_PrintUnformatted(body) : NULL;
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "Accept: application/json");
-    if (payload)
-        h = curl_slist_append(h, "Content-Type: application/json");
+    if (payload) /* a PATCH is a JSON merge patch (RFC 7386), the only kind sent */
+        h = curl_slist_append(h, strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                                : "Content-Type: application/json");
     char *auth = NULL;
     if (k->token) {
         auth = xasprintf("Authorization: Bearer %s", k->token);

@@ -34,6 +34,8 @@
 
 #define POD_MOUNT "/tmp/mount"
 #define APP_LABEL "nni-kubernetes-trial"
+/* on a job whose trial's end is recorded (kube_ended): listings leave it out */
+#define ENDED_LABEL "trialq-ended"
 #define LIST_LIMIT 500 /* jobs per page of a listing (kubectl's chunk size) */
 
 /* ---------------- small helpers ---------------- */
@@ -1076,7 +1078,8 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
     job_listing_reset(&ks->listed);
     if (kube_backing_off(&ks->conn))
         return errf(e, "the Kubernetes API server failed lately; waiting before asking again");
-    char *sel_raw = xasprintf("app=%s,expId=%s", APP_LABEL, w->exp_id);
+    /* less the jobs kube_ended labelled: none of them is held any more */
+    char *sel_raw = xasprintf("app=%s,expId=%s,!%s", APP_LABEL, w->exp_id, ENDED_LABEL);
     char *sel = kube_escape(sel_raw);
     char *base = job_path(ks, NULL);
     char *cont = NULL;
@@ -1130,6 +1133,32 @@ int kube_poll_all(struct worker *w, struct errbuf *e)
     }
     job_listing_seal(&ks->listed);
     return 0;
+}
+
+/* Labels the job of a trial whose end is committed (a JSON merge patch of its
+ * metadata.labels), so that kube_poll_all's LIST leaves it out: the listing's cost stays
+ * with the running jobs. Not retried: a job left unlabelled (no answer, or killed before
+ * the PATCH) is only listed on; kube_cleanup selects without the label and so deletes
+ * it with the others at `nnictl stop`. */
+void kube_ended(struct worker *w, const struct trial *t)
+{
+    struct kube_state *ks = w->platform;
+    if (!t->job_id || kube_backing_off(&ks->conn))
+        return;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *labels = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "labels");
+    cJSON_AddStringToObject(labels, ENDED_LABEL, "true");
+    char *path = job_path(ks, t->job_id);
+    long st;
+    cJSON *r = NULL;
+    struct errbuf pe;
+    int rc = kube_request(&ks->conn, "PATCH", path, patch, &st, &r, &pe);
+    if (rc < 0 || (st != 200 && st != 404))
+        log_limited(LOG_WARN, "trial %s: cannot label its ended job %s (it stays in the listing): %s", t->id,
+                    t->job_id, rc < 0 ? pe.msg : kube_status_message(r, st));
+    cJSON_Delete(r);
+    cJSON_Delete(patch);
+    free(path);
 }
 
 /* From the listing when the job is in it; else (not listed yet, gone, or no listing)

@@ -194,6 +194,8 @@ static int finalize(struct worker *w, struct worker_trial *wt, const struct job_
         t->stdout_offset = so;
         goto fail;
     }
+    if (js->finished && w->ops->ended)
+        w->ops->ended(w, t); /* only after the commit: a trial still held is never left out */
     held_remove(w, wt);
     notify_api(w);
     w->wake = 1; /* a slot is free: claim a queued trial now, not on the next timer */

@@ -84,6 +84,12 @@ struct platform_ops {
      * refuses listings for good (no permission to list, no such call): the loop stops
      * calling poll_all and polls each job on its own, as without it. */
     int (*poll_all)(struct worker *w, struct errbuf *e);
+    /* Optional: the end of t's job (finished, not vanished) is committed and t is about
+     * to be let go: the platform may mark the job so that later listings of poll_all
+     * leave it out (Kubernetes: a label), and their cost stays with the running jobs,
+     * not with the experiment's history. Best effort: a job not marked (a failure, a
+     * crash before it) stays listed, which costs a little and changes nothing else. */
+    void (*ended)(struct worker *w, const struct trial *t);
     /* Asks the job to end (t->kill_request names why): 0 when the request reached the
      * job or nothing of it runs (the loop then polls soon for its end), -1 when it did
      * not (e says why): the loop calls kill again after a back-off until it returns 0

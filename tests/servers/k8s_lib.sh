@@ -177,10 +177,19 @@ k8s_worker_pid() { pgrep -f "trialq worker --platform $2 --experiment $1" | head
 #   experiment resumed (jobs re-attached: each job name created exactly once);
 #   nnictl stop deletes every job labelled with the experiment, also one the database
 #   never knew; a rejected token is a clear error at create and nothing is submitted.
+# k8s_stray EXP NAME TRIAL: a job labelled with the experiment that no trial of it holds
+k8s_stray() {
+    printf '{"apiVersion":"%s","kind":"%s","metadata":{"name":"%s-%s","labels":{"app":"nni-kubernetes-trial","expId":"%s","trialId":"%s"}},"spec":{}}' \
+        "$K8S_API" "$K8S_KIND" "$2" "$1" "$1" "$3" > "$WORK/stray.json"
+    curl -sk --max-time 10 -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
+        -d @"$WORK/stray.json" "https://127.0.0.1:$K8S_PORT/apis/$K8S_API/namespaces/default/$K8S_PLURAL" > /dev/null
+}
 k8s_scenario() {
     local platform=$1 chief=$2 ts=$3 port id hold n i
     export HOLD_SEQ=4 STEPS=3 TRIAL_SLEEP=0.3
-    export TRIALQ_KUBE_LIST_LIMIT=4 # the listing of the experiment's jobs comes in pages
+    # the listing of the experiment's jobs comes in pages: of 2, and 2 jobs no trial
+    # holds (added below) are in it besides the running ones (the ended ones are not)
+    export TRIALQ_KUBE_LIST_LIMIT=2
     k8s_start
     k8s_experiment_config "$WORK/exp" 12 3 "$ts"
     port=$(free_port)
@@ -188,6 +197,8 @@ k8s_scenario() {
         { cat "$WORK/create.out"; fail "nnictl create failed"; }
     id=$(exp_id_of "$WORK/create.out")
     [ -n "$id" ] || fail "no experiment id"
+    k8s_stray "$id" spare-a lost-a
+    k8s_stray "$id" spare-b lost-b
 
     # the API server fails for a while: 5xx, dropped connections, slow answers (the
     # trial of sequence HOLD_SEQ runs until killed, so the experiment is alive meanwhile)
@@ -247,7 +258,7 @@ k8s_scenario() {
     /usr/bin/python3 - "$WORK/stats.json" <<'PY' || fail "job creations: see above"
 import json, sys
 s = json.load(open(sys.argv[1]))
-c = s['creates']
+c = {k: v for k, v in s['creates'].items() if not k.startswith('spare-')}  # k8s_stray's
 bad = {k: v for k, v in c.items() if v != 1}
 if len(c) != 12 or bad:
     print('creates per job name:', c, file=sys.stderr)
@@ -265,6 +276,23 @@ print('%d listings (%d continued pages), %d single GETs' % (s['lists'], s['conti
 if s['lists'] < 5 or s['continues'] < 1 or one > s['lists'] // 2:
     sys.exit('want >= 5 listings, paged, and single GETs at most half as many as listings')
 PY
+    # the listing leaves out the jobs whose end was recorded (labelled trialq-ended), so
+    # it does not grow with the experiment's history: the last one held the running
+    # jobs (3 at most) and any the worker could not label (an injected failure)
+    k8s_hook GET objects > "$WORK/objects.json"
+    /usr/bin/python3 - "$WORK/stats.json" "$WORK/objects.json" "$id" "$K8S_PLURAL" <<'PY' || fail "ended jobs in the listing: see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+jobs = [o['obj'] for o in json.load(open(sys.argv[2]))['items']
+        if (o['obj']['metadata'].get('labels') or {}).get('expId') == sys.argv[3] and o['key'][1] == sys.argv[4]]
+trials = [j for j in jobs if not j['metadata']['labels']['trialId'].startswith('lost')]
+ended = [j for j in jobs if j['metadata']['labels'].get('trialq-ended') == 'true']
+last = s['list_items'][-1]
+print('%d of %d ended jobs labelled; the last listing matched %d jobs' % (len(ended), len(trials), last), file=sys.stderr)
+if len(ended) < len(trials) - 2 or last > 3 + len(jobs) - len(ended):
+    sys.exit('want every ended job but 2 at most labelled, and the last listing to leave them out')
+PY
+    pass "$platform: ended jobs labelled and left out of the listing (last listing: $(k8s_stat "['list_items'][-1]") jobs)"
     n=$(k8s_assert_metrics "$id" "$chief")
     [ "$n" -ge 11 ] || fail "only $n trials had their metrics checked"
     [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED' AND final_metric IS NULL")" = 0 ] ||
@@ -277,7 +305,7 @@ PY
             "https://127.0.0.1:$K8S_PORT/apis/$K8S_API/namespaces/default/$K8S_PLURAL?labelSelector=expId%3D$id" > "$WORK/jobs.json"
         /usr/bin/python3 -c "
 import json, sys
-jobs = json.load(open(sys.argv[1]))['items']
+jobs = [j for j in json.load(open(sys.argv[1]))['items'] if not j['metadata']['labels']['trialId'].startswith('lost')]
 assert len(jobs) == 11, len(jobs)   # the killed trial's job is gone
 job = jobs[0]
 md = job['metadata']
@@ -306,10 +334,7 @@ $K8S_CHECK_JOB
     [ "$(k8s_secrets)" = "$want_secrets" ] || fail "Secrets of the experiment: '$(k8s_secrets)', want '$want_secrets'"
 
     # stop deletes every job of the experiment by label, also one the database lost
-    printf '{"apiVersion":"%s","kind":"%s","metadata":{"name":"stray-%s","labels":{"app":"nni-kubernetes-trial","expId":"%s","trialId":"lost1"}},"spec":{}}' \
-        "$K8S_API" "$K8S_KIND" "$id" "$id" > "$WORK/stray.json"
-    curl -sk --max-time 10 -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
-        -d @"$WORK/stray.json" "https://127.0.0.1:$K8S_PORT/apis/$K8S_API/namespaces/default/$K8S_PLURAL" > /dev/null
+    k8s_stray "$id" stray lost1
     nnictl stop "$id" > "$WORK/stop.out" 2>&1 || { cat "$WORK/stop.out"; fail "stop failed"; }
     left=$(curl -sk --max-time 10 -H "Authorization: Bearer $K8S_TOKEN" \
         "https://127.0.0.1:$K8S_PORT/apis/$K8S_API/namespaces/default/$K8S_PLURAL?labelSelector=expId%3D$id" |

@@ -9,7 +9,9 @@ It speaks the documented REST API of what those platforms use:
               each chunk from a snapshot of the list taken at its first one, with
               metadata.continue and remainingItemCount; a continue token older than
               --continue-ttl is 410 Gone, reason Expired, as after etcd's compaction),
-              delete one, delete collection
+              patch one (PATCH, Content-Type application/merge-patch+json: RFC 7386, as
+              kubectl patch --type=merge; other patch types are 415), delete one, delete
+              collection
               by labelSelector (propagationPolicy accepted; dependents named in
               ownerReferences are garbage-collected)
               for tfjobs, pytorchjobs (kubeflow.org), frameworks
@@ -44,7 +46,8 @@ It speaks the documented REST API of what those platforms use:
               GET /_test/stats -> {"creates": {name: n}, "create_calls": n,
               "requests": n, "failed": n, "fault_served": n (requests that met the fault
               set last), "lists": n (chunked lists begun), "continues": n
-              (chunks after the first), "expired": n (410 answers),
+              (chunks after the first), "expired": n (410 answers), "list_items": [n, ...]
+              (the items each of the last 100 chunked lists matched, all chunks together),
               "routes": {"VERB /path/{ns}/...": n}}
               (routes: every non-test request by verb and path pattern, names and
               namespaces as {name} and {ns}); GET /_test/jobtimes -> {job name:
@@ -122,6 +125,20 @@ def parse_selector(sel):
         else:
             reqs.append((part, 'exists', None))
     return reqs
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch of the dict target, in place: null removes a key."""
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        elif isinstance(v, dict) and isinstance(target.get(k), dict):
+            merge_patch(target[k], v)
+        elif isinstance(v, dict):
+            target[k] = {}
+            merge_patch(target[k], v)
+        else:
+            target[k] = v
 
 
 def selector_matches(reqs, labels):
@@ -291,6 +308,7 @@ class Cluster:
         self.deny_list = False  # POST /_test/deny: RBAC without the list verb
         self.continues = {}  # continue token -> {'t': first chunk's time, 'items': the rest of the snapshot}
         self.lists = self.continued = self.expired = 0
+        self.list_items = []
         self.fail_until = 0
         self.fail_delay = 0
         self.fail_count = None  # requests the fault is still served to (None: until fail_until)
@@ -772,6 +790,7 @@ class Handler(BaseHTTPRequestHandler):
                     rv, first = c.rv, now
                     if limit:
                         c.lists += 1
+                        c.list_items = c.list_items[-99:] + [len(items)]
                 md = {'resourceVersion': str(rv)}
                 if limit and len(items) > limit:
                     # the rest is a snapshot as of the first chunk (copied: the objects change)
@@ -814,6 +833,27 @@ class Handler(BaseHTTPRequestHandler):
                     c.creates[oname] = c.creates.get(oname, 0) + 1
                     c.advance(key, obj)
                 return self.send_json(201, obj)
+            if method == 'PATCH' and name:
+                ctype = (self.headers.get('Content-Type') or '').split(';')[0].strip()
+                if ctype != 'application/merge-patch+json':
+                    return self.send_json(415, status_obj(415, 'UnsupportedMediaType', 'the body of the request '
+                                                          'was in an unknown format - accepted media types include: '
+                                                          'application/json-patch+json, application/merge-patch+json, '
+                                                          'application/apply-patch+yaml'))
+                obj = c.objects.get((group, plural, ns, name))
+                if obj is None:
+                    return self.send_json(404, status_obj(404, 'NotFound', '%s "%s" not found' % (plural, name)))
+                try:
+                    patch = json.loads(self.body() or b'{}')
+                except ValueError as e:
+                    return self.send_json(400, status_obj(400, 'BadRequest', 'invalid JSON: %s' % e))
+                if not isinstance(patch, dict) or \
+                        (patch.get('metadata') or {}).get('name', name) != name:
+                    return self.send_json(422, status_obj(422, 'Invalid', 'the patch may not change the name'))
+                merge_patch(obj, patch)
+                c.rv += 1
+                obj['metadata']['resourceVersion'] = str(c.rv)
+                return self.send_json(200, obj)
             if method == 'DELETE' and name:
                 obj = c.delete_obj((group, plural, ns, name))
                 if obj is None:
@@ -867,6 +907,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {'creates': dict(c.creates), 'create_calls': c.create_calls,
                                             'requests': c.requests, 'failed': c.failed, 'fault_served': c.fault_served,
                                             'lists': c.lists, 'continues': c.continued, 'expired': c.expired,
+                                            'list_items': list(c.list_items),
                                             'routes': dict(c.routes)})
         if parts == ['jobtimes']:
             with c.lock:
