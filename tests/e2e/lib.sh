@@ -64,6 +64,28 @@ wait_until() {
     "$@"
 }
 
+# jobserver_start NAME WHAT ARGS...: runs a test server (ARGS: its command line, which
+# must name --port-file "$WORK/NAME.port") in the background, its output appended to
+# $WORK/NAME_server.out, and waits for its port; sets JOBSERVER_PID and JOBSERVER_PORT.
+# WHAT names it in the failure ("the WHAT test server did not start").
+jobserver_start() {
+    local name=$1 what=$2
+    shift 2
+    rm -f "$WORK/$name.port"
+    ( exec "$@" >> "$WORK/${name}_server.out" 2>&1 ) &
+    JOBSERVER_PID=$!
+    wait_until 10 test -s "$WORK/$name.port" ||
+        { cat "$WORK/${name}_server.out" >&2; fail "the $what test server did not start"; }
+    JOBSERVER_PORT=$(cat "$WORK/$name.port")
+}
+
+# jobserver_stop PID: ends a server jobserver_start started (nothing when PID is empty)
+jobserver_stop() {
+    [ -n "${1:-}" ] || return 0
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
 # sql_is SQL EXPECTED: the query (on the test's database, see sql) prints EXPECTED:
 # a value exactly, or a comparison '>=N', '>N', '<=N', '<N' (numbers), '!=V' (anything
 # but V; '!=' = not empty); the output is left in SQL_GOT

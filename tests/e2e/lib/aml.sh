@@ -20,23 +20,18 @@ unset AZURE_CLIENT_CERTIFICATE_PATH
 
 aml_start_server() {
     mkdir -p "$AML_BLOB" "$WORK/aml-logs"
-    rm -f "$WORK/aml.port"
-    ( exec "$PY" "$TRIALQ_SRC/tests/servers/aml_server.py" --tenant "$AML_TENANT" \
+    jobserver_start aml "Azure ML" "$PY" "$TRIALQ_SRC/tests/servers/aml_server.py" --tenant "$AML_TENANT" \
         --client "$AML_CLIENT:$AML_SECRET" --client "norole:norole-pw" --no-role norole --subscription "$AML_SUB:$AML_TENANT" \
         --workspace "$AML_SUB/$AML_RG/$AML_WS" --compute "$AML_COMPUTE" \
         --datastore "workspaceblobstore:$AML_BLOB" --workdir "$WORK" --log-dir "$WORK/aml-logs" \
-        --stop-grace 2 --page-size 3 --port-file "$WORK/aml.port" "$@" >> "$WORK/aml_server.out" 2>&1 ) &
-    AML_PID=$!
-    wait_until 10 test -s "$WORK/aml.port" || { cat "$WORK/aml_server.out" >&2; fail "the Azure ML test server did not start"; }
-    AML_URL=${AML_SCHEME:-http}://127.0.0.1:$(cat "$WORK/aml.port")
+        --stop-grace 2 --page-size 3 --port-file "$WORK/aml.port" "$@"
+    AML_PID=$JOBSERVER_PID
+    AML_URL=${AML_SCHEME:-http}://127.0.0.1:$JOBSERVER_PORT
 }
 
 aml_stop_server() {
-    if [ -n "${AML_PID:-}" ]; then
-        kill "$AML_PID" 2>/dev/null || true
-        wait "$AML_PID" 2>/dev/null || true
-        AML_PID=
-    fi
+    jobserver_stop "${AML_PID:-}"
+    AML_PID=
 }
 
 # experiments first (their jobs are cancelled through the server), then the server

@@ -14,21 +14,16 @@ export TRIALQ_DLC_TIMEOUT=${TRIALQ_DLC_TIMEOUT:-2}
 
 dlc_start_server() {
     mkdir -p "$DLC_NAS" "$DLC_CONT" "$WORK/dlc-logs"
-    rm -f "$WORK/dlc.port"
-    ( exec "$PY" "$TRIALQ_SRC/tests/servers/dlc_server.py" --access-key "$DLC_KEY_ID:$DLC_SECRET" \
+    jobserver_start dlc "DLC" "$PY" "$TRIALQ_SRC/tests/servers/dlc_server.py" --access-key "$DLC_KEY_ID:$DLC_SECRET" \
         --data-source "d-nas1:$DLC_CONT:$DLC_NAS" --workspace "$DLC_WS" --workdir "$WORK" \
-        --log-dir "$WORK/dlc-logs" --port-file "$WORK/dlc.port" "$@" >> "$WORK/dlc_server.out" 2>&1 ) &
-    DLC_PID=$!
-    wait_until 10 test -s "$WORK/dlc.port" || { cat "$WORK/dlc_server.out" >&2; fail "the DLC test server did not start"; }
-    DLC_URL=${DLC_SCHEME:-http}://127.0.0.1:$(cat "$WORK/dlc.port")
+        --log-dir "$WORK/dlc-logs" --port-file "$WORK/dlc.port" "$@"
+    DLC_PID=$JOBSERVER_PID
+    DLC_URL=${DLC_SCHEME:-http}://127.0.0.1:$JOBSERVER_PORT
 }
 
 dlc_stop_server() {
-    if [ -n "${DLC_PID:-}" ]; then
-        kill "$DLC_PID" 2>/dev/null || true
-        wait "$DLC_PID" 2>/dev/null || true
-        DLC_PID=
-    fi
+    jobserver_stop "${DLC_PID:-}"
+    DLC_PID=
 }
 
 # experiments first (their jobs are stopped through the server), then the server

@@ -13,22 +13,17 @@ export TRIALQ_DLTS_TIMEOUT=${TRIALQ_DLTS_TIMEOUT:-2}
 
 dlts_start_server() {
     mkdir -p "$DLTS_LOCAL" "$DLTS_CONT"
-    rm -f "$WORK/dlts.port"
-    ( exec "$PY" "$TRIALQ_SRC/tests/servers/dlts_server.py" --master-token "$DLTS_MASTER" \
+    jobserver_start dlts "DLTS" "$PY" "$TRIALQ_SRC/tests/servers/dlts_server.py" --master-token "$DLTS_MASTER" \
         --user "$DLTS_EMAIL:$DLTS_TEAM" --cluster c1:P100:8 --cluster c2:V100:2 \
         --mount "$DLTS_CONT:$DLTS_LOCAL" --workdir "$WORK" --kill-grace 2 \
-        --port-file "$WORK/dlts.port" "$@" >> "$WORK/dlts_server.out" 2>&1 ) &
-    DLTS_PID=$!
-    wait_until 10 test -s "$WORK/dlts.port" || { cat "$WORK/dlts_server.out" >&2; fail "the DLTS test server did not start"; }
-    DLTS_URL=http://127.0.0.1:$(cat "$WORK/dlts.port")
+        --port-file "$WORK/dlts.port" "$@"
+    DLTS_PID=$JOBSERVER_PID
+    DLTS_URL=http://127.0.0.1:$JOBSERVER_PORT
 }
 
 dlts_stop_server() {
-    if [ -n "${DLTS_PID:-}" ]; then
-        kill "$DLTS_PID" 2>/dev/null || true
-        wait "$DLTS_PID" 2>/dev/null || true
-        DLTS_PID=
-    fi
+    jobserver_stop "${DLTS_PID:-}"
+    DLTS_PID=
 }
 
 # experiments first (their jobs are killed through the server), then the server

@@ -12,21 +12,16 @@ export TRIALQ_OPENPAI_TIMEOUT=${TRIALQ_OPENPAI_TIMEOUT:-2}
 
 pai_start_server() {
     mkdir -p "$PAI_LOCAL" "$PAI_CONT"
-    rm -f "$WORK/pai.port"
-    ( exec "$PY" "$TRIALQ_SRC/tests/servers/pai_server.py" --token "$PAI_TOKEN:$PAI_USER" \
+    jobserver_start pai "OpenPAI" "$PY" "$TRIALQ_SRC/tests/servers/pai_server.py" --token "$PAI_TOKEN:$PAI_USER" \
         --local-mount "$PAI_LOCAL" --container-mount "$PAI_CONT" --workdir "$WORK" \
-        --port-file "$WORK/pai.port" "$@" >> "$WORK/pai_server.out" 2>&1 ) &
-    PAI_PID=$!
-    wait_until 10 test -s "$WORK/pai.port" || { cat "$WORK/pai_server.out" >&2; fail "the OpenPAI test server did not start"; }
-    PAI_URL=http://127.0.0.1:$(cat "$WORK/pai.port")
+        --port-file "$WORK/pai.port" "$@"
+    PAI_PID=$JOBSERVER_PID
+    PAI_URL=http://127.0.0.1:$JOBSERVER_PORT
 }
 
 pai_stop_server() {
-    if [ -n "${PAI_PID:-}" ]; then
-        kill "$PAI_PID" 2>/dev/null || true
-        wait "$PAI_PID" 2>/dev/null || true
-        PAI_PID=
-    fi
+    jobserver_stop "${PAI_PID:-}"
+    PAI_PID=
 }
 
 # experiments first (their trials are stopped through the server), then the server
