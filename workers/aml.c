@@ -895,6 +895,7 @@ const struct platform_ops platform_aml = {
     .pending = aml_pending,
     .destroy = aml_destroy,
     .poll_ms = POLL_MS,
+    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
     .cleanup = aml_cleanup,
     .gpu_mode = PLATFORM_GPU_OWN,
 };

@@ -153,7 +153,6 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
     d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
     d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     d->rest.curl = curl_easy_init();
-    d->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!d->rest.curl)
         return errf(e, "cannot initialise libcurl");
     return 0;

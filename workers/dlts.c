@@ -183,7 +183,6 @@ static struct dlts *dlts_new(const cJSON *ts, const cJSON *config, struct errbuf
     }
     struct dlts *d = xcalloc(1, sizeof *d);
     d->rest.curl = curl_easy_init();
-    d->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!d->rest.curl) {
         errf(e, "cannot initialise libcurl");
         dlts_free(d);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "workers/kube.h"
+#include "workers/rest_client.h"
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 8000
@@ -127,11 +128,10 @@ int kube_request(struct kube_conn *k, const char *method, const char *path, cons
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
         if (resp && sb.len)
             *resp = cJSON_ParseWithLength(sb.buf, sb.len);
-        curl_off_t retry_after = 0;
-        if (*status == 429 && curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
-            retry_after > 0) {
-            /* Too Many Requests: no request before the server's Retry-After (at most a minute) */
-            k->backoff_ms = retry_after > 60 ? 60000 : (int64_t)retry_after * 1000;
+        int64_t hold = http_retry_after_ms(c, *status);
+        if (hold > 0) {
+            /* Too Many Requests: no request before the server's Retry-After */
+            k->backoff_ms = hold;
             k->retry_at_ms = mono_ms() + k->backoff_ms;
         } else if (*status >= 500 || *status == 429)
             backoff(k);

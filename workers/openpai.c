@@ -223,7 +223,6 @@ static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, co
     set_timeout(p);
     p->rest.curl = curl_easy_init();
     p->rest.follow_redirects = 1;
-    p->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     int rejected = 0;
     int rc = p->rest.curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
     pai_free(p);
@@ -269,7 +268,6 @@ static int openpai_init(struct worker *w, struct errbuf *e)
     set_timeout(p);
     p->rest.curl = curl_easy_init();
     p->rest.follow_redirects = 1;
-    p->rest.retry_after = 1; /* a 429 with Retry-After holds every call back */
     if (!p->rest.curl) {
         errf(e, "cannot initialise libcurl");
         goto fail;

@@ -77,15 +77,21 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     r->down_failures = 0;
     r->down_until = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_off_t retry_after = 0;
-    if (r->retry_after && *status == 429 && curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
-        retry_after > 0) {
-        /* Too Many Requests with a Retry-After: no call before then (at most a minute) */
-        if (retry_after > 60)
-            retry_after = 60;
-        snprintf(r->down_why, sizeof r->down_why, "429 Too Many Requests, Retry-After %lld s", (long long)retry_after);
-        r->down_until = mono_ms() + (int64_t)retry_after * 1000;
+    int64_t hold = http_retry_after_ms(c, *status);
+    if (hold > 0) {
+        /* Too Many Requests with a Retry-After: no call before then */
+        snprintf(r->down_why, sizeof r->down_why, "429 Too Many Requests, Retry-After %lld s",
+                 (long long)(hold / 1000));
+        r->down_until = mono_ms() + hold;
     }
     *resp = sb_detach(&sb);
     return 0;
+}
+
+int64_t http_retry_after_ms(CURL *c, long status)
+{
+    curl_off_t secs = 0;
+    if (status != 429 || curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
+        return 0;
+    return secs > 60 ? 60000 : (int64_t)secs * 1000;
 }

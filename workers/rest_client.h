@@ -1,8 +1,8 @@
 /* rest_client.h: one HTTP(S) request to a cluster's REST service (OpenPAI, PAI-DLC, DLTS), with
  * the back-off the worker loop needs: while the service does not answer, no call is made
  * before down_until (one timeout per back-off period, not one per job, so the loop keeps
- * renewing its leases); with retry_after set, a 429 answer with Retry-After sets
- * down_until to then (at most 60 s), and the caller sees the 429. */
+ * renewing its leases); a 429 answer with Retry-After sets down_until to then (at most
+ * 60 s, http_retry_after_ms), and the caller sees the 429. Azure ML uses it too. */
 #ifndef TRIALQ_REST_CLIENT_H
 #define TRIALQ_REST_CLIENT_H
 
@@ -19,7 +19,6 @@ struct rest_client {
     const char *tls_hint;  /* added to a certificate that is not trusted: what to configure */
     int tls_refused;       /* the last call failed on the certificate (a retry cannot help) */
     int follow_redirects;  /* only where no secret is in the URL */
-    int retry_after;       /* honour a 429's Retry-After: no call before then */
     int64_t down_until;    /* no answer came: no call before this (mono ms) */
     int down_failures;
     char down_why[256];
@@ -31,5 +30,9 @@ struct rest_client {
  * says why, naming the request by shown (never the url, which may hold a secret). */
 int rest_call(struct rest_client *r, const char *method, const char *url, const char *shown,
               const char *const *headers, const char *body, long *status, char **resp, struct errbuf *e);
+
+/* A 429 answer's Retry-After in ms, at most a minute; 0 for another status or without
+ * one. Shared with the Kubernetes client (kube_client.c). */
+int64_t http_retry_after_ms(CURL *c, long status);
 
 #endif
