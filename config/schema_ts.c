@@ -1,7 +1,9 @@
 /* schema_ts.c: trainingService: one table per platform (NNI's training_services/ files,
  * field order kept) plus the rules NNI checks in _validate_canonical; a list of
- * platforms is hybrid. Adding a platform is adding one table and one line below. */
+ * platforms is hybrid. Each platform of common/platform_list.h has its `<id>_fields`
+ * table here and its `<id>_check` (or a `#define <id>_check NULL`). */
 #include "config/config_int.h"
+#include "common/platform_list.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -545,7 +547,8 @@ static const struct field fc_role_fields[] = {
 
 static const struct schema fc_role_schema = {"a task role", fc_role_fields, NULL, NULL};
 
-static const struct field fc_fields[] = {
+#define frameworkcontroller_check NULL /* its fields' own checks are all it needs */
+static const struct field frameworkcontroller_fields[] = {
     ROLES_RUN_COMMANDS,
     {.name = "storage", .type = FT_SECTION, .flags = F_REQUIRED, .sub = &k8s_storage_schema},
     {.name = "serviceAccountName", .type = FT_STR},
@@ -750,22 +753,14 @@ static const struct ts_platform {
     struct schema schema;
     int trials_on_host;         /* its trials run on this host: their directories are readable here */
     int shared_storage;         /* its trials' directories are on a storage of their own, outside
-                                 * the experiment directory */
+                                 * the experiment directory (slurm: the cluster's shared filesystem,
+                                 * not always mounted here with a loginNode) */
     enum ts_machines machines;  /* the machine rows its trials run on */
 } ts_platforms[] = {
-    {"local", {"trainingService (local)", local_fields, local_check, NULL}, 1, 0, TS_MACHINES_HOST},
-    {"remote", {"trainingService (remote)", remote_fields, remote_check, NULL}, 0, 0, TS_MACHINES_LIST},
-    {"openpai", {"trainingService (openpai)", openpai_fields, openpai_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    {"kubeflow", {"trainingService (kubeflow)", kubeflow_fields, kubeflow_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    {"frameworkcontroller", {"trainingService (frameworkcontroller)", fc_fields, NULL, NULL}, 0, 1,
-     TS_MACHINES_NONE},
-    {"aml", {"trainingService (aml)", aml_fields, aml_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    {"dlc", {"trainingService (dlc)", dlc_fields, dlc_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    {"adl", {"trainingService (adl)", adl_fields, adl_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    {"dlts", {"trainingService (dlts)", dlts_fields, dlts_check, NULL}, 0, 1, TS_MACHINES_NONE},
-    /* trial dirs on the cluster's shared filesystem (sharedDirectory), not always mounted
-     * here (loginNode) */
-    {"slurm", {"trainingService (slurm)", slurm_fields, slurm_check, NULL}, 0, 1, TS_MACHINES_NONE},
+#define TS_PLATFORM_(id, on_host, shared_storage, machines) \
+    {#id, {"trainingService (" #id ")", id##_fields, id##_check, NULL}, on_host, shared_storage, TS_MACHINES_##machines},
+    TRIALQ_PLATFORMS(TS_PLATFORM_)
+#undef TS_PLATFORM_
 };
 #define NPLATFORMS (sizeof ts_platforms / sizeof ts_platforms[0])
 
@@ -837,8 +832,7 @@ int config_ts_machines(const char *config_json,
     return n;
 }
 
-const char *const ts_platform_names =
-    "local, remote, openpai, kubeflow, frameworkcontroller, aml, dlc, adl, dlts, slurm";
+const char *const ts_platform_names = PLATFORM_NAMES;
 
 static int ts_one(struct vctx *c, const struct ynode *node, cJSON **out)
 {

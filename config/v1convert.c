@@ -3,6 +3,7 @@
  * remember their v1 key, so a later validation error still points into the v1 file
  * and names the key the user wrote. Keys v2 has no use for are dropped with a warning. */
 #include "config/config_int.h"
+#include "common/platform_list.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -627,8 +628,63 @@ static int convert_section(struct conv *v, struct ynode *root, const char *name,
     return rc;
 }
 
-/* Builds the v2 trainingService mapping for one v1 platform name. Platform-specific trial
- * keys are taken out of trial here; what remains is checked by the caller. */
+/* Each platform's v1 form (common/platform_list.h's v1_<id>): moves its v1 sections and
+ * its platform-specific trial keys (taken out of trial) into the v2 mapping ts, or says
+ * why it has none. What remains of trial is checked by the caller. */
+struct v1_platform {
+    struct conv *v;
+    struct ynode *root, *trial, *ts;
+    const struct ynode *plat;
+    const char *plat_path;
+};
+
+static int v1_local(struct v1_platform *p) { return convert_section(p->v, p->root, "localConfig", local_keys, p->ts); }
+static int v1_remote(struct v1_platform *p) { return convert_remote(p->v, p->root, p->ts); }
+static int v1_kubeflow(struct v1_platform *p) { return convert_kubeflow(p->v, p->root, p->trial, p->ts); }
+static int v1_frameworkcontroller(struct v1_platform *p)
+{
+    return convert_frameworkcontroller(p->v, p->root, p->trial, p->ts);
+}
+
+/* a platform whose v1 trial keys move into the mapping and whose v1 section (if any)
+ * converts by a rename table */
+static int v1_trial_section(struct v1_platform *p, const struct rename *trial_keys, const char *section,
+                            const struct rename *keys)
+{
+    if (p->trial)
+        move_table(p->v, p->trial, "trial", p->ts, trial_keys);
+    return section ? convert_section(p->v, p->root, section, keys, p->ts) : 0;
+}
+static int v1_openpai(struct v1_platform *p) { return v1_trial_section(p, pai_trial_keys, "paiConfig", pai_keys); }
+static int v1_aml(struct v1_platform *p) { return v1_trial_section(p, aml_trial_keys, "amlConfig", aml_keys); }
+static int v1_dlc(struct v1_platform *p) { return v1_trial_section(p, dlc_trial_keys, "dlcConfig", dlc_keys); }
+static int v1_adl(struct v1_platform *p) { return v1_trial_section(p, adl_trial_keys, NULL, NULL); }
+
+static int v1_dlts(struct v1_platform *p)
+{
+    /* NNI v2.3's dltsConfig: its v2 keys are trialq's (docs/platforms/dlts.md) */
+    return cfg_err_mark(p->v->c, p->plat->mark, p->plat_path, NULL, "platform dlts is supported in the v2 form "
+                        "only; write trainingService: {platform: dlts, dashboard: ..., ...} (docs/platforms/dlts.md)");
+}
+
+static int v1_slurm(struct v1_platform *p)
+{
+    /* trialq's own platform, newer than NNI's v1 format */
+    return cfg_err_mark(p->v->c, p->plat->mark, p->plat_path, NULL, "platform slurm has no v1 form; write a "
+                        "v2 config (trainingService: {platform: slurm, ...}, docs/platforms/slurm.md)");
+}
+
+static const struct {
+    const char *name;
+    int (*convert)(struct v1_platform *p);
+} v1_platforms[] = {
+#define V1_PLATFORM_(id, on_host, shared_storage, machines) {#id, v1_##id},
+    TRIALQ_PLATFORMS(V1_PLATFORM_)
+#undef V1_PLATFORM_
+};
+
+/* Builds the v2 trainingService mapping for one v1 platform name (NNI's v1 "pai" is
+ * openpai). */
 static int convert_platform(struct conv *v, struct ynode *root, struct ynode *trial,
                             const struct ynode *plat, const char *plat_path, struct ynode **out)
 {
@@ -638,46 +694,17 @@ static int convert_platform(struct conv *v, struct ynode *root, struct ynode *tr
     struct ynode *pn = ynode_new_str(v2name, plat->mark);
     pn->origin = xstrdup(plat_path);
     ymap_put(ts, "platform", plat->mark, pn);
-    int rc = 0;
-    if (strcmp(name, "local") == 0) {
-        rc = convert_section(v, root, "localConfig", local_keys, ts);
-    } else if (strcmp(name, "remote") == 0) {
-        rc = convert_remote(v, root, ts);
-    } else if (strcmp(name, "pai") == 0 || strcmp(name, "openpai") == 0) {
-        if (trial)
-            move_table(v, trial, "trial", ts, pai_trial_keys);
-        rc = convert_section(v, root, "paiConfig", pai_keys, ts);
-    } else if (strcmp(name, "aml") == 0) {
-        if (trial)
-            move_table(v, trial, "trial", ts, aml_trial_keys);
-        rc = convert_section(v, root, "amlConfig", aml_keys, ts);
-    } else if (strcmp(name, "dlc") == 0) {
-        if (trial)
-            move_table(v, trial, "trial", ts, dlc_trial_keys);
-        rc = convert_section(v, root, "dlcConfig", dlc_keys, ts);
-    } else if (strcmp(name, "adl") == 0) {
-        if (trial)
-            move_table(v, trial, "trial", ts, adl_trial_keys);
-    } else if (strcmp(name, "kubeflow") == 0) {
-        rc = convert_kubeflow(v, root, trial, ts);
-    } else if (strcmp(name, "frameworkcontroller") == 0) {
-        rc = convert_frameworkcontroller(v, root, trial, ts);
-    } else if (strcmp(name, "dlts") == 0) {
-        /* NNI v2.3's dltsConfig: its v2 keys are trialq's (docs/platforms/dlts.md) */
-        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "platform dlts is supported in the v2 form only; "
-                          "write trainingService: {platform: dlts, dashboard: ..., ...} (docs/platforms/dlts.md)");
-    } else if (strcmp(name, "paiYarn") == 0) {
+    struct v1_platform p = {v, root, trial, ts, plat, plat_path};
+    int rc = -2;
+    for (size_t i = 0; rc == -2 && i < sizeof v1_platforms / sizeof v1_platforms[0]; i++)
+        if (strcmp(v2name, v1_platforms[i].name) == 0)
+            rc = v1_platforms[i].convert(&p);
+    if (rc == -2 && strcmp(name, "paiYarn") == 0)
         rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL,
                           "platform %s was removed from NNI and is not supported", name);
-    } else if (strcmp(name, "slurm") == 0) {
-        /* trialq's own platform, newer than NNI's v1 format */
-        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "platform slurm has no v1 form; write a "
-                          "v2 config (trainingService: {platform: slurm, ...}, docs/platforms/slurm.md)");
-    } else {
-        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "unknown platform \"%.40s\"; one "
-                          "of local, remote, pai, kubeflow, frameworkcontroller, aml, dlc, adl, "
-                          "hybrid", name);
-    }
+    else if (rc == -2)
+        rc = cfg_err_mark(v->c, plat->mark, plat_path, NULL, "unknown platform \"%.40s\"; one of %s, hybrid "
+                          "(openpai also as pai)", name, PLATFORM_NAMES);
     if (rc < 0) {
         ynode_free(ts);
         return -1;

@@ -20,7 +20,10 @@ own_files() { # the files that may name platform $1
 }
 
 fail=0
-for name in local remote openpai kubeflow frameworkcontroller adl hybrid slurm; do
+# every platform of the one list (common/platform_list.h's X(id, ...) lines), and hybrid
+names=$(sed -n 's/^ *X(\([a-z0-9_]*\),.*/\1/p' common/platform_list.h)
+[ "$(echo "$names" | wc -w)" -ge 10 ] || { echo "cannot read the platforms from common/platform_list.h"; exit 2; }
+for name in $names hybrid; do
     while IFS= read -r hit; do
         file=${hit%%:*}
         case $file in

@@ -1,25 +1,21 @@
-/* platforms.c: the registry of platforms, the only list of them all. Adding a platform
- * is one file in workers/ (its struct platform_ops), one entry here, its config schema
- * in config/ and its docs page (docs/architecture.md, "Adding a platform"). The CLI,
- * the worker and the loop find a platform and its traits here, never by its name. */
+/* platforms.c: the registry of platforms, built from the one list of them
+ * (common/platform_list.h): each X(id, ...) there is the `platform_<id>` its
+ * workers/ file defines. The CLI, the worker and the loop find a platform and its traits
+ * here, never by its name. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/platform_list.h"
 #include "workers/worker.h"
 
-extern const struct platform_ops platform_local, platform_remote, platform_openpai;
-extern const struct platform_ops platform_kubeflow, platform_frameworkcontroller, platform_adl;
-extern const struct platform_ops platform_dlc, platform_dlts, platform_slurm, platform_aml;
+#define DECLARE_(id, on_host, shared_storage, machines) extern const struct platform_ops platform_##id;
+TRIALQ_PLATFORMS(DECLARE_)
 
-/* This order is the one `nnictl create` lists as supported; the first is the default. */
-const struct platform_ops *const platform_all[] = {
-    &platform_local,   &platform_kubeflow, &platform_frameworkcontroller,
-    &platform_adl,     &platform_openpai,  &platform_remote,
-    &platform_dlc,     &platform_dlts,     &platform_slurm,
-    &platform_aml,
-    NULL,
-};
+/* platform_list.h's order: the one `nnictl create` lists as supported; the first is the
+ * default. */
+#define ENTRY_(id, on_host, shared_storage, machines) &platform_##id,
+const struct platform_ops *const platform_all[] = {TRIALQ_PLATFORMS(ENTRY_) NULL};
 
 const struct platform_ops *platform_find(const char *name)
 {

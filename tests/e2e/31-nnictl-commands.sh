@@ -63,7 +63,7 @@ n trial ls "$id" --head 3x; [ "$rc" != 0 ]; has "argument --head: invalid int va
 n create --config "$WORK/exp/grid.yml" --port 80x --dry-run; [ "$rc" != 0 ]; has "argument --port: invalid int value: '80x'"
 n resume "$id" --port 70000; [ "$rc" != 0 ]; has "argument --port: 70000 is out of range (1 to 65535)"
 n ss_gen -t "python3 x.py"; [ "$rc" = 2 ]; has "nnictl ss_gen is not supported by trialq: .*annotations"
-n trainingservice list; [ "$rc" = 2 ]; has "nnictl trainingservice is not supported by trialq"; has "built in (local, kubeflow, .*remote, .*and hybrid lists of them)"
+n trainingservice list; [ "$rc" = 2 ]; has "nnictl trainingservice is not supported by trialq"; has "built in (local, remote, .*kubeflow, .*and hybrid lists of them)"
 n nosuchcommand; [ "$rc" = 2 ]; has "unknown command: nosuchcommand"
 pass "--help, group usage, strict integer options; NNI commands that do not apply say why"
 
