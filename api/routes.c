@@ -23,6 +23,7 @@
 #include "api/dispatcher.h"
 #include "api/routes.h"
 #include "api/routes_webui.h"
+#include "common/chantoken.h"
 #include "common/json.h"
 
 #define MAX_HEADERS (32 << 10) /* guard.c's HEAD_MAX: it refuses longer heads first */
@@ -294,12 +295,7 @@ int routes_token_status(const struct api *a, const char *sent)
     const char *want = a->exp.token;
     if (!sent)
         return 401;
-    if (!want || strlen(sent) != strlen(want))
-        return 403;
-    unsigned char diff = 0; /* constant time: the token is a secret */
-    for (size_t i = 0; want[i]; i++)
-        diff |= (unsigned char)(sent[i] ^ want[i]);
-    return diff == 0 ? 0 : 403;
+    return secret_equal(sent, strlen(sent), want) ? 0 : 403; /* constant time */
 }
 
 static int token_check(struct req *q)

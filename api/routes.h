@@ -152,6 +152,11 @@ void h_metric_data_range(struct req *q);
 void h_metric_data_latest(struct req *q);
 /* routes_files.c */
 void h_trial_file(struct req *q);
+/* 0 when trial-file may look for NAME (a route argument, decoded once) in a trial's
+ * directory; 400 when it is not a relative path of non-empty components other than "."
+ * and ".."; 403 when a component starts with '.' (.nni/ and other hidden files), also
+ * in the name decoded again (%252E...) or when further decoding gives a NUL. */
+int trial_file_name_status(const char *name);
 void h_log_file(struct req *q);
 
 #endif

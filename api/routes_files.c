@@ -1,6 +1,7 @@
 /* routes_files.c: files of a trial's directory (trial-file) and of the experiment's
  * log directory (/logs/). Only regular files that are, after every symlink, inside
- * that directory are served; the name cannot climb out of it. */
+ * that directory and in none of its hidden directories are served: the name cannot
+ * climb out of it, nor reach .nni/ (the trial's channel credentials, its state). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,22 +15,77 @@
 
 #include "api/routes.h"
 
-/* A relative name without "..", "." or empty components. */
-static int name_is_relative_inside(const char *name)
+/* 1 when the n bytes at p are a relative path whose every component is non-empty and
+ * does not start with '.' (no ".", "..", ".nni" or other hidden name), else 0. */
+static int components_visible(const char *p, size_t n)
 {
-    if (!*name || *name == '/' || strlen(name) > 1024)
-        return 0;
-    const char *p = name;
-    while (*p) {
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+    size_t i = 0;
+    for (;;) {
+        size_t start = i;
+        while (i < n && p[i] != '/')
+            i++;
+        if (i == start || p[start] == '.')
             return 0;
-        p += len;
-        if (*p == '/')
-            p++;
+        if (i == n)
+            return 1;
+        i++; /* the '/' */
     }
-    return name[strlen(name) - 1] != '/';
+}
+
+static int hexdigit(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decodes s in place; returns how many escapes it decoded, -1 for a NUL. */
+static int percent_decode(char *s)
+{
+    int n = 0;
+    char *o = s;
+    for (const char *i = s; *i; i++) {
+        int hi, lo;
+        if (i[0] == '%' && (hi = hexdigit((unsigned char)i[1])) >= 0 && (lo = hexdigit((unsigned char)i[2])) >= 0) {
+            if (hi == 0 && lo == 0)
+                return -1;
+            *o++ = (char)(hi << 4 | lo);
+            i += 2;
+            n++;
+        } else {
+            *o++ = *i;
+        }
+    }
+    *o = '\0';
+    return n;
+}
+
+int trial_file_name_status(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 1024 || name[0] == '/' || name[n - 1] == '/')
+        return 400;
+    for (size_t i = 0, start = 0; i <= n; i++) { /* empty, "." and ".." components */
+        if (i < n && name[i] != '/')
+            continue;
+        size_t len = i - start;
+        if (len == 0 || (len == 1 && name[start] == '.') || (len == 2 && name[start] == '.' && name[start + 1] == '.'))
+            return 400;
+        start = i + 1;
+    }
+    /* a hidden component, also in the name as each further decoding reads it (a client
+     * that encoded twice: %252Enni%252Fchannel) */
+    char *d = xstrdup(name);
+    int st = 0;
+    for (;;) { /* each decoding shortens the name: this ends */
+        int dec;
+        if (!components_visible(d, strlen(d)) || (dec = percent_decode(d)) < 0) {
+            st = 403;
+            break;
+        }
+        if (dec == 0)
+            break;
+    }
+    free(d);
+    return st;
 }
 
 /* Opens dir/name when it is a regular file inside dir once symlinks are resolved.
@@ -60,6 +116,11 @@ static int open_inside(struct req *q, const char *dir, const char *name, const c
     if (n < 0 || (size_t)n <= rl || strncmp(target, real, rl) != 0 || target[rl] != '/') {
         close(fd);
         reply_error(q->r, 403, "%s: %.200s leads outside its directory", what, name);
+        return -1;
+    }
+    if (!components_visible(target + rl + 1, (size_t)n - rl - 1)) {
+        close(fd);
+        reply_error(q->r, 403, "%s: %.200s leads into a hidden file or directory (not served)", what, name);
         return -1;
     }
     if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
@@ -113,9 +174,13 @@ void h_trial_file(struct req *q)
     char *dir = trial_dir_path(&t, a->exp.exp_dir);
     char *what = xasprintf("trial %s", t.id);
     trial_clear(&t);
-    if (!name_is_relative_inside(name)) {
+    int bad = trial_file_name_status(name);
+    if (bad == 400) {
         reply_error(q->r, 400, "filename: '%.200s' must be a relative path inside the trial directory"
                                " (no '..', no leading '/')", filename);
+    } else if (bad) {
+        reply_error(q->r, 403, "filename: '%.200s' names a hidden file or directory of the trial (a component"
+                               " starting with '.', such as .nni/): not served", filename);
     } else {
         struct stat st;
         int fd = open_inside(q, dir, name, what, &st);
@@ -145,7 +210,7 @@ void h_trial_file(struct req *q)
 void h_log_file(struct req *q)
 {
     const char *name = q->args[0];
-    if (!name_is_relative_inside(name) || strchr(name, '/') || name[0] == '.') {
+    if (trial_file_name_status(name) != 0 || strchr(name, '/')) {
         reply_error(q->r, 404, "no log file %.200s", name);
         return;
     }

@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/chantoken.h"
 #include "common/common.h"
 #include "common/http1.h"
 #include "supervise/minijson.h"
@@ -293,7 +294,9 @@ static void on_put(struct chanserve *cs, struct conn *c, const char *body, size_
         else
             reply_error(c, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
     } else {
-        fprintf(stderr, "trialq-supervise: trial channel %s: unexpected command type %.40s\n", cs->trial_id, type);
+        char esc[SNIPPET_SIZE]; /* the trial's text: escaped, one line (docs/security.md, "Logs") */
+        fprintf(stderr, "trialq-supervise: trial channel %s: unexpected command type %s\n", cs->trial_id,
+                snippet(esc, type, vl));
         reply(c, 200, "");
     }
     free(type);
@@ -324,7 +327,7 @@ static void handle(struct chanserve *cs, struct conn *c, const struct http1_head
     if (h->method == HTTP1_OTHER) {
         c->close_after = 1;
         reply_error(c, 405, "the trial command channel takes GET and PUT");
-    } else if (tl != strlen(cs->path) || memcmp(h->target, cs->path, tl) != 0) {
+    } else if (!secret_equal(h->target, tl, cs->path)) { /* the path holds the token */
         reply_error(c, 404, "%.*s: this port serves the command channel of trial %s only", (int)(tl > 200 ? 200 : tl),
                     h->target, cs->trial_id);
     } else if (h->method == HTTP1_PUT) {

@@ -9,6 +9,12 @@
 #include "workers/job_listing.h"
 #include "workers/worker.h"
 
+/* With trialCommandChannel: http and the launch scripts on the shared storage: the
+ * api's channel URL for the trial (its token in it), in the trial directory, mode 0600
+ * in a 0700 .nni/, read by the launch script (the scripts themselves, which trial-file
+ * serves, hold no token) */
+#define KUBE_API_CHANNEL_FILE ".nni/api-channel"
+
 /* One cluster connection, from the kubeconfig's current context. */
 struct kube_conn {
     char *source;     /* the kubeconfig file(s), for messages */

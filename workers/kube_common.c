@@ -698,13 +698,16 @@ char *kube_role_script(struct kube_state *ks, struct worker *w, const struct tri
      * path on 127.0.0.1 in the pod and points the trial at it */
     char *url = nas_channel_url(w, t);
     int http = url != NULL;
-    if (url) {
+    /* a script on the shared storage is a file of the trial directory, which trial-file
+     * serves: the URL (its token) stays in .nni/api-channel (0600, kube_submit) */
+    if (url && !ks->fl->scripts_on_share)
         trial_env_set(&te, "NNI_TRIAL_COMMAND_CHANNEL", url);
-        free(url);
-    }
+    free(url);
     sb_puts(&sb, "#!/bin/bash\n");
     trial_env_export_lines(&te, &sb);
     trial_env_free(&te);
+    if (http && ks->fl->scripts_on_share)
+        sb_puts(&sb, "export NNI_TRIAL_COMMAND_CHANNEL=\"$(cat \"$NNI_SYS_DIR/" KUBE_API_CHANNEL_FILE "\")\"\n");
     sb_puts(&sb, "mkdir -p \"$NNI_SYS_DIR/.nni\" \"$NNI_OUTPUT_DIR\"\n");
     if (!ks->fl->scripts_on_share)
         sb_puts(&sb, "echo $$ > \"$NNI_SYS_DIR/.nni/trial.pid\"\n"); /* for cleanup.sh */
@@ -883,7 +886,9 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
         rc = 0;
         goto out;
     }
-    if (mkdir_p(nni, 0755) < 0) {
+    /* 0700: .nni/ holds the channel's URL and token (the pods run as trialq's user, or
+     * as root, as they must to write .nni/metrics) */
+    if (mkdir_p(dir, 0755) < 0 || (mkdir(nni, 0700) < 0 && errno != EEXIST) || chmod(nni, 0700) < 0) {
         errf(e, "cannot create %s on the shared storage: %s", nni, strerror(errno));
         goto out;
     }
@@ -894,6 +899,14 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
         goto out;
     if (nas_channel_wanted(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
         goto out;
+    if (nas_channel_wanted(w) && ks->fl->scripts_on_share) {
+        char *url = nas_channel_url(w, t), *line = xasprintf("%s\n", url);
+        int wc = write_text(dir, KUBE_API_CHANNEL_FILE, line, 0600, e);
+        free(url);
+        free(line);
+        if (wc < 0)
+            goto out;
+    }
     if (ks->fl->scripts_on_share) {
         if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)
             goto out;

@@ -14,7 +14,9 @@
  *                   leader, or by the supervisor when the leader was killed; an older
  *                   one has no <stopped>)
  *   .nni/channel    the URL of the trial's HTTP command channel while its leader serves
- *                   it (trialCommandChannel: http, supervise/chanserve.c) */
+ *                   it (trialCommandChannel: http, supervise/chanserve.c); its token
+ *                   makes it a credential: mode 0600 in the 0700 .nni/, and trial-file
+ *                   serves nothing under a hidden directory */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -399,7 +401,8 @@ static int open_job_lock(const char *dir, int *lockfd, int *held, int *err, stru
     char *lockpath = xasprintf("%s/.nni/job.lock", dir);
     int rc = 0;
     *held = 0;
-    if (mkdir_p(nni, 0755) < 0) {
+    /* 0700: .nni/channel holds the trial's channel token (trialq's user only) */
+    if (mkdir_p(dir, 0755) < 0 || (mkdir(nni, 0700) < 0 && errno != EEXIST) || chmod(nni, 0700) < 0) {
         *err = errno;
         rc = errf(e, "cannot create trial dir %s: %s", nni, strerror(errno));
     } else if ((*lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {

@@ -34,8 +34,10 @@ Any other path: 404. 415 without a JSON content type, 400 for a body that is not
 command or a metric that is not a metric record, 403 for a record of another trial, 405
 for other methods; heads over 8 kB get 431, bodies over 4 MB 413, chunked bodies 501, and
 the connection closes after each of these."""
+import hmac
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -62,6 +64,29 @@ TCHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH
 def log(msg):
     sys.stderr.write('trialq-chanrelay: %s\n' % msg)
     sys.stderr.flush()
+
+
+def escaped(text, limit=200):
+    """The trial's text for one log line (as the api's logs show it): backslash, \\n, \\r,
+    \\t, other control characters as \\xNN, C1 controls, surrogates and line separators
+    as \\uNNNN, cut at limit characters."""
+    out = []
+    for ch in text[:limit]:
+        o = ord(ch)
+        if ch in '\\\n\r\t':
+            out.append({'\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t'}[ch])
+        elif o < 0x20 or o == 0x7f:
+            out.append('\\x%02x' % o)
+        elif 0x80 <= o <= 0x9f or 0xd800 <= o <= 0xdfff or o in (0x2028, 0x2029):
+            out.append('\\u%04x' % o)
+        else:
+            out.append(ch)
+    return ''.join(out) + ('...' if len(text) > limit else '')
+
+
+def without_token(url):
+    """A channel URL for messages: its token (/env/<token>/<trial>) replaced."""
+    return re.sub(r'/env/[^/]*/', '/env/<token>/', url)
 
 
 def dumps(v):
@@ -295,7 +320,7 @@ class Channel(object):
             if 'metric' not in cmd:
                 return 400, 'body: a metric command needs "metric": the metric record as a JSON string'
             return self.on_metric(cmd['metric'])
-        log('trial channel %s: unexpected command type %s' % (self.trial_id, t[:40]))
+        log('trial channel %s: unexpected command type %s' % (self.trial_id, escaped(t)))
         return 200, None
 
 
@@ -382,7 +407,7 @@ class Conn(object):
         if h.method not in (b'GET', b'PUT'):
             self.error(405, 'the trial command channel takes GET and PUT', True)
             return False
-        if target != ch.path.encode('utf-8', 'surrogateescape'):
+        if not hmac.compare_digest(target, ch.path.encode('utf-8', 'surrogateescape')):  # the path holds the token
             shown = target[:200].decode('utf-8', 'replace')
             self.error(404, '%s: this port serves the command channel of trial %s only' % (shown, ch.trial_id), close)
         elif h.method == b'PUT':
@@ -439,14 +464,16 @@ def main():
         port = lsock.getsockname()[1]
     except (OSError, ValueError) as e:
         log('cannot serve the trial channel here (%s): the trial uses the api\'s channel %s, and a restart of '
-            'the api fails it' % (e, api_url))
+            'the api fails it' % (e, without_token(api_url)))
         sys.stderr.flush()
         os.execvp(argv[0], argv)
     ch = Channel(trial_id, path, sys_dir)
     url = 'http://127.0.0.1:%d%s' % (port, path)
     chan_file = os.path.join(sys_dir, '.nni', 'channel')
-    try:
-        with open(chan_file + '.tmp', 'w') as f:  # where the channel is, for people and tools
+    try:  # where the channel is, for people and tools; its token makes it 0600
+        fd = os.open(chan_file + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, 'w') as f:
             f.write(url + '\n')
         os.rename(chan_file + '.tmp', chan_file)
     except OSError:

@@ -109,7 +109,16 @@ wait_status "$id" DONE 60
 [ "$(sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'")" = 8 ] ||
     fail "not 4 metrics per trial"
 ! grep -rqs "NNISDK_MEb" "$K8S_NFS/nni/$id"/*/output/ || fail "the trials printed metrics instead of using the channel"
-grep -qs "NNI_TRIAL_COMMAND_CHANNEL='http://127.0.0.1:$port/env/" "$K8S_NFS/nni/$id"/*/run_worker.sh || fail "no channel URL in the launch script"
+# the URL (its token) is in .nni/api-channel (0600), which the launch script reads; the
+# script, a file trial-file serves, holds no token
+for tdir in "$K8S_NFS/nni/$id"/*/; do
+    [ -f "$tdir/run_worker.sh" ] || continue
+    grep -qs "^http://127.0.0.1:$port/env/" "$tdir/.nni/api-channel" || fail "no channel URL in $tdir.nni/api-channel"
+    [ "$(stat -c %a "$tdir/.nni/api-channel") $(stat -c %a "$tdir/.nni")" = "600 700" ] || fail "modes of .nni/api-channel"
+    ! grep -qs "/env/" "$tdir/run_worker.sh" || fail "a channel URL in the launch script"
+    grep -qs 'NNI_TRIAL_COMMAND_CHANNEL="$(cat "$NNI_SYS_DIR/.nni/api-channel")"' "$tdir/run_worker.sh" ||
+        fail "the launch script does not read .nni/api-channel"
+done
 nnictl stop "$id" > /dev/null
 pass "trialCommandChannel http: 2 trials reported 8 metrics through the api's channel"
 

@@ -16,6 +16,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import time
 import warnings
@@ -125,6 +126,12 @@ class LegacyChannel:
                           % (self._sys_dir, written, len(record)))
 
 
+def _without_token(url):
+    """The channel URL for messages, which end up in trial.stderr (served by trial-file,
+    shown by the web UI): its token (/env/<token>/<trial>) left out."""
+    return re.sub(r'/env/[^/]*/', '/env/<token>/', url)
+
+
 class HttpChannel:
     """NNI v3 HTTP trial command channel: PUT commands, GET long-poll for replies."""
 
@@ -139,8 +146,9 @@ class HttpChannel:
         self._http = http.client
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != 'http' or not parts.hostname:
-            raise ValueError('NNI_TRIAL_COMMAND_CHANNEL must be an http:// URL, got %r' % url)
+            raise ValueError('NNI_TRIAL_COMMAND_CHANNEL must be an http:// URL, got %r' % _without_token(url))
         self._url = url
+        self._shown = _without_token(url)
         self._host = parts.hostname
         self._port = parts.port or 80
         self._path = (parts.path or '/') + ('?' + parts.query if parts.query else '')
@@ -168,8 +176,8 @@ class HttpChannel:
                 self._close()
                 error = str(e) or type(e).__name__
             if time.monotonic() + delay > deadline:
-                raise OSError('trial command channel %s: %s %s failed: %s'
-                              % (self._url, method, self._path, error))
+                raise OSError('trial command channel %s: %s failed: %s'
+                              % (self._shown, method, error))
             # First retry at once (a keep-alive connection the server closed), then back off.
             time.sleep(delay)
             delay = min(max(delay * 2, 0.1), 2.0)
@@ -185,7 +193,7 @@ class HttpChannel:
             _log.warning('Trial command channel is closed; %s not delivered', command.get('type'))
         elif status // 100 != 2:
             raise OSError('trial command channel %s: PUT returned HTTP %d: %s'
-                          % (self._url, status, data[:200].decode('utf-8', 'replace')))
+                          % (self._shown, status, data[:200].decode('utf-8', 'replace')))
 
     def receive(self):
         """Next command from the manager, or None once the channel is closed."""
@@ -198,7 +206,7 @@ class HttpChannel:
             if status == 410:
                 return None
             raise OSError('trial command channel %s: GET returned HTTP %d: %s'
-                          % (self._url, status, data[:200].decode('utf-8', 'replace')))
+                          % (self._shown, status, data[:200].decode('utf-8', 'replace')))
 
     def receive_parameter(self):
         self.send({'type': 'request_parameter'})
