@@ -123,6 +123,37 @@ void disp_fail(struct dispatcher *d, const char *fmt, ...)
 
 /* ---------------- its output ---------------- */
 
+/* A line the process printed (user code: a customized tuner), into the api's log as NNI's
+ * dispatcher output lands in the manager's: one log line, escaped (common/text.c), cut
+ * at OUTPUT_LINE_MAX bytes. */
+#define OUTPUT_LINE_MAX 2000
+
+static void output_line(const char *s, size_t n)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_add_snippet(&sb, s, n, OUTPUT_LINE_MAX);
+    log_info("dispatcher output: %s", sb.buf);
+    sb_free(&sb);
+}
+
+/* The ended lines of d->line to the log; with all, the rest too. */
+static void output_lines(struct dispatcher *d, int all)
+{
+    size_t off = 0;
+    const char *nl;
+    while (off < d->line.len && (nl = memchr(d->line.buf + off, '\n', d->line.len - off))) {
+        output_line(d->line.buf + off, (size_t)(nl - (d->line.buf + off)));
+        off = (size_t)(nl - d->line.buf) + 1;
+    }
+    if (d->line.len - off > OUTPUT_LINE_MAX || (all && d->line.len > off)) {
+        output_line(d->line.buf + off, d->line.len - off); /* too long to wait for its end */
+        off = d->line.len;
+    }
+    memmove(d->line.buf, d->line.buf + off, d->line.len - off + 1);
+    d->line.len -= off;
+}
+
 static void on_err_read(struct bufferevent *bev, void *arg)
 {
     struct dispatcher *d = arg;
@@ -131,7 +162,8 @@ static void on_err_read(struct bufferevent *bev, void *arg)
     int n;
     while ((n = evbuffer_remove(in, buf, sizeof buf - 1)) > 0) {
         buf[n] = 0;
-        fputs(buf, stderr); /* the api's log, as NNI's dispatcher output lands in the manager's */
+        sb_add(&d->line, buf, (size_t)n);
+        output_lines(d, 0);
         sb_add(&d->tail, buf, (size_t)n);
         if (d->tail.len > TAIL_MAX) {
             size_t cut = d->tail.len - TAIL_MAX / 2;
@@ -150,6 +182,8 @@ void disp_drain_output(struct dispatcher *d)
 {
     if (d->err)
         on_err_read(d->err, d);
+    if (d->line.len)
+        output_lines(d, 1);
 }
 
 /* ---------------- the command and the environment ---------------- */

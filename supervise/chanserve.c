@@ -293,7 +293,10 @@ static void on_put(struct chanserve *cs, struct conn *c, const char *body, size_
         else
             reply_error(c, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
     } else {
-        fprintf(stderr, "trialq-supervise: trial channel %s: unexpected command type %.40s\n", cs->trial_id, type);
+        char key[96], shown[SNIPPET_SIZE];
+        snprintf(key, sizeof key, "trialq-supervise: trial channel %s", cs->trial_id);
+        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s",
+                  snippet(shown, type, strlen(type)));
         reply(c, 200, "");
     }
     free(type);
@@ -520,6 +523,7 @@ void chanserve_run(struct chanserve *cs, const struct pollfd *fds, int n)
             cs->conns[k++] = cs->conns[i];
     }
     cs->nconns = k;
+    log_input_flush(0); /* the counts of repeated unexpected commands, once a minute */
 }
 
 void chanserve_closing(struct chanserve *cs)
