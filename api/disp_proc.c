@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/trialenv.h"
 #include "api/disp.h"
 #include "schema/dispatch.h"
 #include "schema/exp_api.h"
@@ -278,8 +279,10 @@ static void env_build(struct dispatcher *d, const char *logdir, const char *ckpt
         nenv++;
     le->envp = xcalloc((size_t)(nenv + le->no + 1), sizeof *le->envp);
     int k = 0;
+    /* a customized tuner is user code: the platforms' credentials stay with the api */
+    int pass = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "passCredentials"));
     for (int i = 0; i < nenv; i++) {
-        int skip = 0;
+        int skip = !pass && trial_env_is_credential(environ[i]);
         for (int r = 0; replaced[r]; r++)
             if (str_starts(environ[i], replaced[r]))
                 skip = 1;
