@@ -385,8 +385,10 @@ static void on_put(struct chan_state *s, struct cconn *r, const char *trial_id, 
         }
     } else {
         char shown[SNIPPET_SIZE];
-        log_warn("trial channel %s: unexpected command type %s", trial_id,
-                 snippet(shown, type->valuestring, strlen(type->valuestring)));
+        char key[96];
+        snprintf(key, sizeof key, "trial channel %s", trial_id);
+        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s",
+                  snippet(shown, type->valuestring, strlen(type->valuestring)));
         reply_empty(r, 200);
     }
     cJSON_Delete(cmd);

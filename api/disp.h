@@ -68,6 +68,7 @@ struct dispatcher {
     int reaped, wait_status; /* children_reap collected its exit status */
     struct bufferevent *err; /* stdout + stderr of the process */
     struct strbuf tail;
+    struct strbuf line;     /* its output's line not yet ended */
     /* the pipe channel (disp_chan.c) */
     struct bufferevent *to, *from;
     /* the WebSocket channel (disp_ws.c) */

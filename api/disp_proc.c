@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/trialenv.h"
 #include "api/disp.h"
 #include "schema/dispatch.h"
 #include "schema/exp_api.h"
@@ -123,6 +124,37 @@ void disp_fail(struct dispatcher *d, const char *fmt, ...)
 
 /* ---------------- its output ---------------- */
 
+/* A line the process printed (user code: a customized tuner), into the api's log as NNI's
+ * dispatcher output lands in the manager's: one log line, escaped (common/text.c), cut
+ * at OUTPUT_LINE_MAX bytes. */
+#define OUTPUT_LINE_MAX 2000
+
+static void output_line(const char *s, size_t n)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_add_snippet(&sb, s, n, OUTPUT_LINE_MAX);
+    log_info("dispatcher output: %s", sb.buf);
+    sb_free(&sb);
+}
+
+/* The ended lines of d->line to the log; with all, the rest too. */
+static void output_lines(struct dispatcher *d, int all)
+{
+    size_t off = 0;
+    const char *nl;
+    while (off < d->line.len && (nl = memchr(d->line.buf + off, '\n', d->line.len - off))) {
+        output_line(d->line.buf + off, (size_t)(nl - (d->line.buf + off)));
+        off = (size_t)(nl - d->line.buf) + 1;
+    }
+    if (d->line.len - off > OUTPUT_LINE_MAX || (all && d->line.len > off)) {
+        output_line(d->line.buf + off, d->line.len - off); /* too long to wait for its end */
+        off = d->line.len;
+    }
+    memmove(d->line.buf, d->line.buf + off, d->line.len - off + 1);
+    d->line.len -= off;
+}
+
 static void on_err_read(struct bufferevent *bev, void *arg)
 {
     struct dispatcher *d = arg;
@@ -131,7 +163,8 @@ static void on_err_read(struct bufferevent *bev, void *arg)
     int n;
     while ((n = evbuffer_remove(in, buf, sizeof buf - 1)) > 0) {
         buf[n] = 0;
-        fputs(buf, stderr); /* the api's log, as NNI's dispatcher output lands in the manager's */
+        sb_add(&d->line, buf, (size_t)n);
+        output_lines(d, 0);
         sb_add(&d->tail, buf, (size_t)n);
         if (d->tail.len > TAIL_MAX) {
             size_t cut = d->tail.len - TAIL_MAX / 2;
@@ -150,6 +183,8 @@ void disp_drain_output(struct dispatcher *d)
 {
     if (d->err)
         on_err_read(d->err, d);
+    if (d->line.len)
+        output_lines(d, 1);
 }
 
 /* ---------------- the command and the environment ---------------- */
@@ -244,8 +279,10 @@ static void env_build(struct dispatcher *d, const char *logdir, const char *ckpt
         nenv++;
     le->envp = xcalloc((size_t)(nenv + le->no + 1), sizeof *le->envp);
     int k = 0;
+    /* a customized tuner is user code: the platforms' credentials stay with the api */
+    int pass = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "passCredentials"));
     for (int i = 0; i < nenv; i++) {
-        int skip = 0;
+        int skip = !pass && trial_env_is_credential(environ[i]);
         for (int r = 0; replaced[r]; r++)
             if (str_starts(environ[i], replaced[r]))
                 skip = 1;

@@ -13,6 +13,9 @@
 #include "api/disp.h"
 #include "schema/dispatch.h"
 
+/* the tuner's commands trialq cannot use: said once a minute, then counted (log_input) */
+#define UNEXPECTED "unexpected commands"
+
 #define CHANGES_PER_FEED 1000
 #define METRICS_PER_FEED 2000
 
@@ -320,7 +323,8 @@ static void on_ki(struct dispatcher *d, const char *content)
     cJSON *j = cJSON_Parse(content);
     char shown[SNIPPET_SIZE];
     if (!cJSON_IsString(j)) {
-        log_warn("dispatcher: KI without a trial id string: %s", snippet(shown, content, strlen(content)));
+        log_input(LOG_WARN, "dispatcher", UNEXPECTED, "KI without a trial id string: %s",
+                  snippet(shown, content, strlen(content)));
         cJSON_Delete(j);
         return;
     }
@@ -344,7 +348,8 @@ static void on_ki(struct dispatcher *d, const char *content)
     } else if (found < 0) {
         log_error("dispatcher: KI: %s", e.msg);
     } else {
-        log_warn("dispatcher: KI for unknown trial %s", snippet(shown, j->valuestring, strlen(j->valuestring)));
+        log_input(LOG_WARN, "dispatcher", UNEXPECTED, "KI for unknown trial %s",
+                  snippet(shown, j->valuestring, strlen(j->valuestring)));
     }
     if (found > 0)
         trial_clear(&t);
@@ -378,7 +383,7 @@ void disp_command(struct dispatcher *d, const char *type, const char *content)
         disp_fail(d, "tuner error (dispatcher process): %s", *content ? content : disp_tail(d));
         break;
     case CMD_SEND_PARAMETER:
-        log_warn("dispatcher: SendTrialJobParameter (SP) is not supported (multi-phase), ignored");
+        log_input(LOG_WARN, "dispatcher", UNEXPECTED, "SendTrialJobParameter (SP) is not supported (multi-phase), ignored");
         break;
     case CMD_BYE:
         log_info("dispatcher said goodbye: %s", snippet(shown, content, strlen(content)));
@@ -386,7 +391,7 @@ void disp_command(struct dispatcher *d, const char *type, const char *content)
     case CMD_NOP:
         break;
     case CMD_UNKNOWN:
-        log_warn("dispatcher: unknown command %s ignored", type_shown);
+        log_input(LOG_WARN, "dispatcher", UNEXPECTED, "unknown command %s ignored", type_shown);
         break;
     }
 }

@@ -53,6 +53,7 @@ int dispatcher_init(struct api *a, struct errbuf *e)
     d->use_ws = !(cJSON_IsString(ch) && strcmp(ch->valuestring, "pipe") == 0);
     d->answer_timeout_ms = env_timeout_ms();
     sb_init(&d->tail);
+    sb_init(&d->line);
     ws_reader_init(&d->ws_in, DISP_MAX_MESSAGE);
     a->disp = d;
     return 0;
@@ -95,6 +96,7 @@ static void disp_free(struct dispatcher *d)
     free(d->ended);
     free(d->sent_space);
     sb_free(&d->tail);
+    sb_free(&d->line);
     ws_reader_free(&d->ws_in);
     free(d);
 }

@@ -85,6 +85,7 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
     children_restart_due(a);
     tensorboard_tick(a);
     sched_tick(a);
+    log_input_flush(0); /* the counts of repeated malformed input, once a minute */
 }
 
 static void usage(void)

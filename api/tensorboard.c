@@ -29,7 +29,10 @@
 #include "config/config.h"
 #include "common/common.h"
 #include "common/json.h"
+#include "common/trialenv.h"
 #include "schema/schema.h"
+
+extern char **environ;
 
 #define MAX_TASKS 16
 #define MAX_TRIALS 100
@@ -199,6 +202,9 @@ static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
     mkdir_p(logdir, 0700);
     free(logdir);
     int out = open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    /* TensorBoard runs the trials' plugins' code: the platforms' credentials stay here */
+    char **envp = env_less_credentials(environ,
+                                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "passCredentials")));
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -213,11 +219,12 @@ static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
             dup2(o, 2);
         }
         close_fds_from(3);
-        execl(exe, "tensorboard", spec.buf, portarg, hostarg, (char *)NULL);
+        execle(exe, "tensorboard", spec.buf, portarg, hostarg, (char *)NULL, envp);
         dprintf(2, "trialq: cannot run %s: %s\n", exe, strerror(errno));
         _exit(127);
     }
     int err = errno;
+    free(envp);
     if (out >= 0)
         close(out);
     int rc = 0;

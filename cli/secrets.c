@@ -154,7 +154,7 @@ static int cmd_secrets_fn(int argc, char **argv)
             else
                 at = cJSON_IsArray(at) ? cJSON_GetArrayItem(at, (int)step->valuedouble) : NULL;
         }
-        if (cJSON_IsString(at) && strcmp(at->valuestring, SECRET_PLACEHOLDER) == 0)
+        if (at && secrets_place_holds(at, s))
             cJSON_AddItemToArray(keep, cJSON_Duplicate(s, 1));
     }
     if (cJSON_GetArraySize(keep) == 0) {

@@ -38,6 +38,18 @@ void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(pri
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 /* One line per distinct message per minute, then "(N times in the last minute)". */
 void log_limited(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warnings that outside input can repeat at will (a trial's malformed metric records, a
+ * peer's unexpected commands, a tuner's bad answers): per key ("trial X: metrics file"),
+ * the first of a minute is logged as "KEY: message"; the others of that minute are only
+ * counted, and the count is logged as "KEY: N more WHAT in the last minute" with the
+ * first one after the minute, by log_input_flush, or when the key's slot is taken by
+ * another key. So a flood costs two lines a minute per key, whatever its size. The
+ * message is formatted only when it is logged. Returns 1 when the line was logged. */
+int log_input(enum log_level lvl, const char *key, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Logs the pending counts of the keys whose minute is over (a periodic tick calls it),
+ * or of every key when all is set (at exit). */
+void log_input_flush(int all);
 
 /* ---- resource faults (common/fault.c): what this process cannot write, for users ---- */
 #define FAULT_MSG_MAX 512

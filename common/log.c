@@ -1,6 +1,7 @@
 /* log.c: one logging family for every role. */
 #include "common/common.h"
 
+#include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,4 +45,80 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s\n", line);
+}
+
+/* ---- warnings from outside input: one line per key, then a count per minute ---- */
+
+#define INPUT_KEYS 64
+#define INPUT_WINDOW_MS 60000
+
+struct input_key {
+    char key[160];
+    const char *what;     /* a literal of the caller */
+    enum log_level lvl;
+    int64_t start_ms;     /* the minute that began with a logged line */
+    long more;            /* counted since, not logged */
+};
+
+static struct input_key g_inputs[INPUT_KEYS];
+
+static void input_report(struct input_key *k)
+{
+    if (k->more > 0)
+        log_msg(k->lvl, "%s: %ld more %s in the last minute", k->key, k->more, k->what);
+    k->more = 0;
+}
+
+int log_input(enum log_level lvl, const char *key, const char *what, const char *fmt, ...)
+{
+    if (lvl < g_level)
+        return 0;
+    int64_t now = mono_ms();
+    struct input_key *k = NULL, *free_slot = NULL, *oldest = &g_inputs[0];
+    for (int i = 0; i < INPUT_KEYS && !k; i++) {
+        struct input_key *c = &g_inputs[i];
+        if (!c->key[0]) {
+            if (!free_slot)
+                free_slot = c;
+        } else if (strncmp(c->key, key, sizeof c->key - 1) == 0) {
+            k = c;
+        } else if (c->start_ms < oldest->start_ms) {
+            oldest = c;
+        }
+    }
+    if (k && now - k->start_ms < INPUT_WINDOW_MS) {
+        k->more++;
+        return 0;
+    }
+    if (!k) {
+        k = free_slot ? free_slot : oldest;
+        if (k->key[0])
+            input_report(k); /* its count is not lost with its slot */
+        snprintf(k->key, sizeof k->key, "%s", key);
+    } else {
+        input_report(k);
+    }
+    k->what = what;
+    k->lvl = lvl;
+    k->start_ms = now;
+    k->more = 0;
+    char msg[3072];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_msg(lvl, "%s: %s", k->key, msg);
+    return 1;
+}
+
+void log_input_flush(int all)
+{
+    int64_t now = mono_ms();
+    for (int i = 0; i < INPUT_KEYS; i++) {
+        struct input_key *k = &g_inputs[i];
+        if (k->key[0] && k->more > 0 && (all || now - k->start_ms >= INPUT_WINDOW_MS)) {
+            input_report(k);
+            k->start_ms = now; /* the next minute's count starts now */
+        }
+    }
 }

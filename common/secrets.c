@@ -91,6 +91,13 @@ static int is_placeholder(const cJSON *v)
     return cJSON_IsString(v) && strcmp(v->valuestring, SECRET_PLACEHOLDER) == 0;
 }
 
+int secrets_place_holds(const cJSON *at, const cJSON *entry)
+{
+    const cJSON *masked = cJSON_GetObjectItemCaseSensitive(entry, "masked");
+    return is_placeholder(at) || (cJSON_IsString(at) && cJSON_IsString(masked) &&
+                                  strcmp(at->valuestring, masked->valuestring) == 0);
+}
+
 /* Takes the placeholders that are left out of node: how many. */
 static int strip_placeholders(cJSON *node)
 {
@@ -124,10 +131,9 @@ int secrets_merge_file(const char *home, const char *exp_id, cJSON *config, int 
 {
     if (unset)
         *unset = 0;
-    if (!secrets_has_placeholder(config))
-        return 0; /* stored before secrets moved out, or none */
+    /* no early end without a placeholder: a text with a secret inside is stored masked */
     if (!is_experiment_id(exp_id))
-        return errf(e, "secrets: '%.40s' is not an experiment id", exp_id);
+        return secrets_has_placeholder(config) ? errf(e, "secrets: '%.40s' is not an experiment id", exp_id) : 0;
     char *path = secrets_path(home, exp_id);
     size_t len;
     char *text = read_file(path, &len);
@@ -156,7 +162,7 @@ int secrets_merge_file(const char *home, const char *exp_id, cJSON *config, int 
             cJSON *parent = NULL;
             cJSON *at = at_path(config, cJSON_GetObjectItemCaseSensitive(s, "path"), &parent);
             const cJSON *value = cJSON_GetObjectItemCaseSensitive(s, "value");
-            if (!at || !value || !is_placeholder(at))
+            if (!at || !value || !secrets_place_holds(at, s))
                 continue;
             cJSON *v = cJSON_Duplicate(value, 1);
             if (at->string) {

@@ -13,6 +13,11 @@
 
 #define SECRET_PLACEHOLDER "(secret: kept outside the database, in secrets/<experiment id>.json of the trialq home)"
 
+/* Whether the stored value at holds the place of a secrets list entry ({"path", "value"}
+ * and, for a text with a secret inside (a URL's password, a Bearer header), "masked":
+ * the text as stored, its secret masked): the placeholder, or that masked text. */
+int secrets_place_holds(const cJSON *at, const cJSON *entry);
+
 /* <home>/secrets/<exp_id>.json. Caller frees. */
 char *secrets_path(const char *home, const char *exp_id);
 
@@ -22,7 +27,7 @@ char *secrets_path(const char *home, const char *exp_id);
 int secrets_store(const char *home, const char *exp_id, const cJSON *list, struct errbuf *e);
 
 /* Puts the values of the experiment's secrets file back into config in place of their
- * placeholders. Placeholders left without a value (no file: a pack loaded here, a file
+ * placeholders (or masked texts: secrets_place_holds). Placeholders left without a value (no file: a pack loaded here, a file
  * removed) are taken out of config, so that a platform reads the value from where it
  * would when the key is unset (its environment variables); *unset says how many (may be
  * NULL). Returns the number of values merged, or -1 with e set when the file exists but

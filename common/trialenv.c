@@ -83,6 +83,44 @@ static int named(const char *entry, const char *name)
     return strncmp(entry, name, k) == 0 && entry[k] == '=';
 }
 
+const char *const trial_env_credential_names[] = {
+    /* Azure (aml; the azure-identity and Azure CLI variables) */
+    "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD", "AZURE_CLIENT_CERTIFICATE_PATH",
+    "AZURE_PASSWORD", "AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_SAS_TOKEN",
+    /* Alibaba Cloud (dlc) */
+    "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN",
+    "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY",
+    /* AWS, Google Cloud */
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS",
+    NULL,
+};
+
+int trial_env_is_credential(const char *entry)
+{
+    for (const char *const *n = trial_env_credential_names; *n; n++)
+        if (named(entry, *n))
+            return 1;
+    const char *eq = strchr(entry, '=');
+    size_t len = eq ? (size_t)(eq - entry) : strlen(entry);
+    return len > strlen("AZURE__SECRET") && strncmp(entry, "AZURE_", 6) == 0 &&
+           strncmp(entry + len - 7, "_SECRET", 7) == 0;
+}
+
+char **env_less_credentials(char *const *base, int pass)
+{
+    size_t nb = 0;
+    while (base && base[nb])
+        nb++;
+    char **env = xcalloc(nb + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < nb; i++)
+        if (pass || !trial_env_is_credential(base[i]))
+            env[k++] = base[i];
+    env[k] = NULL;
+    return env;
+}
+
 char **trial_env_envp(const struct trial_env *te, char *const *base)
 {
     size_t nb = 0;

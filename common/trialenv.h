@@ -38,6 +38,17 @@ const char *trial_env_get(const struct trial_env *te, const char *name);
  * with trial_env_envp_free). */
 char **trial_env_envp(const struct trial_env *te, char *const *base);
 void trial_env_envp_free(char **envp);
+/* The credentials of the platforms' clouds that the environment of nnictl create may
+ * hold (docs/security.md, "What user code inherits"): the processes that run user code
+ * here (local trials, a customized tuner's dispatcher, TensorBoard) do not inherit
+ * them, unless the config says passCredentials: true. NULL-terminated; beyond these,
+ * every AZURE_..._SECRET is one. */
+extern const char *const trial_env_credential_names[];
+/* Whether the environ entry "NAME=value" is such a credential. */
+int trial_env_is_credential(const char *entry);
+/* base less its credentials (all of base when pass): a new NULL-terminated array of
+ * base's own strings; free the array only. */
+char **env_less_credentials(char *const *base, int pass);
 /* One line per variable: "export NAME='value'\n" (a word unquoted). */
 void trial_env_export_lines(const struct trial_env *te, struct strbuf *sb);
 /* All on one line: "export NAME='value' NAME2=word" (no newline). */

@@ -400,9 +400,11 @@ static int secret_kind(const char *key)
     static const char *const any_within[] = {"password", "passwd", "passphrase", "secret", "credential", "bearer",
                                              "apikey", "privatekey", "secretkey", "accountkey", NULL};
     static const char *const any_words[] = {" auth ", " oauth ", " authorization ", " authentication ", NULL};
-    static const char *const any_exact[] = {"pass", "pwd", "accesskey", NULL};
+    static const char *const any_exact[] = {"accesskey", NULL};
+    static const char *const any_last[] = {" pass ", " pwd ", NULL};
     static const char *const text_within[] = {"token", "connection", NULL};
     static const char *const text_words[] = {" key ", " keys ", NULL};
+    static const char *const text_last[] = {" tok ", " pat ", NULL};
     struct key_name k;
     key_name_read(key, &k);
     for (const char *const *a = allowed; *a; a++)
@@ -413,12 +415,121 @@ static int secret_kind(const char *key)
             return 0;
     if (str_ends(k.words, " id ") || str_ends(k.words, " ids "))
         return 0;
-    if (contains(k.joined, any_within) || has_word(&k, any_words))
+    if (contains(k.joined, any_within) || has_word(&k, any_words) || strstr(k.joined, "cookie"))
         return SECRET_ANY;
     for (const char *const *x = any_exact; *x; x++)
         if (strcmp(k.joined, *x) == 0)
             return SECRET_ANY;
+    for (const char *const *x = any_last; *x; x++)
+        if (str_ends(k.words, *x))
+            return SECRET_ANY;
+    for (const char *const *x = text_last; *x; x++)
+        if (str_ends(k.words, *x))
+            return SECRET_TEXT;
     return contains(k.joined, text_within) || has_word(&k, text_words) ? SECRET_TEXT : 0;
+}
+
+/* ---- secrets inside any text: URL passwords, HTTP credentials ---- */
+
+static int url_scheme_char(char c)
+{
+    return is_lower(c) || is_upper(c) || is_digit(c) || c == '+' || c == '-' || c == '.';
+}
+
+static int token68_char(char c)
+{
+    return is_lower(c) || is_upper(c) || is_digit(c) || (c && strchr("-._~+/=", c) != NULL);
+}
+
+/* The end of the password of the URL whose "://" is at s + at ("scheme://user:PASSWORD@"),
+ * its start in *from; 0 when there is none. */
+static size_t url_password(const char *s, size_t at, size_t *from)
+{
+    if (at == 0 || !url_scheme_char(s[at - 1]))
+        return 0;
+    size_t i = at + 3, colon = 0;
+    for (; s[i] && !strchr("/?#@", s[i]) && !isspace((unsigned char)s[i]); i++)
+        if (s[i] == ':' && !colon)
+            colon = i;
+    if (s[i] != '@' || !colon || colon + 1 == i)
+        return 0;
+    /* the last '@' of the authority ends the userinfo (a password may hold '@') */
+    size_t end = i;
+    for (size_t j = i + 1; s[j] && !strchr("/?#", s[j]) && !isspace((unsigned char)s[j]); j++)
+        if (s[j] == '@')
+            end = j;
+    *from = colon + 1;
+    return end;
+}
+
+/* The end of the credential after an HTTP scheme word at s + at ("Bearer X", "Basic X"),
+ * its start in *from; 0 when there is none. "Bearer" in any case; "Basic" as written and
+ * only before base64 of "user:password", since "basic" is also a plain word. */
+static size_t http_credential(const char *s, size_t at, size_t *from)
+{
+    static const struct { const char *word; int any_case; } schemes[] = {{"bearer", 1}, {"Basic", 0}};
+    if (at > 0 && (is_lower(s[at - 1]) || is_upper(s[at - 1]) || is_digit(s[at - 1])))
+        return 0;
+    for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) {
+        size_t n = strlen(schemes[k].word);
+        if (schemes[k].any_case ? strncasecmp(s + at, schemes[k].word, n) != 0
+                                : strncmp(s + at, schemes[k].word, n) != 0)
+            continue;
+        size_t i = at + n;
+        if (s[i] != ' ' && s[i] != '\t')
+            return 0;
+        while (s[i] == ' ' || s[i] == '\t')
+            i++;
+        size_t start = i;
+        while (token68_char(s[i]))
+            i++;
+        if (i == start)
+            return 0;
+        if (!schemes[k].any_case) {
+            char *tok = xstrndup(s + start, i - start);
+            size_t len = 0;
+            char *plain = b64_decode(tok, &len);
+            int user_pass = plain && len > 1 && memchr(plain, ':', len) && strlen(plain) == len;
+            free(plain);
+            free(tok);
+            if (!user_pass)
+                return 0;
+        }
+        *from = start;
+        return i;
+    }
+    return 0;
+}
+
+/* s with the password of each URL ("postgres://user:***@host") and each Bearer or Basic
+ * credential ("Authorization: Bearer ***") masked; NULL when it holds none. */
+static char *masked_text(const char *s)
+{
+    struct strbuf sb;
+    sb_init(&sb);
+    size_t done = 0, i = 0;
+    int found = 0;
+    while (s[i]) {
+        size_t from = 0, end = 0;
+        if (s[i] == ':' && s[i + 1] == '/' && s[i + 2] == '/')
+            end = url_password(s, i, &from);
+        else if (s[i] == 'b' || s[i] == 'B')
+            end = http_credential(s, i, &from);
+        if (!end) {
+            i++;
+            continue;
+        }
+        sb_add(&sb, s + done, from - done);
+        sb_puts(&sb, "***");
+        done = i = end;
+        found = 1;
+    }
+    if (!found) {
+        sb_free(&sb);
+        return NULL;
+    }
+    sb_puts(&sb, s + done);
+    return sb_detach(&sb);
 }
 
 /* A value under key (NULL in a list) built through an object, so that cJSON allocates
@@ -434,10 +545,12 @@ static cJSON *keyed(const char *key, cJSON *value)
     return v;
 }
 
-/* The walk that finds the secrets of a config: fn(ctx, path, value) for each, which
- * returns what stands in its place. path is a list of the keys (strings) and list
- * indices (numbers) from the root to the value. */
-typedef cJSON *(*secret_fn)(void *ctx, const cJSON *path, const cJSON *value);
+/* The walk that finds the secrets of a config: fn(ctx, path, value, masked) for each,
+ * which returns what stands in its place. path is a list of the keys (strings) and list
+ * indices (numbers) from the root to the value; masked is the text with its secrets
+ * masked for a string judged by its text (masked_text), NULL for a value judged by its
+ * key's name (hidden whole). */
+typedef cJSON *(*secret_fn)(void *ctx, const cJSON *path, const cJSON *value, const char *masked);
 
 struct secret_walk {
     secret_fn fn;
@@ -447,7 +560,7 @@ struct secret_walk {
 
 static void walk_secrets(struct secret_walk *w, cJSON *node, int depth);
 
-static void replace_secret(struct secret_walk *w, cJSON *parent, cJSON *it)
+static void replace_secret(struct secret_walk *w, cJSON *parent, cJSON *it, const char *masked)
 {
     cJSON_AddItemToArray(w->path, it->string ? cJSON_CreateString(it->string) : cJSON_CreateNumber(0));
     cJSON *last = cJSON_GetArrayItem(w->path, cJSON_GetArraySize(w->path) - 1);
@@ -457,7 +570,7 @@ static void replace_secret(struct secret_walk *w, cJSON *parent, cJSON *it)
             i++;
         cJSON_SetNumberValue(last, i);
     }
-    cJSON_ReplaceItemViaPointer(parent, it, keyed(it->string, w->fn(w->ctx, w->path, it)));
+    cJSON_ReplaceItemViaPointer(parent, it, keyed(it->string, w->fn(w->ctx, w->path, it, masked)));
     cJSON_Delete(cJSON_DetachItemFromArray(w->path, cJSON_GetArraySize(w->path) - 1));
 }
 
@@ -472,7 +585,7 @@ static void walk_into(struct secret_walk *w, int index, cJSON *it, int depth, in
         for (cJSON *c = it->child; c; c = next, i++) {
             next = c->next;
             if (cJSON_IsString(c))
-                replace_secret(w, it, c);
+                replace_secret(w, it, c, NULL);
             else if (cJSON_IsArray(c))
                 walk_into(w, i, c, depth + 1, 1);
             else if (cJSON_IsObject(c))
@@ -495,12 +608,19 @@ static void walk_secrets(struct secret_walk *w, cJSON *node, int depth)
             continue;
         int kind = it->string ? secret_kind(it->string) : 0;
         int value = !cJSON_IsNull(it) && !cJSON_IsBool(it);
-        if ((kind == SECRET_ANY && value) || (kind == SECRET_TEXT && cJSON_IsString(it)))
-            replace_secret(w, node, it);
-        else if (kind == SECRET_TEXT && cJSON_IsArray(it))
+        char *masked;
+        if ((kind == SECRET_ANY && value) || (kind == SECRET_TEXT && cJSON_IsString(it))) {
+            replace_secret(w, node, it, NULL);
+        } else if (kind == SECRET_TEXT && cJSON_IsArray(it)) {
             walk_into(w, i, it, depth + 1, 1);
-        else if (cJSON_IsObject(it) || cJSON_IsArray(it))
+        } else if (cJSON_IsObject(it) || cJSON_IsArray(it)) {
             walk_into(w, i, it, depth + 1, 0);
+        } else if (cJSON_IsString(it) && strcmp(it->valuestring, SECRET_PLACEHOLDER) == 0) {
+            replace_secret(w, node, it, NULL); /* a value taken out by its text */
+        } else if (cJSON_IsString(it) && (masked = masked_text(it->valuestring))) {
+            replace_secret(w, node, it, masked);
+            free(masked);
+        }
     }
 }
 
@@ -511,10 +631,10 @@ static void secrets_walk(cJSON *root, secret_fn fn, void *ctx)
     cJSON_Delete(w.path);
 }
 
-static cJSON *redacted(void *ctx, const cJSON *path, const cJSON *value)
+static cJSON *redacted(void *ctx, const cJSON *path, const cJSON *value, const char *masked)
 {
     (void)ctx; (void)path; (void)value;
-    return cJSON_CreateString(REDACTED);
+    return cJSON_CreateString(masked ? masked : REDACTED);
 }
 
 cJSON *config_redacted(const cJSON *canonical)
@@ -526,15 +646,21 @@ cJSON *config_redacted(const cJSON *canonical)
 }
 
 /* the value to the list, the placeholder in its place (one there already stays) */
-static cJSON *taken_out(void *ctx, const cJSON *path, const cJSON *value)
+static cJSON *taken_out(void *ctx, const cJSON *path, const cJSON *value, const char *masked)
 {
     if (cJSON_IsString(value) && strcmp(value->valuestring, SECRET_PLACEHOLDER) == 0)
         return cJSON_CreateString(SECRET_PLACEHOLDER);
+    /* a text with a secret inside is stored masked (config show shows where the secret
+     * was), the whole text goes to the list; one masked already has nothing left */
+    if (masked && strcmp(masked, value->valuestring) == 0)
+        return cJSON_CreateString(masked);
     cJSON *entry = cJSON_CreateObject();
     cJSON_AddItemToObject(entry, "path", cJSON_Duplicate(path, 1));
     cJSON_AddItemToObject(entry, "value", cJSON_Duplicate(value, 1));
+    if (masked)
+        cJSON_AddStringToObject(entry, "masked", masked);
     cJSON_AddItemToArray(ctx, entry);
-    return cJSON_CreateString(SECRET_PLACEHOLDER);
+    return cJSON_CreateString(masked ? masked : SECRET_PLACEHOLDER);
 }
 
 cJSON *config_secrets_split(cJSON *canonical)

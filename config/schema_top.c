@@ -321,6 +321,8 @@ static const struct field experiment_fields[] = {
     {.name = "trialCommandChannel", .type = FT_ENUM, .choices = "file|http"}, /* unset = file */
     /* trialq: how a customized tuner's process talks to the api (docs/config.md) */
     {.name = "tunerCommandChannel", .type = FT_ENUM, .choices = "websocket|pipe"}, /* unset = websocket */
+    /* trialq: whether user code run here inherits the clouds' credentials (docs/config.md) */
+    {.name = "passCredentials", .type = FT_BOOL}, /* unset = false */
     {.name = "nniManagerIp", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "useAnnotation", .type = FT_CUSTOM, .custom = custom_use_annotation},
     {.name = "debug", .type = FT_BOOL, .def = "false"},

@@ -294,9 +294,10 @@ static void on_put(struct chanserve *cs, struct conn *c, const char *body, size_
         else
             reply_error(c, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
     } else {
-        char esc[SNIPPET_SIZE]; /* the trial's text: escaped, one line (docs/security.md, "Logs") */
-        fprintf(stderr, "trialq-supervise: trial channel %s: unexpected command type %s\n", cs->trial_id,
-                snippet(esc, type, vl));
+        char key[96], shown[SNIPPET_SIZE];
+        snprintf(key, sizeof key, "trialq-supervise: trial channel %s", cs->trial_id);
+        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s",
+                  snippet(shown, type, vl));
         reply(c, 200, "");
     }
     free(type);
@@ -523,6 +524,7 @@ void chanserve_run(struct chanserve *cs, const struct pollfd *fds, int n)
             cs->conns[k++] = cs->conns[i];
     }
     cs->nconns = k;
+    log_input_flush(0); /* the counts of repeated unexpected commands, once a minute */
 }
 
 void chanserve_closing(struct chanserve *cs)

@@ -11,16 +11,26 @@
 
 #define MAX_RECORD 1000000
 
-static int store_one(struct db *db, const char *trial_id, int attempt, const char *json, size_t len,
-                     struct errbuf *e)
+/* A malformed record is the trial's bug: said once per source and minute, then counted
+ * (log_input: a file of garbage cannot flood the log), and the rest keeps flowing. */
+#define MALFORMED "malformed records"
+
+static void malformed(const char *trial_id, const char *source, const char *what, const char *detail)
+{
+    char key[128];
+    snprintf(key, sizeof key, "trial %s: %s", trial_id, source);
+    log_input(LOG_WARN, key, MALFORMED, "%s%s", what, detail);
+}
+
+static int store_one(struct db *db, const char *trial_id, int attempt, const char *source, const char *json,
+                     size_t len, struct errbuf *e)
 {
     struct metric_in m;
     void *owned;
     struct errbuf pe;
     if (metric_parse(json, len, &m, &owned, &pe) < 0) {
-        /* a malformed record is the trial's bug: say so, keep the rest flowing (pe.msg
-         * shows the record escaped and cut at its frame: it cannot forge log lines) */
-        log_warn("trial %s: ignoring bad metric record: %s", trial_id, pe.msg);
+        /* pe.msg shows the record escaped and cut at its frame: it cannot forge log lines */
+        malformed(trial_id, source, "ignoring bad metric record: ", pe.msg);
         return 0;
     }
     int rc = metric_insert(db, trial_id, attempt, &m, e);
@@ -37,7 +47,9 @@ int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const 
         if (p[0] != 'M' || p[1] != 'E') {
             /* resynchronise on the next "ME" so one torn write does not lose the rest */
             const char *next = memmem(p + 1, len - off - 1, "ME", 2);
-            log_warn("trial %s: metrics file out of frame at byte %zu", trial_id, off);
+            char at[32];
+            snprintf(at, sizeof at, "%zu", off);
+            malformed(trial_id, "metrics file", "out of frame at byte ", at);
             if (!next) {
                 off = len;
                 break;
@@ -56,7 +68,7 @@ int collect_metrics_buf(struct db *db, const char *trial_id, int attempt, const 
         }
         if (len - off - 8 < (size_t)n)
             break; /* partial record: the trial is still writing it */
-        if (store_one(db, trial_id, attempt, p + 8, (size_t)n, e) < 0)
+        if (store_one(db, trial_id, attempt, "metrics file", p + 8, (size_t)n, e) < 0)
             return -1;
         off += 8 + (size_t)n;
     }
@@ -84,7 +96,7 @@ int collect_stdout_buf(struct db *db, const char *trial_id, int attempt, const c
         if (t && (size_t)(t - line) + (sizeof tag - 1) < linelen && line[linelen - 1] == '\'') {
             const char *json = t + sizeof tag - 1;
             size_t jlen = (size_t)(line + linelen - 1 - json);
-            if (store_one(db, trial_id, attempt, json, jlen, e) < 0)
+            if (store_one(db, trial_id, attempt, "stdout", json, jlen, e) < 0)
                 return -1;
         }
         off = nl < buf + len ? (size_t)(nl - buf) + 1 : len;

@@ -332,7 +332,8 @@ static int write_start_files(const struct trial *t, const char *dir, int lockfd,
  * worker and the supervisor as the trial does, to serve NNI v3's HTTP channel at the
  * path the api would (this trial's own token in it, common/chantoken.h) on a loopback
  * port and to set NNI_TRIAL_COMMAND_CHANNEL for the trial; metrics come through
- * .nni/metrics as with the file channel. */
+ * .nni/metrics as with the file channel. The platforms' credentials (AZURE_CLIENT_SECRET,
+ * ...: common/trialenv.h) are left out unless passCredentials: true. */
 static char **local_envp(struct worker *w, const struct trial *t, const char *dir, const char *code)
 {
     struct local_state *ls = w->platform;
@@ -355,7 +356,10 @@ static char **local_envp(struct worker *w, const struct trial *t, const char *di
     } else if (pythonpath) {
         trial_env_set(&te, "PYTHONPATH", pythonpath); /* last, as our own */
     }
-    char **envp = trial_env_envp(&te, environ);
+    /* the credentials of nnictl create's environment stay with the worker */
+    char **base = env_less_credentials(environ, cJSON_IsTrue(worker_config_item(w, "passCredentials")));
+    char **envp = trial_env_envp(&te, base);
+    free(base);
     trial_env_free(&te);
     return envp;
 }

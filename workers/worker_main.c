@@ -140,7 +140,9 @@ static int run_loop(struct worker *w)
         if (wait_for_work(w, sfd) < 0 || w->stop)
             break;
         worker_step(w, mono_ms());
+        log_input_flush(0); /* the counts of repeated malformed input, once a minute */
     }
+    log_input_flush(1);
     log_info("worker exiting; %d trial(s) stay with their supervisors", w->ntrials);
     proc_ended(w->db, proc_row, "exited", &e);
     close(sfd);

@@ -8,8 +8,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "workers/worker.h"
 
@@ -106,12 +108,91 @@ static void test_metric_records(void **state)
     free(rec);
 }
 
+/* The log lines written while fn runs (stderr into a file). */
+static char *stderr_of(void (*fn)(void))
+{
+    char *path = xasprintf("%s/stderr.log", tmpdir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *text = read_file(path, NULL);
+    assert_non_null(text);
+    free(path);
+    return text;
+}
+
+static int lines_of(const char *text)
+{
+    int n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == '\n';
+    return n;
+}
+
+#define CHUNK "ME\x1b[31mjunk" /* a frame mark, bad digits, then out of frame until the next */
+#define CHUNKS 300000          /* 3.3 MB: one resync each */
+
+static void garbage(void)
+{
+    size_t clen = strlen(CHUNK);
+    char *rec = xasprintf(REC "\n", 20);
+    struct strbuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < CHUNKS; i++) {
+        sb_add(&sb, CHUNK, clen);
+        if (i == CHUNKS / 2)
+            sb_printf(&sb, "ME%06zu%s", strlen(rec), rec); /* a good record amid the garbage */
+    }
+    size_t used = 0;
+    struct errbuf e;
+    assert_int_equal(collect_metrics_buf(db, "tr", 1, sb.buf, sb.len, &used, &e), 0);
+    assert_int_equal(used, sb.len);
+    sb_free(&sb);
+    /* stdout: 10,000 bad records, each with a terminal escape */
+    sb_init(&sb);
+    for (int i = 0; i < 10000; i++)
+        sb_puts(&sb, "NNISDK_MEb'{\"x\": \"\x1b]0;owned\x07\"}'\n");
+    assert_int_equal(collect_stdout_buf(db, "tr", 1, sb.buf, sb.len, 1, &used, &e), 0);
+    sb_free(&sb);
+    free(rec);
+    log_input_flush(1); /* the counts, as at exit */
+}
+
+/* A file of garbage cannot flood the log (issue 29): per source, the first malformed
+ * record is logged, the rest counted in one line; nothing of the trial's bytes reaches
+ * the log unescaped; the good record amid the garbage is stored. */
+static void test_garbage_bounded_log(void **state)
+{
+    (void)state;
+    log_set_level(LOG_WARN);
+    int64_t before = metrics();
+    char *text = stderr_of(garbage);
+    log_set_level(LOG_ERROR);
+    assert_int_equal(metrics() - before, 1);
+    assert_int_equal(lines_of(text), 4);
+    char *want = xasprintf("trial tr: metrics file: %d more malformed records in the last minute", CHUNKS - 1);
+    assert_non_null(strstr(text, want));
+    free(want);
+    assert_non_null(strstr(text, "trial tr: stdout: 9999 more malformed records in the last minute"));
+    assert_non_null(strstr(text, "trial tr: stdout: ignoring bad metric record"));
+    for (const char *c = text; *c; c++)
+        assert_true(*c == '\n' || (unsigned char)*c >= 0x20);
+    free(text);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stdout_lines),
         cmocka_unit_test(test_metric_records),
+        cmocka_unit_test(test_garbage_bounded_log),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
