@@ -470,6 +470,12 @@ static void dispatch(struct evhttp_request *r, void *arg)
         segments_free(&segs);
         return;
     }
+    /* started by NNI's launcher, before its config came (api/launch.c) */
+    if (a->awaiting_config) {
+        launch_request(a, r, sp == 0 ? segs.n : 0, segs.seg);
+        segments_free(&segs);
+        return;
+    }
     /* the trial command channel lives outside the REST API (api/channel.c) */
     if (sp == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
         channel_handle(a, r, segs.seg[1], segs.seg[2]);
