@@ -32,6 +32,7 @@ extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, 
 extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 extern const struct cli_cmd cmd_algo_list, cmd_algo_show, cmd_algo_register, cmd_algo_reg;
 extern const struct cli_cmd cmd_algo_unregister, cmd_algo_unreg;
+extern const struct cli_cmd cmd_launcher_path, cmd_launcher_install;
 
 /* ---- pycheck.c: the configured python and the classes it can load ---- */
 /* $TRIALQ_PYTHON, else python3: the interpreter the dispatcher process runs. */

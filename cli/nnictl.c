@@ -17,6 +17,7 @@ static const struct cli_cmd *const commands[] = {
     &cmd_top, &cmd_log_stdout, &cmd_log_stderr, &cmd_log_trial,
     &cmd_webui_url, &cmd_experiment_machines, &cmd_config_show, &cmd_platform_clean,
     &cmd_algo_list, &cmd_algo_show, &cmd_algo_register, &cmd_algo_reg, &cmd_algo_unregister, &cmd_algo_unreg,
+    &cmd_launcher_path, &cmd_launcher_install,
     NULL,
 };
 

@@ -150,3 +150,13 @@ assert_dir_metrics "$id"
 L stop "$port" "$pid" || fail "stop after kill -9 + resume"
 assert_no_leftovers
 pass "kill -9 of the api, resume through the launcher: DONE, 6 trials with exact metrics"
+
+# ---- nnictl launcher: the PYTHONPATH line, and a .pth file that puts nni_node first
+want=$(cd "$TRIALQ_SRC/sdk/launcher/nni_node" && pwd -P)
+got=$(unset PYTHONPATH; eval "$(nnictl launcher path)"; "$PY" -c 'import nni_node; print(nni_node.__path__[0])')
+[ "$got" = "$want" ] || fail "nnictl launcher path: nni_node from '$got', wanted '$want'"
+"$PY" -m venv --without-pip "$WORK/venv"
+nnictl launcher install --python "$WORK/venv/bin/python" > "$WORK/install.out" || fail "nnictl launcher install"
+got=$(unset PYTHONPATH; "$WORK/venv/bin/python" -c 'import nni_node; print(nni_node.__path__[0])')
+[ "$got" = "$want" ] || fail "nnictl launcher install: nni_node from '$got', wanted '$want'"
+pass "nnictl launcher path and install put trialq's nni_node first"
