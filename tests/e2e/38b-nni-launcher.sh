@@ -135,6 +135,21 @@ bad "unknown tuner" tuner.name 'tuner={"name": "NoSuchTuner"}'
 bad "unknown key" maxTrialNumbr 'maxTrialNumbr=3'
 pass "bad configs: 400 naming the key, nothing stored"
 
+# ---- before its config, a web page's POST (a browser's, from another site) is refused
+(cd "$TRIALQ_SRC/sdk/launcher/nni_node" && exec ./node main.js --port "$port" --experiment-id xsite1 \
+    --action create --mode local --experiments-directory "$EXPS" --log-level info --foreground false \
+    --python-interpreter "$PY") 2> "$WORK/xsite.err" &
+xpid=$!
+wait_http "http://127.0.0.1:$port/api/v1/nni/check-status" 20 INITIALIZED
+canonical_config "$WORK/x.json" 1 1
+code=$(curl -s -o "$WORK/xsite.out" -w '%{http_code}' -X POST -H 'Origin: http://evil.example' \
+    -H 'Content-Type: text/plain' --data-binary @"$WORK/x.json" "http://127.0.0.1:$port/api/v1/nni/experiment")
+[ "$code" = 403 ] || fail "a cross-site POST of a config answered $code: $(cat "$WORK/xsite.out")"
+[ "$(sql "SELECT count(*) FROM experiment WHERE id='xsite1'")" = 0 ] || fail "the cross-site POST made a row"
+kill "$xpid"
+wait "$xpid" || fail "SIGTERM before the config: exit $?"
+pass "before its config: a cross-site POST refused (403), SIGTERM ends the api"
+
 # ---- kill -9 of the api mid-run, then resume through the launcher to DONE
 export TRIAL_STEPS=3 TRIAL_SLEEP=0.3
 canonical_config "$WORK/d.json" 2 6
