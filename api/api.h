@@ -64,9 +64,31 @@ struct api {
     int nchildren;
     char *log_level;
     int exit_code;
+    /* started by NNI's launcher (its manager's command line, api/launch.c) */
+    int nni_launched;          /* SIGTERM stops the experiment, as it stops NNI's manager */
+    char *exp_root;            /* --experiments-directory */
+    int awaiting_config;       /* create: no row yet, only POST /experiment makes it */
+    cJSON *posted;             /* the config as POSTed (redacted), for nni.sqlite */
 };
 
 int api_main(int argc, char **argv);
+
+/* NNI's launcher starts `trialq api --action create` for an id without a row and POSTs
+ * the config to /experiment (api/launch.c): the hook checks it as nnictl create checks a
+ * file and inserts the row (cli/create.c; the api links no cli/). */
+struct api_create_req {
+    const char *home;       /* trialq's home (the database) */
+    const char *id;         /* the launcher's experiment id */
+    const char *json;       /* the body */
+    const char *exp_root;   /* --experiments-directory: the experiment's directory's parent */
+    const char *bind;       /* where the api listens */
+    const char *url_prefix; /* as given, or NULL */
+    int port;
+};
+/* 0: the row is stored (one transaction); else 1 with what is wrong (naming the key) in
+ * msg, and nothing stored. */
+typedef int (*api_create_fn)(struct db *db, const struct api_create_req *r, char *msg, size_t n);
+void api_set_create_hook(api_create_fn fn);
 /* Frees what the api holds of its experiment: the tuner and its state, the search space,
  * the tuner's view, the assessor, the config and the experiment row (not the database,
  * the event loop or the HTTP server). api_main's end; the unit tests' too. */
@@ -109,5 +131,14 @@ void children_stop(struct api *a);
 
 /* routes.c */
 void routes_register(struct api *a);
+
+/* launch.c: NNI's launcher */
+/* Serves until POST /experiment stores the row (0), or a signal ends it (1). */
+int launch_await_config(struct api *a, int port);
+/* A request while awaiting_config: GET /check-status and POST /experiment. */
+void launch_request(struct api *a, struct evhttp_request *r, int nseg, char **seg);
+/* A new ExperimentProfile row in <exp_dir>/db/nni.sqlite from the experiment's row,
+ * for NNI's client (its resume and view read the config there). Logged when it fails. */
+void launch_nnidb_sync(struct api *a);
 
 #endif

@@ -466,6 +466,17 @@ static void dispatch(struct evhttp_request *r, void *arg)
         segments_free(&segs);
         return;
     }
+    /* started by NNI's launcher, before its config came (api/launch.c) */
+    if (a->awaiting_config) {
+        /* the config is a command line to run: a web page must not be able to send one */
+        const char *cross = browser_refusal(a, r, m != EVHTTP_REQ_GET);
+        if (cross)
+            reply_error(r, 403, "%s %.200s refused: %s", method_name(m), raw, cross);
+        else
+            launch_request(a, r, sp == 0 ? segs.n : 0, segs.seg);
+        segments_free(&segs);
+        return;
+    }
     /* the trial command channel lives outside the REST API (api/channel.c) */
     if (sp == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
         channel_handle(a, r, segs.seg[1], segs.seg[2]);

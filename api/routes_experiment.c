@@ -239,6 +239,7 @@ void h_experiment_put(struct req *q)
         if (revive)
             exp_transition(a->db, a->exp_id, "DONE,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL", "RUNNING", type, &e);
         db_event(a->db, &e, a->exp_id, NULL, "experiment", NULL, NULL, type);
+        launch_nnidb_sync(a); /* NNI's client reads the config back from there */
         reply_json(q->r, 200, "");
         sched_tick(a);
     }

@@ -63,12 +63,15 @@ static void on_signal(evutil_socket_t sig, short ev, void *arg)
         char *want = NULL;
         struct errbuf e;
         exp_desired_status(a->db, a->exp_id, &want, &e);
-        if (a->readonly || !want || strcmp(want, "STOPPED") != 0) {
+        /* Started by NNI's launcher, SIGTERM is what it is to NNI's manager (NNI's
+         * nnictl stop sends it, then waits for the pid): a stop of the experiment. */
+        int stop = a->nni_launched || (want && strcmp(want, "STOPPED") == 0);
+        if (a->readonly || !stop) {
             log_info("%s: exiting; the experiment's trials keep running", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             a->detach = 1;
             event_base_loopbreak(a->base);
         } else {
-            sched_begin_stop(a, "stop requested");
+            sched_begin_stop(a, want && strcmp(want, "STOPPED") == 0 ? "stop requested" : "SIGTERM");
         }
         free(want);
         break;
@@ -91,14 +94,26 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
 static void usage(void)
 {
     fprintf(stderr, "usage: trialq api --experiment ID [--action create|resume|view] [--home DIR]\n"
-                    "                  [--port N] [--no-workers] [--log-level L]\n");
+                    "                  [--port N] [--no-workers] [--log-level L]\n"
+                    "   or NNI's manager command line (its launcher, through trialq's nni_node):\n"
+                    "       trialq api --port N --experiment-id ID --action create|resume|view --mode PLATFORM\n"
+                    "                  --experiments-directory DIR --log-level L --foreground true|false\n"
+                    "                  [--url-prefix U] [--tuner-command-channel URL] --python-interpreter PY\n");
 }
 
 struct api_opts {
     const char *home;
     const char *action;     /* create | resume | view */
     int port;               /* 0: the experiment's */
+    const char *url_prefix; /* NNI's launcher: --url-prefix */
 };
+
+/* NNI's experiment ids: ^[A-Za-z0-9_-]{1,32}$ (its id is a directory name here) */
+static int nni_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    return n >= 1 && n <= 32 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
 
 /* The command line into a and o: 0, or the exit code (2, usage shown). */
 static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
@@ -110,6 +125,15 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
         {"port", required_argument, NULL, 'p'},
         {"no-workers", no_argument, NULL, 'W'},
         {"log-level", required_argument, NULL, 'l'},
+        /* NNI's manager's (ts/nni_manager/common/globals/arguments.ts) */
+        {"experiment-id", required_argument, NULL, 'i'},
+        {"experiments-directory", required_argument, NULL, 'D'},
+        {"mode", required_argument, NULL, 'M'},
+        {"foreground", required_argument, NULL, 'F'},
+        {"url-prefix", required_argument, NULL, 'U'},
+        {"tuner-command-channel", required_argument, NULL, 'T'},
+        {"python-interpreter", required_argument, NULL, 'P'},
+        {"debug", optional_argument, NULL, 'd'},
         {NULL, 0, NULL, 0},
     };
     a->spawn_workers = 1;
@@ -118,11 +142,20 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
     o->home = NULL;
     o->action = "create";
     o->port = 0;
+    o->url_prefix = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "e:a:H:p:Wl:", opts, NULL)) != -1) {
         switch (c) {
         case 'e': a->exp_id = optarg; break;
+        case 'i': a->exp_id = optarg, a->nni_launched = 1; break;
+        case 'D': free(a->exp_root), a->exp_root = path_abs(".", optarg); break;
+        case 'U': o->url_prefix = optarg; break;
+        /* the config's trainingService is the platform; trialq has its own foreground
+         * and tuner channel; the interpreter is the one with NNI for its Python tuners */
+        case 'M': case 'F': case 'T': break;
+        case 'P': setenv("TRIALQ_PYTHON", optarg, 0); break;
+        case 'd': if (!optarg || strcmp(optarg, "false") != 0) a->log_level = "debug"; break;
         case 'a': o->action = optarg; break;
         case 'H': o->home = optarg; break;
         case 'p': o->port = atoi(optarg); break;
@@ -131,8 +164,12 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
         default: usage(); return 2;
         }
     }
-    if (!a->exp_id) {
+    if (!a->exp_id || optind < argc) {
         usage();
+        return 2;
+    }
+    if (a->nni_launched && !nni_id_ok(a->exp_id)) {
+        log_error("--experiment-id %.64s: an id is 1 to 32 letters, digits, _ or -", a->exp_id);
         return 2;
     }
     if (strcmp(o->action, "create") == 0)
@@ -150,7 +187,7 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
 
 /* The database, the experiment, its config, its tuner and assessor: 0, or the exit
  * code. *port: the one to listen on. */
-static int load_experiment(struct api *a, const struct api_opts *o, int *port)
+static int open_db(struct api *a, const struct api_opts *o)
 {
     struct errbuf e;
     a->home = trialq_home(o->home);
@@ -161,8 +198,37 @@ static int load_experiment(struct api *a, const struct api_opts *o, int *port)
         log_error("%s", e.msg);
         return 1;
     }
-    if (exp_load(a->db, a->exp_id, &a->exp, &e) <= 0) {
+    return 0;
+}
+
+static int load_experiment(struct api *a, const struct api_opts *o, int *port)
+{
+    struct errbuf e;
+    int found = exp_load(a->db, a->exp_id, &a->exp, &e);
+    if (found <= 0 && a->nni_launched && a->action == ACTION_CREATE && found == 0) {
+        /* NNI's launcher: the config comes with POST /experiment (launch.c); until then
+         * the api listens where NNI's manager would, on loopback */
+        a->awaiting_config = 1;
+        a->exp.bind_address = xstrdup("127.0.0.1");
+        a->exp.url_prefix = o->url_prefix ? xasprintf("/%s", o->url_prefix + strspn(o->url_prefix, "/"))
+                                          : xstrdup("");
+        size_t n = strlen(a->exp.url_prefix);
+        while (n > 1 && a->exp.url_prefix[n - 1] == '/')
+            a->exp.url_prefix[--n] = '\0';
+        if (n == 1)
+            a->exp.url_prefix[0] = '\0';
+        a->exp.port = *port = o->port ? o->port : 8080;
+        if (!a->exp_root)
+            a->exp_root = xstrdup(a->home);
+        return 0;
+    }
+    if (found <= 0) {
         log_error("experiment %s not found", a->exp_id);
+        return 1;
+    }
+    if (a->nni_launched && a->action == ACTION_CREATE && strcmp(a->exp.status, "INITIALIZED") != 0) {
+        log_error("experiment %s exists already (%s): NNI's launcher resumes it with --action resume", a->exp_id,
+                  a->exp.status);
         return 1;
     }
     *port = o->port ? o->port : a->exp.port;
@@ -170,7 +236,7 @@ static int load_experiment(struct api *a, const struct api_opts *o, int *port)
         log_warn("cannot record port %d: %s", o->port, e.msg);
     /* with its secrets (custom algorithms' classArgs may hold some): common/secrets.h */
     char *merged = secrets_merged_json(a->home, a->exp_id, a->exp.config, &e);
-    rc = merged ? config_from_json(merged, &a->cfg, &e) : -1;
+    int rc = merged ? config_from_json(merged, &a->cfg, &e) : -1;
     if (merged)
         memset(merged, 0, strlen(merged));
     free(merged);
@@ -315,6 +381,7 @@ static void let_go(struct api *a)
     children_stop(a);
     if (!a->readonly && a->stopping)
         exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
+    launch_nnidb_sync(a); /* its end time for NNI's client */
     exp_api_release(a->db, a->exp_id, (int)getpid(), &e);
     proc_ended(a->db, a->proc_row, "exited", &e);
     log_info("experiment %s: api exiting", a->exp_id);
@@ -327,6 +394,8 @@ void api_free_state(struct api *a)
     a->tuner_state = NULL;
     ss_free(a->space);
     a->space = NULL;
+    cJSON_Delete(a->posted);
+    a->posted = NULL;
     tuner_view_free(a->tuner_view);
     a->tuner_view = NULL;
     assess_free(a);
@@ -337,12 +406,16 @@ void api_free_state(struct api *a)
 
 static void api_free(struct api *a)
 {
-    evhttp_free(a->http);
-    guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
-    event_base_free(a->base);
+    if (a->http)
+        evhttp_free(a->http);
+    if (a->guard)
+        guard_free(a->guard); /* after evhttp_free: its connections' filters call back into it */
+    if (a->base)
+        event_base_free(a->base);
     api_free_state(a);
     db_close(a->db);
     free(a->home);
+    free(a->exp_root);
 }
 
 int api_main(int argc, char **argv)
@@ -362,10 +435,24 @@ int api_main(int argc, char **argv)
     log_set_module("api");
     db_set_actor("api");
     int port = 0;
-    if ((rc = load_experiment(a, &o, &port)) || (rc = listen_http(a, port)) || (rc = take_experiment(a, o.action)))
-        return rc;
+    if ((rc = open_db(a, &o)) || (rc = load_experiment(a, &o, &port)) || (rc = listen_http(a, port)))
+        goto out;
+    if (a->awaiting_config) {
+        /* NNI's launcher: the row comes with POST /experiment, then on as for nnictl's */
+        if (launch_await_config(a, port) != 0)
+            goto out; /* a signal before the config: nothing was made */
+        exp_clear(&a->exp);
+        int ignored;
+        if ((rc = load_experiment(a, &o, &ignored)))
+            goto out;
+    }
+    if ((rc = take_experiment(a, o.action)))
+        goto out;
+    launch_nnidb_sync(a); /* NNI's client reads the config back from there */
     log_info("experiment %s %s; listening on http://%s:%d", a->exp_id, o.action, a->exp.bind_address, port);
     run(a);
+    rc = a->exit_code;
+out:
     api_free(a);
-    return a->exit_code;
+    return rc;
 }

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "api/api.h"
 #include "schema/exp_ops.h"
 #include "schema/schema.h"
 
@@ -31,6 +32,7 @@ extern const struct cli_cmd cmd_webui_url, cmd_config_show, cmd_platform_clean, 
 extern const struct cli_cmd cmd_experiment_save, cmd_experiment_load;
 extern const struct cli_cmd cmd_algo_list, cmd_algo_show, cmd_algo_register, cmd_algo_reg;
 extern const struct cli_cmd cmd_algo_unregister, cmd_algo_unreg;
+extern const struct cli_cmd cmd_launcher_path, cmd_launcher_install;
 
 /* ---- pycheck.c: the configured python and the classes it can load ---- */
 /* $TRIALQ_PYTHON, else python3: the interpreter the dispatcher process runs. */
@@ -47,6 +49,12 @@ int py_class_check(const char *cls, const char *code_dir, int import, char *why,
 struct db *cli_open_db(const char *home_opt, char **home_out);
 /* Prints "ERROR: ..." to stderr and returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on the first cli_error's message goes into buf (n bytes) instead of stderr;
+ * n == 0 ends that (the api's create from NNI's launcher answers it in a 400). */
+void cli_error_capture(char *buf, size_t n);
+/* `trialq api --action create` for an id without a row (NNI's launcher): the config it
+ * POSTs checked as nnictl create checks a file, then the row (api.h, api_create_fn). */
+int cli_create_posted(struct db *db, const struct api_create_req *r, char *msg, size_t n);
 
 /* ---- secrets.c: secret config values outside the database (common/secrets.h) ---- */
 /* Takes the secrets out of canonical (in place: placeholders) into the experiment's

@@ -19,10 +19,27 @@
 #include "cli/cli.h"
 #include "workers/worker.h"
 
+static char *g_capture;   /* cli_error_capture: the first error goes here, not to stderr */
+static size_t g_capture_n;
+
+void cli_error_capture(char *buf, size_t n)
+{
+    g_capture = n ? buf : NULL;
+    g_capture_n = n;
+    if (g_capture)
+        g_capture[0] = '\0';
+}
+
 int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (g_capture) {
+        if (!g_capture[0])
+            vsnprintf(g_capture, g_capture_n, fmt, ap);
+        va_end(ap);
+        return 1;
+    }
     fputs("ERROR: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);

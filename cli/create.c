@@ -383,14 +383,14 @@ static struct exp_config *load_checked(struct create_opts *o, int64_t *seed)
     return cfg;
 }
 
-/* The experiment row, under a new id (id[9]), and its directory. 0, or 1 (said). */
+/* The experiment row, under id (a new one when id is "": id[9] at least), and its
+ * directory. 0, or 1 (said). */
 static int insert_experiment(struct db *db, const char *home, const struct exp_config *cfg,
                              const struct create_opts *o, char *prefix, int64_t seed, char *id, char **exp_dir)
 {
     struct errbuf e;
-    do {
+    while (!id[0] || exp_exists(db, id, &e) == 1)
         gen_experiment_id(id);
-    } while (exp_exists(db, id, &e) == 1);
     if (seed < 0) {
         uint32_t r;
         random_bytes(&r, sizeof r);
@@ -423,7 +423,7 @@ static int insert_experiment(struct db *db, const char *home, const struct exp_c
         .token = token,
         .bind_address = (char *)o->bind,
         .url_prefix = prefix,
-        .config_file = realpath(o->path, NULL), /* left out when the code directory is shipped */
+        .config_file = o->path ? realpath(o->path, NULL) : NULL, /* left out when the code directory is shipped */
     };
     int rc = 0;
     if (mkdir_p(x.exp_dir, 0700) < 0)
@@ -497,7 +497,7 @@ static int cmd_create_fn(int argc, char **argv)
         cli_error("Port %d is not idle: another process listens there (or %s is not an address of this"
                   " host). Choose another port with --port.", o.port, o.bind);
     } else if ((db = cli_open_db(o.home_opt, &home))) {
-        char id[9];
+        char id[9] = "";
         cli_secrets_sweep(db, home);
         if (insert_experiment(db, home, cfg, &o, prefix, seed, id, &exp_dir) == 0)
             rc = launch(db, home, cfg, &o, prefix, id, exp_dir);
@@ -507,6 +507,59 @@ static int cmd_create_fn(int argc, char **argv)
     free(home);
     config_free(cfg);
     db_close(db);
+    return rc;
+}
+
+/* cli_create_posted, its message to the caller's buffer. */
+static int create_posted(struct db *db, const struct api_create_req *r)
+{
+    struct errbuf e;
+    cJSON *j = cJSON_Parse(r->json);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return cli_error("POST /experiment: the body must be a JSON object, the experiment's config");
+    }
+    /* NNI's client sends the file it read the space from beside the space: the space is
+     * the one to run, as NNI's manager runs it */
+    if (cJSON_GetObjectItemCaseSensitive(j, "searchSpace"))
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "searchSpaceFile");
+    /* the experiment's files go where the launcher said (it passes the config's own) */
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "experimentWorkingDirectory");
+    cJSON_AddStringToObject(j, "experimentWorkingDirectory", r->exp_root);
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    struct exp_config *cfg;
+    int rc = config_load_text("POST /experiment", text, strlen(text), &cfg, &e);
+    free(text);
+    if (rc < 0)
+        return cli_error("%s", e.msg);
+    for (int i = 0; i < cfg->nwarnings; i++)
+        log_warn("%s", cfg->warnings[i]);
+    int64_t seed = -1;
+    char *prefix = NULL;
+    rc = validate(cfg, &seed);
+    if (rc == 0 && r->url_prefix && !(prefix = cli_url_prefix(r->url_prefix)))
+        rc = 1;
+    if (rc == 0 && exp_exists(db, r->id, &e) != 0)
+        rc = cli_error("experiment %s exists already", r->id);
+    if (rc == 0) {
+        struct create_opts o = {.port = r->port, .bind = r->bind};
+        char *id = xstrdup(r->id), *exp_dir = NULL;
+        cli_secrets_sweep(db, r->home);
+        rc = insert_experiment(db, r->home, cfg, &o, prefix, seed, id, &exp_dir);
+        free(id);
+        free(exp_dir);
+    }
+    free(prefix);
+    config_free(cfg);
+    return rc;
+}
+
+int cli_create_posted(struct db *db, const struct api_create_req *r, char *msg, size_t n)
+{
+    cli_error_capture(msg, n);
+    int rc = create_posted(db, r);
+    cli_error_capture(NULL, 0);
     return rc;
 }
 

@@ -17,6 +17,7 @@ static const struct cli_cmd *const commands[] = {
     &cmd_top, &cmd_log_stdout, &cmd_log_stderr, &cmd_log_trial,
     &cmd_webui_url, &cmd_experiment_machines, &cmd_config_show, &cmd_platform_clean,
     &cmd_algo_list, &cmd_algo_show, &cmd_algo_register, &cmd_algo_reg, &cmd_algo_unregister, &cmd_algo_unreg,
+    &cmd_launcher_path, &cmd_launcher_install,
     NULL,
 };
 
@@ -119,8 +120,10 @@ int nnictl_main(int argc, char **argv)
 int trialq_main(int argc, char **argv)
 {
     if (argc >= 2) {
-        if (strcmp(argv[1], "api") == 0)
+        if (strcmp(argv[1], "api") == 0) {
+            api_set_create_hook(cli_create_posted); /* NNI's launcher: nnictl create's checks */
             return api_main(argc - 1, argv + 1);
+        }
         if (strcmp(argv[1], "worker") == 0)
             return worker_main(argc - 1, argv + 1);
         if (strcmp(argv[1], "nnictl") == 0)

@@ -168,31 +168,57 @@ void config_free(struct exp_config *cfg)
 
 /* ---- loading ---- */
 
+static int load_tree(const char *path, char *abs, const char *base, struct ynode *root, struct exp_config **out,
+                     struct errbuf *e);
+
 int config_load(const char *path, struct exp_config **out, struct errbuf *e)
 {
     *out = NULL;
     struct ynode *root = NULL;
     if (yaml_parse_file(path, &root, e) < 0)
         return -1;
-    if (!root)
-        return errf(e, "%s:1:1: the file is empty; expected a mapping of config keys "
-                    "(trialConcurrency, trainingService, ...)", path);
-    if (root->kind != Y_MAP) {
-        errf(e, "%s:%d:%d: the top level must be a mapping of config keys, got %s", path,
-             root->mark.line, root->mark.col, ynode_kind_name(root));
-        ynode_free(root);
-        return -1;
-    }
-    char *abs = config_abs_path(".", path);
     /* relative paths are the YAML file's directory's as the user named it (NNI's
      * Path(config).parent): a config that is a symbolic link is read from where the
      * link is, not from where it points */
     char *dircopy = xstrdup(path);
     char *base = path_abs(".", dirname(dircopy));
+    free(dircopy);
+    int rc = load_tree(path, config_abs_path(".", path), base, root, out, e);
+    free(base);
+    return rc;
+}
+
+int config_load_text(const char *name, const char *text, size_t len, struct exp_config **out, struct errbuf *e)
+{
+    *out = NULL;
+    struct ynode *root = NULL;
+    if (yaml_parse(name, text, len, &root, e) < 0)
+        return -1;
+    char *base = path_abs(".", ".");
+    int rc = load_tree(name, xstrdup(name), base, root, out, e);
+    free(base);
+    return rc;
+}
+
+/* The parsed tree (taken) into *out: path names it in errors, abs (taken) becomes its
+ * source_path, relative paths in it are base's. */
+static int load_tree(const char *path, char *abs, const char *base, struct ynode *root, struct exp_config **out,
+                     struct errbuf *e)
+{
+    if (!root) {
+        free(abs);
+        return errf(e, "%s:1:1: the file is empty; expected a mapping of config keys "
+                    "(trialConcurrency, trainingService, ...)", path);
+    }
+    if (root->kind != Y_MAP) {
+        errf(e, "%s:%d:%d: the top level must be a mapping of config keys, got %s", path,
+             root->mark.line, root->mark.col, ynode_kind_name(root));
+        ynode_free(root);
+        free(abs);
+        return -1;
+    }
     struct vctx c;
     vctx_init(&c, path, base, e);
-    free(base);
-    free(dircopy);
     struct ymark none = {0, 0};
     marks_set(c.marks, "", none, root->mark, NULL);
 

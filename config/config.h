@@ -47,6 +47,11 @@ struct exp_config {
  * "<file>:<line>:<col>: <key>: <what is wrong>" and nothing is returned. */
 int config_load(const char *path, struct exp_config **out, struct errbuf *e);
 
+/* The same for a config given as text (the JSON NNI's launcher POSTs to /experiment):
+ * name stands for the file in errors ("name:line:col: key: ..."); relative paths are the
+ * current directory's. */
+int config_load_text(const char *name, const char *text, size_t len, struct exp_config **out, struct errbuf *e);
+
 /* Rebuilds the struct from a canonical JSON stored in the database (resume, api). */
 int config_from_json(const char *json, struct exp_config **out, struct errbuf *e);
 
