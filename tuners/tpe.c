@@ -26,7 +26,7 @@ struct tpe_args {
     int maximize;
     enum liar liar;
     int n_startup_jobs, n_ei_candidates, linear_forgetting;
-    double prior_weight, gamma;
+    double prior_weight, gamma;  /* gamma 0: trialq's split (model_choose) */
 };
 
 struct tpe_dim {
@@ -208,10 +208,13 @@ static void tpe_destroy(void *state)
 static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                       struct errbuf *e)
 {
-    /* NNI's defaults (TpeArguments, TpeTuner.__init__) */
+    /* NNI's defaults (TpeArguments, TpeTuner.__init__) but two, for parallel trials
+     * (issue 33, docs/config.md): the liar is "worst" (NNI: "best", which fills the
+     * small good part with the running trials' unevaluated points), and gamma is
+     * unset: model_choose()'s split (NNI: 0.25, n_below = ceil(0.25 sqrt(n))). */
     struct tpe_args a = {
-        .maximize = 0, .liar = LIAR_BEST, .n_startup_jobs = 20, .n_ei_candidates = 24,
-        .linear_forgetting = 25, .prior_weight = 1.0, .gamma = 0.25,
+        .maximize = 0, .liar = LIAR_WORST, .n_startup_jobs = 20, .n_ei_candidates = 24,
+        .linear_forgetting = 25, .prior_weight = 1.0, .gamma = 0,
     };
     uint64_t own_seed = seed;
     if (classargs_check_keys(args, "TPE", tpe_keys, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
@@ -339,23 +342,27 @@ static void forgetting_weights(int n, int lf, double *w)
 /* Chooses the values of group g's parameters from its observations o: out[j] is
  * the internal value of dimension j.
  *
- * As NNI: the n observations sorted by loss are split into the best
- * n_below = min(ceil(gamma sqrt(n)), linear_forgetting) and the rest, each part
- * weighted by linear_forgetting_weights in that (loss) order, as NNI's code does,
- * which leaves the best of the "bad" part the least weight. The prior joins both
- * estimators with prior_weight, and the candidate with the largest
- * log l(x) - log g(x) of n_ei_candidates drawn from l wins.
+ * The n observations sorted by loss are split into the best n_below and the rest.
+ * With gamma given (NNI's rule) n_below = min(ceil(gamma sqrt(n)), linear_forgetting)
+ * and each part is weighted by linear_forgetting_weights in that (loss) order, as
+ * NNI's code does. By default (gamma absent) n_below = min(ceil(n / 10),
+ * linear_forgetting), Optuna's split, and the good kernels are weighted by rank, from
+ * 1 for the best down to 0.1: NNI's 3 to 5 good trials of a few hundred leave most of
+ * the trials near the optimum in the bad part, so g(x) is highest exactly there and
+ * the candidates that win are far away (the search drifts off what it found); a
+ * tenth keeps the optimum's neighbourhood in l(x), and the rank weights keep the
+ * pull towards the very best that the small split had (issue 33; the figures are in
+ * bench/README.md). The prior joins both estimators with prior_weight, and the
+ * candidate with the largest log l(x) - log g(x) of n_ei_candidates drawn from l wins.
  *
  * Unlike NNI, one estimator models the whole group jointly (a kernel per trial
  * over all its parameters, as in Optuna's multivariate TPE), so that correlated
  * parameters are sampled together; and the kernels are narrower: the magic clip
  * floor counts all n observations (NNI: those of the part), and the widths of the
  * good kernels come from NNI's neighbour-gap rule over the best
- * min(ceil(n / 10), linear_forgetting) trials rather than over the two or three
- * good ones alone, whose gaps say more about chance than about where the good
- * region ends. On the shared benchmarks this takes the median best value from well
- * behind Optuna's TPE to well ahead of it (bench/tuner_quality.c). */
-static void model_choose(const struct tpe_state *t, int g, const struct obs *o, struct rng *r, double *out)
+ * max(n_below, min(ceil(n / 10), linear_forgetting)) trials. */
+static void model_choose(const struct tpe_state *t, int g, const struct obs *o, int n_results, struct rng *r,
+                         double *out)
 {
     const struct tpe_group *G = &t->groups[g];
     const struct tpe_args *a = &t->args;
@@ -367,9 +374,11 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     for (int i = 0; i < n; i++)
         rank[i] = (struct ranked){o->loss[i], i};
     ranked_sort(rank, n);  /* ties in trial order, as Python's stable sort */
-    int n_below = (int)ceil(a->gamma * sqrt((double)n));
-    if (n_below > a->linear_forgetting)
+    int n_below = a->gamma > 0 ? (int)ceil(a->gamma * sqrt((double)n)) : (int)ceil(0.1 * n);
+    if (a->gamma > 0 && n_below > a->linear_forgetting)
         n_below = a->linear_forgetting;
+    if (a->gamma == 0 && n_below > n_results)
+        n_below = n_results;  /* the liar's trials stay in the bad part */
     if (n_below > n)
         n_below = n;
     int n_spread = (int)ceil(0.1 * n);
@@ -385,6 +394,9 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     free(rank);
     forgetting_weights(n_below, a->linear_forgetting, w);
     forgetting_weights(n - n_below, a->linear_forgetting, w + n_below);
+    if (a->gamma == 0)  /* trialq's split: the good kernels weighted by rank */
+        for (int i = 0; i < n_below; i++)
+            w[i] = 1.0 - 0.9 * i / n_below;
 
     struct pz_mixture below, above;
     pz_build(&below, G->pz, d, xs, w, n_below, n_spread, n, a->prior_weight);
@@ -412,6 +424,7 @@ struct gen_ctx {
     const struct tpe_state *t;
     struct obs *sets;
     struct rng *r;
+    const int *n_results;  /* per group: the observations that are results (not lies) */
 };
 
 /* Fills obj with group g's parameters (and those of the branches chosen). */
@@ -419,9 +432,11 @@ static void gen_group(struct gen_ctx *c, int g, cJSON *obj)
 {
     const struct tpe_group *G = &c->t->groups[g];
     double *x = xmalloc(sizeof *x * (size_t)(G->d ? G->d : 1));
-    int model = c->sets[g].n >= c->t->args.n_startup_jobs;
+    /* NNI counts the liar's trials toward n_startup_jobs; with no result at all there
+     * is nothing to model (every observation would be the same lie) */
+    int model = c->sets[g].n >= c->t->args.n_startup_jobs && c->n_results[g] > 0;
     if (model)
-        model_choose(c->t, g, &c->sets[g], c->r, x);
+        model_choose(c->t, g, &c->sets[g], c->n_results[g], c->r, x);
     for (int j = 0; j < G->d; j++) {
         const struct ss_param *p = G->dims[j].p;
         if (!model && !p->sub) {
@@ -582,6 +597,9 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
         if (it->has_value && isfinite(it->value))
             add_observation(t, sets, 0, it->parameters, t->args.maximize ? -it->value : it->value);
     }
+    int *n_results = xcalloc((size_t)t->n_groups, sizeof *n_results);
+    for (int g = 0; g < t->n_groups; g++)
+        n_results[g] = sets[g].n;
     if (t->args.liar != LIAR_NONE)
         for (int i = 0; i < n; i++) {
             const struct tuner_result *it = &hist->items[i];
@@ -591,7 +609,7 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
 
     struct rng r;
     rng_init(&r, t->seed, (uint64_t)index);
-    struct gen_ctx c = {t, sets, &r};
+    struct gen_ctx c = {t, sets, &r, n_results};
     *params = cJSON_CreateObject();
     gen_group(&c, 0, *params);
     for (int g = 0; g < t->n_groups; g++) {
@@ -599,6 +617,7 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
         free(sets[g].loss);
     }
     free(sets);
+    free(n_results);
     if (t->may_repeat)
         return dedup(t, hist, params);
     return 1;

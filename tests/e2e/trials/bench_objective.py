@@ -4,9 +4,6 @@
 import math
 import sys
 
-import nni
-
-
 def branin(x1, x2):
     a, b, c, r, s, t = 1, 5.1 / (4 * math.pi * math.pi), 5 / math.pi, 6, 10, 1 / (8 * math.pi)
     u = x2 - b * x1 * x1 + c * x1 - r
@@ -43,9 +40,12 @@ def mixed5(p):
     return branin(p["x1"], p["x2"]) + l * l + 0.3 * (p["k"] - 5) * (p["k"] - 5) + pen
 
 
-p = nni.get_next_parameter()
-name = sys.argv[1]
-xs = [float(p["x%d" % i]) for i in range(1, 7) if "x%d" % i in p]
-value = {"branin": lambda: branin(xs[0], xs[1]), "hartmann6": lambda: hartmann6(xs),
-         "rosenbrock4": lambda: rosenbrock4(xs), "mixed5": lambda: mixed5(p)}[name]()
-nni.report_final_result(value)
+if __name__ == "__main__":  # bench/optuna_quality.py imports the formulas
+    import nni
+
+    p = nni.get_next_parameter()
+    name = sys.argv[1]
+    xs = [float(p["x%d" % i]) for i in range(1, 7) if "x%d" % i in p]
+    value = {"branin": lambda: branin(xs[0], xs[1]), "hartmann6": lambda: hartmann6(xs),
+             "rosenbrock4": lambda: rosenbrock4(xs), "mixed5": lambda: mixed5(p)}[name]()
+    nni.report_final_result(value)
