@@ -4,11 +4,13 @@
  * request, has no cap on connections, and lets an idle timer that one byte resets
  * stand for a deadline. So every accepted connection gets a bufferevent filter
  * (evhttp_set_bevcb) between its socket and evhttp: the filter holds a request's head
- * back until it is complete, reads it (method, target, Content-Length,
- * Transfer-Encoding, X-Trialq-Token), and only then hands head and body on to evhttp —
- * or answers itself and closes: 413 for a body over the route's limit (routes.c's
- * table), 503 when the bodies in flight would pass the budget, 401/403 for a change
- * without the token beyond loopback, 411 for a chunked body, 431 for a head over
+ * back until it is complete, reads it with common/http1.c (method, target,
+ * Content-Length, Transfer-Encoding, X-Trialq-Token), and only then hands head and body
+ * on to evhttp — or answers itself and closes: 413 for a body over the route's limit
+ * (routes.c's table), 503 when the bodies in flight would pass the budget, 401/403 for
+ * a change without the token beyond loopback, 411 for a chunked body, 400 for a body on
+ * a method other than POST, PUT and PATCH (libevent reads one after some of them and
+ * not after others: it would escape the budget, or be read as a request), 431 for a head over
  * HEAD_MAX, 400 for a head it cannot read, 408 when head and body are not in within
  * the request deadline (counted while evhttp waits for the client, not while a
  * handler holds the request). The bytes it passes are not changed.

@@ -2,7 +2,8 @@
  * through a bufferevent filter that reads each request's head before evhttp does and
  * refuses what must not cost the api memory or time: bodies over the route's limit
  * (413) or over the budget of all bodies in flight (503), changes without the token
- * beyond loopback (401/403) before the body is read, chunked bodies (411), heads or
+ * beyond loopback (401/403) before the body is read, chunked bodies (411), a body on
+ * a method other than POST, PUT and PATCH (400), heads or
  * bodies not complete within the request deadline (408). It caps the connections
  * (the oldest idle one makes room for a new one) and survives running out of file
  * descriptors (a reserve descriptor, one log line per interval). docs/security.md. */
