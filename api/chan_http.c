@@ -16,8 +16,18 @@
  * A taken-over connection carries channel requests only: another path gets 400 and
  * the connection closes (the client opens a new one for the REST API). Malformed
  * requests get 400 (431 for headers over 8 kB, 413 for a body over the channel's 4 MB,
- * 501 for a chunked body, 505 for an HTTP version other than 1.0/1.1) and the
- * connection closes. An idle connection closes after IDLE_MS. */
+ * 400 for a body on a GET, 501 for a chunked body, 505 for an HTTP version other than
+ * 1.0/1.1) and the connection closes.
+ *
+ * Outside of evhttp, the front door's limits (api/guard.c) hold all the same: a body
+ * being read takes its declared length from the api's body budget (503 beyond it), a
+ * request's head and body must be in within the request deadline from its first byte
+ * (408; not reset by each byte, and not counted while the api holds the request before
+ * it), and no more than a head is read ahead of what the request needs. A trial has at
+ * most PER_TRIAL connections: the one a request with its token adds beyond that closes
+ * its oldest connection that waits on the client (the oldest partial request first, 503),
+ * so the trial's own fresh request always has one. An idle connection closes after
+ * IDLE_MS. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,8 +49,10 @@
 
 #define MAX_HEAD (8 << 10) /* request line + headers of a channel request */
 #define READ_CHUNK 16384
-#define IDLE_MS 120000     /* a keep-alive connection with nothing pending */
-#define SWEEP_MS 10000
+#define IDLE_MS 120000     /* a keep-alive connection with nothing pending, nothing read */
+#define SWEEP_MS 250       /* deadlines and idle connections are looked at this often */
+#define PER_TRIAL 4        /* connections per trial (a poll, a command, one spare) */
+#define SHRINK_AT (4 * READ_CHUNK) /* an input buffer above this shrinks when it empties */
 
 struct cconn {
     struct cconn *prev, *next;
@@ -59,6 +71,11 @@ struct cconn {
     int continued;        /* 100 Continue sent for the request being read */
     int in_cb;
     int trusted;          /* a request on it carried a trial's right token */
+    char *trial;          /* the trial of that token; NULL before */
+    int64_t reserved;     /* the guard's budget held by the body being read */
+    size_t want;          /* the most bytes read ahead: the head and body of the request being
+                           * read and a head more; 0: a head (MAX_HEAD + 1) */
+    int64_t req_start_ms; /* the first byte of the request being read; 0: none */
     int64_t last_ms;
 };
 
@@ -81,6 +98,8 @@ static void conn_free(struct cconn *c)
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->kick);
+    guard_release(c->a->guard, c->reserved);
+    free(c->trial);
     free(c->in);
     free(c->out);
     evhttp_connection_free(c->evcon); /* closes the socket */
@@ -179,9 +198,50 @@ void cconn_reply(struct cconn *c, int code, const char *body)
         event_active(c->kick, EV_TIMEOUT, 0);
 }
 
-void cconn_trust(struct cconn *c)
+/* Which of two connections to close first: a partial request before an idle
+ * connection, the older of two. */
+static int goes_before(const struct cconn *x, const struct cconn *y)
+{
+    if (!x->req_start_ms != !y->req_start_ms)
+        return x->req_start_ms != 0;
+    return x->req_start_ms ? x->req_start_ms < y->req_start_ms : x->last_ms < y->last_ms;
+}
+
+/* Closes, for a newcomer of the same trial, the oldest of its connections that waits on
+ * the client: a partial request (503, answered) before an idle one. */
+static void evict_for(struct cconn *newcomer)
+{
+    struct cconn *best = NULL;
+    int n = 0;
+    for (struct cconn *c = newcomer->a->cconns->list; c; c = c->next) {
+        if (c == newcomer || !c->trial || strcmp(c->trial, newcomer->trial) != 0 || c->close_after || c->peer_gone)
+            continue;
+        n++;
+        if (c->pending || !out_empty(c))
+            continue;
+        if (!best || goes_before(c, best))
+            best = c;
+    }
+    if (n < PER_TRIAL || !best)
+        return;
+    if (best->req_start_ms) {
+        best->pending = 1;
+        best->close_after = 1;
+        cconn_error(best, 503, "trial %.40s has %d channel connections, its limit: the oldest one waiting for its"
+                    " request to come in is closed", best->trial, n + 1);
+    } else {
+        best->close_after = 1;
+        event_active(best->kick, EV_TIMEOUT, 0);
+    }
+}
+
+void cconn_trust(struct cconn *c, const char *trial_id)
 {
     c->trusted = 1;
+    if (!c->trial) {
+        c->trial = xstrdup(trial_id);
+        evict_for(c);
+    }
 }
 
 void cconn_error(struct cconn *c, int code, const char *fmt, ...)
@@ -234,23 +294,30 @@ static void handle(struct cconn *c, const struct http1_head *h, const char *body
     free(raw);
 }
 
-/* Reads what the socket has; 0, or -1 when the peer is gone. */
+/* The most bytes the input may hold: what the request being read needs and a head more. */
+static size_t read_limit(const struct cconn *c)
+{
+    return c->want ? c->want : MAX_HEAD + 1;
+}
+
+/* Reads what the socket has, up to read_limit; 0, or -1 when the peer is gone. */
 static int read_some(struct cconn *c)
 {
     for (;;) {
-        if (c->in_cap - c->in_len < READ_CHUNK) {
-            c->in_cap = c->in_len + READ_CHUNK * 2;
+        size_t limit = read_limit(c);
+        if (c->in_len >= limit)
+            return 0; /* parsed (and refused, or waited for) before any more is read */
+        if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < limit) {
+            c->in_cap = c->in_len + READ_CHUNK * 2 < limit ? c->in_len + READ_CHUNK * 2 : limit;
             c->in = xrealloc(c->in, c->in_cap);
         }
-        size_t room = c->in_cap - c->in_len;
+        size_t room = (c->in_cap < limit ? c->in_cap : limit) - c->in_len;
         ssize_t n = recv(c->fd, c->in + c->in_len, room, 0);
         if (n > 0) {
             c->in_len += (size_t)n;
             c->last_ms = mono_ms();
             if ((size_t)n < room)
                 return 0; /* drained for now */
-            if (c->in_len > (size_t)BODY_CHANNEL + 2 * MAX_HEAD)
-                return 0; /* parsed (and refused) before any more is read */
             continue;
         }
         if (n == 0)
@@ -261,17 +328,29 @@ static int read_some(struct cconn *c)
     }
 }
 
+/* The request read (or refused): its budget back, the clock stopped. */
+static void request_over(struct cconn *c)
+{
+    guard_release(c->a->guard, c->reserved);
+    c->reserved = 0;
+    c->want = 0;
+    c->req_start_ms = 0;
+}
+
 /* Serves the requests waiting in the buffer, one at a time. */
 static void serve(struct cconn *c)
 {
     c->in_cb = 1;
     while (!c->pending && !c->peer_gone && !c->close_after && out_empty(c) && c->in_len) {
+        if (!c->req_start_ms)
+            c->req_start_ms = mono_ms();
         struct http1_head h;
         const char *msg = NULL;
         int rc = http1_parse_head(c->in, c->in_len, &c->scanned, MAX_HEAD, BODY_CHANNEL, &h, &msg);
         if (rc == 0)
             break;
         if (rc != 1) {
+            request_over(c);
             c->close_after = 1;
             c->pending = 1;
             cconn_error(c, rc, "trial channel: %s", msg);
@@ -279,6 +358,16 @@ static void serve(struct cconn *c)
         }
         size_t total = h.head_len + (size_t)h.content_length;
         if (c->in_len < total) {
+            if (!c->reserved && guard_reserve(c->a->guard, h.content_length) < 0) {
+                request_over(c);
+                c->close_after = 1;
+                c->pending = 1;
+                cconn_error(c, 503, "trial channel: the api is receiving its budget of request bodies already"
+                            " (TRIALQ_API_BODY_BUDGET); retry");
+                break;
+            }
+            c->reserved = h.content_length;
+            c->want = total + MAX_HEAD;
             if (h.expect_continue && !c->continued) {
                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                 out_write(c, cont, sizeof cont - 1);
@@ -289,16 +378,25 @@ static void serve(struct cconn *c)
         c->continued = 0;
         /* other methods (HEAD among them: a reply with a body would desync the client)
          * get their 405 and the connection ends */
-        if (h.close || (h.http10 && !h.keep_alive) || h.method == HTTP1_OTHER)
+        if (h.close || (h.http10 && !h.keep_alive) || (h.method != HTTP1_GET && h.method != HTTP1_PUT))
             c->close_after = 1;
         handle(c, &h, c->in + h.head_len);
+        request_over(c);
         memmove(c->in, c->in + total, c->in_len - total);
         c->in_len -= total;
+        if (c->in_cap > SHRINK_AT && c->in_len < c->in_cap / 4) {
+            c->in_cap = c->in_len + READ_CHUNK * 2;
+            c->in = xrealloc(c->in, c->in_cap);
+        }
     }
     c->in_cb = 0;
-    /* a client may send its next request while this one waits, but not without end */
-    if (c->pending && c->in_len > (size_t)BODY_CHANNEL + 2 * MAX_HEAD)
-        event_del(c->rev);
+    /* a client may send its next request while this one waits, but no more than a head */
+    if (!c->peer_gone) {
+        if (c->in_len >= read_limit(c))
+            event_del(c->rev);
+        else
+            event_add(c->rev, NULL);
+    }
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -315,9 +413,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     struct cconn *c = arg;
-    if (!c->peer_gone && !c->pending)
-        event_add(c->rev, NULL); /* reading again if a long wait had stopped it */
-    serve(c);
+    serve(c); /* reading again if a long wait had stopped it */
     settle(c);
 }
 
@@ -328,8 +424,17 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     int64_t now = mono_ms();
     for (struct cconn *c = set->list, *next; c; c = next) {
         next = c->next;
-        if (!c->pending && out_empty(c) && now - c->last_ms > IDLE_MS)
+        if (c->pending || !out_empty(c) || c->close_after || c->peer_gone)
+            continue;
+        if (c->req_start_ms && now - c->req_start_ms > guard_request_timeout_ms(c->a->guard)) {
+            request_over(c);
+            c->pending = 1;
+            c->close_after = 1;
+            cconn_error(c, 408, "trial channel: the request's head and body were not in within %lld s"
+                        " (TRIALQ_API_REQUEST_TIMEOUT)", (long long)(guard_request_timeout_ms(c->a->guard) / 1000));
+        } else if (!c->req_start_ms && !c->in_len && now - c->last_ms > IDLE_MS) {
             conn_free(c);
+        }
     }
 }
 
@@ -371,7 +476,7 @@ struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r)
     if (!a->cconns) {
         a->cconns = xcalloc(1, sizeof *a->cconns);
         a->cconns->sweep_ev = event_new(a->base, -1, EV_PERSIST, on_sweep, a->cconns);
-        struct timeval tv = {SWEEP_MS / 1000, 0};
+        struct timeval tv = {SWEEP_MS / 1000, (SWEEP_MS % 1000) * 1000};
         event_add(a->cconns->sweep_ev, &tv);
     }
     struct cconns *set = a->cconns;

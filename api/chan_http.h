@@ -33,9 +33,11 @@ void channel_request(struct api *a, struct cconn *c, const struct chan_req *q);
 struct cconn *cconn_adopt(struct api *a, struct evhttp_request *r);
 /* The reply to the connection's pending request; body is JSON or "" (no body). */
 void cconn_reply(struct cconn *c, int code, const char *body);
+/* The connection carried a request with trial_id's right token: errors keep it open,
+ * and it counts among that trial's connections (the oldest waiting on its client
+ * closes when there are too many). */
+void cconn_trust(struct cconn *c, const char *trial_id);
 /* A 4xx/5xx with {"error": message}. */
-/* The connection carried a request with a trial's right token: errors keep it open. */
-void cconn_trust(struct cconn *c);
 void cconn_error(struct cconn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Whether the client is still there to read a reply (a long poll it gave up on is not). */
 int cconn_alive(struct cconn *c);

@@ -424,7 +424,7 @@ void channel_request(struct api *a, struct cconn *r, const struct chan_req *q)
         cconn_error(r, 403, "not the channel of trial %.40s", q->trial_id);
         return;
     }
-    cconn_trust(r);
+    cconn_trust(r, q->trial_id);
     if (closed(a) || a->readonly) {
         reply_empty(r, 410);
         return;

@@ -4,11 +4,13 @@
  * request, has no cap on connections, and lets an idle timer that one byte resets
  * stand for a deadline. So every accepted connection gets a bufferevent filter
  * (evhttp_set_bevcb) between its socket and evhttp: the filter holds a request's head
- * back until it is complete, reads it (method, target, Content-Length,
- * Transfer-Encoding, X-Trialq-Token), and only then hands head and body on to evhttp —
- * or answers itself and closes: 413 for a body over the route's limit (routes.c's
- * table), 503 when the bodies in flight would pass the budget, 401/403 for a change
- * without the token beyond loopback, 411 for a chunked body, 431 for a head over
+ * back until it is complete, reads it with common/http1.c (method, target,
+ * Content-Length, Transfer-Encoding, X-Trialq-Token), and only then hands head and body
+ * on to evhttp — or answers itself and closes: 413 for a body over the route's limit
+ * (routes.c's table), 503 when the bodies in flight would pass the budget, 401/403 for
+ * a change without the token beyond loopback, 411 for a chunked body, 400 for a body on
+ * a method other than POST, PUT and PATCH (libevent reads one after some of them and
+ * not after others: it would escape the budget, or be read as a request), 431 for a head over
  * HEAD_MAX, 400 for a head it cannot read, 408 when head and body are not in within
  * the request deadline (counted while evhttp waits for the client, not while a
  * handler holds the request). The bytes it passes are not changed.
@@ -36,6 +38,7 @@
 #include <event2/http.h>
 
 #include "api/routes.h"
+#include "common/http1.h"
 
 #define HEAD_MAX (32 << 10)     /* request line + headers; evhttp is given the same bound */
 #define SWEEP_MS 100
@@ -217,20 +220,6 @@ static void conn_close(struct gconn *c)
     bufferevent_trigger_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, BEV_TRIG_DEFER_CALLBACKS);
 }
 
-static const char *reason_of(int code)
-{
-    switch (code) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    default: return "Service Unavailable";
-    }
-}
-
 /* Answers on the socket itself (evhttp never saw the request) and closes after it. */
 static void refuse(struct gconn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void refuse(struct gconn *c, int code, const char *fmt, ...)
@@ -245,7 +234,7 @@ static void refuse(struct gconn *c, int code, const char *fmt, ...)
     struct evbuffer *out = bufferevent_get_output(c->under);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                              "Connection: close\r\n%s\r\n%s",
-                        code, reason_of(code), strlen(body), code == 503 ? "Retry-After: 1\r\n" : "", body);
+                        code, http1_reason(code), strlen(body), code == 503 ? "Retry-After: 1\r\n" : "", body);
     free(body);
     /* out now, and no more from us: the client reads the answer and its end at once
      * (the rest it sends is read and dropped until it closes, or LINGER_MS) */
@@ -286,6 +275,30 @@ static struct gconn *conn_of(struct guard *g, struct bufferevent *bev)
     return NULL;
 }
 
+int guard_reserve(struct guard *g, int64_t n)
+{
+    if (!g || n <= 0)
+        return 0;
+    if (g->in_flight + n > g->budget) {
+        g->over_budget++;
+        counted(g);
+        return -1;
+    }
+    g->in_flight += n;
+    return 0;
+}
+
+void guard_release(struct guard *g, int64_t n)
+{
+    if (g)
+        g->in_flight -= n;
+}
+
+int64_t guard_request_timeout_ms(const struct guard *g)
+{
+    return g ? g->timeout_ms : DEFAULT_REQUEST_TIMEOUT_S * 1000;
+}
+
 void guard_passthrough(struct guard *g, struct bufferevent *bev)
 {
     struct gconn *c = g ? conn_of(g, bev) : NULL;
@@ -307,112 +320,33 @@ void guard_take_held(struct guard *g, struct bufferevent *bev, struct evbuffer *
 
 /* ---------------- reading heads ---------------- */
 
-static const struct {
-    const char *name;
-    enum evhttp_cmd_type m;
-    int bodied;
-} methods[] = {
-    {"GET", EVHTTP_REQ_GET, 0},         {"POST", EVHTTP_REQ_POST, 1},     {"HEAD", EVHTTP_REQ_HEAD, 0},
-    {"PUT", EVHTTP_REQ_PUT, 1},         {"DELETE", EVHTTP_REQ_DELETE, 0}, {"OPTIONS", EVHTTP_REQ_OPTIONS, 0},
-    {"TRACE", EVHTTP_REQ_TRACE, 0},     {"CONNECT", EVHTTP_REQ_CONNECT, 0}, {"PATCH", EVHTTP_REQ_PATCH, 1},
-};
-
-static void trim(char **s, char **e)
+enum evhttp_cmd_type guard_evhttp_method(enum http1_method m)
 {
-    while (*s < *e && (**s == ' ' || **s == '\t'))
-        (*s)++;
-    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
-        (*e)--;
-}
-
-const char *guard_head_parse(char *text, struct guard_head *h)
-{
-    memset(h, 0, sizeof *h);
-    h->content_length = -1;
-    h->method = (enum evhttp_cmd_type)0;
-    char *line = text;
-    int first = 1;
-    for (;;) {
-        char *nl = strchr(line, '\n');
-        if (!nl)
-            return "no end of head";
-        char *end = nl > line && nl[-1] == '\r' ? nl - 1 : nl;
-        *end = '\0';
-        char *next = nl + 1;
-        if (first) {
-            first = 0;
-            char *sp1 = strchr(line, ' '), *sp2 = strrchr(line, ' ');
-            if (!sp1 || sp2 == sp1)
-                return "the request line is not METHOD TARGET HTTP/VERSION";
-            *sp1 = '\0';
-            for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-                if (strcmp(line, methods[i].name) == 0) {
-                    h->method = methods[i].m;
-                    h->bodied = methods[i].bodied;
-                }
-            char *ts = sp1 + 1, *te = sp2;
-            trim(&ts, &te);
-            if (ts == te)
-                return "the request line has no target";
-            *te = '\0';
-            h->target = ts;
-        } else if (line == end) {
-            return NULL; /* the empty line: the head is complete */
-        } else {
-            if (*line == ' ' || *line == '\t')
-                return "a folded header line";
-            char *colon = strchr(line, ':');
-            if (!colon || colon == line)
-                return "a header line without a name";
-            size_t nlen = (size_t)(colon - line);
-            char *vs = colon + 1, *ve = end;
-            trim(&vs, &ve);
-            *ve = '\0';
-            if (nlen == 14 && strncasecmp(line, "Content-Length", nlen) == 0) {
-                int64_t v = 0;
-                if (vs == ve || ve - vs > 15)
-                    return "a bad Content-Length";
-                for (const char *d = vs; d < ve; d++) {
-                    if (*d < '0' || *d > '9')
-                        return "a bad Content-Length";
-                    v = v * 10 + (*d - '0');
-                }
-                if (h->content_length >= 0 && h->content_length != v)
-                    return "two different Content-Length headers";
-                h->content_length = v;
-            } else if (nlen == 17 && strncasecmp(line, "Transfer-Encoding", nlen) == 0) {
-                h->chunked = 1;
-            } else if (nlen == 14 && strncasecmp(line, "X-Trialq-Token", nlen) == 0) {
-                if (!h->token)
-                    h->token = vs;
-            }
-        }
-        line = next;
+    switch (m) {
+    case HTTP1_GET: return EVHTTP_REQ_GET;
+    case HTTP1_PUT: return EVHTTP_REQ_PUT;
+    case HTTP1_POST: return EVHTTP_REQ_POST;
+    case HTTP1_HEAD: return EVHTTP_REQ_HEAD;
+    case HTTP1_DELETE: return EVHTTP_REQ_DELETE;
+    case HTTP1_OPTIONS: return EVHTTP_REQ_OPTIONS;
+    case HTTP1_PATCH: return EVHTTP_REQ_PATCH;
+    case HTTP1_TRACE: return EVHTTP_REQ_TRACE;
+    case HTTP1_CONNECT: return EVHTTP_REQ_CONNECT;
+    default: return (enum evhttp_cmd_type)0;
     }
 }
 
 /* The length of the complete head at the front of src; 0: not complete yet; -1: over
- * HEAD_MAX. Searches each line once, however the head trickles in. */
-static ssize_t head_length(struct gconn *c, struct evbuffer *src)
+ * HEAD_MAX. The head is made contiguous at the front of src (at most HEAD_MAX + 1
+ * bytes of it) and searched once, however it trickles in (common/http1.c). */
+static ssize_t head_length(struct gconn *c, struct evbuffer *src, const char **text)
 {
-    size_t avail = evbuffer_get_length(src);
-    struct evbuffer_ptr p;
-    while (c->scanned < avail) {
-        if (evbuffer_ptr_set(src, &p, c->scanned, EVBUFFER_PTR_SET) < 0)
-            return 0;
-        size_t eol = 0;
-        struct evbuffer_ptr e = evbuffer_search_eol(src, &p, &eol, EVBUFFER_EOL_CRLF);
-        if (e.pos < 0)
-            break;
-        size_t next = (size_t)e.pos + eol;
-        if (next > HEAD_MAX)
-            return -1;
-        int empty = (size_t)e.pos == c->scanned;
-        c->scanned = next;
-        if (empty)
-            return (ssize_t)next;
-    }
-    return avail > HEAD_MAX ? -1 : 0;
+    size_t avail = evbuffer_get_length(src), n = avail > HEAD_MAX + 1 ? HEAD_MAX + 1 : avail;
+    *text = (const char *)evbuffer_pullup(src, (ev_ssize_t)n);
+    size_t len = *text ? http1_head_end(*text, n, &c->scanned) : 0;
+    if (len > HEAD_MAX || (!len && n > HEAD_MAX))
+        return -1;
+    return (ssize_t)len;
 }
 
 static void request_done(struct gconn *c)
@@ -424,41 +358,51 @@ static void request_done(struct gconn *c)
     c->waiting_since_ms = mono_ms();
 }
 
-/* A complete head of head_len bytes is at the front of src: hands it on, or refuses.
- * Returns 1 when it was handed on. */
-static int take_head(struct gconn *c, struct evbuffer *src, size_t head_len, struct evbuffer *dst)
+/* A complete head of head_len bytes is at the front of src (text): hands it on, or
+ * refuses. Returns 1 when it was handed on. */
+static int take_head(struct gconn *c, struct evbuffer *src, const char *text, size_t head_len, struct evbuffer *dst)
 {
     struct guard *g = c->g;
-    char *text = xmalloc(head_len + 1);
-    evbuffer_copyout(src, text, head_len);
-    text[head_len] = '\0';
-    struct guard_head h;
-    const char *bad = guard_head_parse(text, &h);
+    struct http1_head h;
+    const char *bad = NULL;
+    int rc = http1_parse(text, head_len, &h, &bad);
+    if (rc) {
+        g->bad_head++;
+        refuse(c, rc, "request head: %s", bad);
+        counted(g);
+        return 0;
+    }
+    char *target = xstrndup(h.target, h.target_len);
+    int64_t body = h.content_length > 0 ? h.content_length : 0;
     int ok = 0;
-    if (bad) {
+    if (h.chunked) {
         g->bad_head++;
-        refuse(c, 400, "request head: %s", bad);
-    } else if (h.chunked) {
+        refuse(c, 411, "%.200s: send the body with Content-Length (Transfer-Encoding is not accepted)", target);
+    } else if (body && !http1_bodied(h.method)) {
+        /* libevent reads a body after some of these (GET, DELETE, OPTIONS) and not after
+         * others (HEAD): refused, so that a body is never taken for the next request */
         g->bad_head++;
-        refuse(c, 411, "%.200s: send the body with Content-Length (Transfer-Encoding is not accepted)", h.target);
+        refuse(c, 400, "%.200s: a body (Content-Length: %lld) on a %.*s request; only POST, PUT and PATCH take one",
+               target, (long long)body, (int)(h.target - 1 - text), text);
     } else {
         struct head_policy pol;
-        routes_head_policy(g->a, h.method, h.target, &pol);
-        int64_t body = h.bodied && h.content_length > 0 ? h.content_length : 0;
-        int denied = pol.needs_token ? routes_token_status(g->a, h.token) : 0;
+        routes_head_policy(g->a, guard_evhttp_method(h.method), target, &pol);
+        char *token = h.token ? xstrndup(h.token, h.token_len) : NULL;
+        int denied = pol.needs_token ? routes_token_status(g->a, token) : 0;
+        free(token);
         if (body > pol.max_body) {
             g->too_large++;
-            refuse(c, 413, "%.200s: a body of %lld bytes is over this route's limit of %lld bytes", h.target,
+            refuse(c, 413, "%.200s: a body of %lld bytes is over this route's limit of %lld bytes", target,
                    (long long)body, (long long)pol.max_body);
         } else if (denied) {
             g->unauthorized++;
             refuse(c, denied, "%.200s: the api listens beyond loopback, so changes need the experiment's token in"
-                              " the X-Trialq-Token header (%s)", h.target,
+                              " the X-Trialq-Token header (%s)", target,
                    denied == 401 ? "none was sent" : "the one sent is wrong");
         } else if (body > 0 && g->in_flight + body > g->budget) {
             g->over_budget++;
             refuse(c, 503, "%.200s: the api is receiving %lld bytes of request bodies already (budget %lld,"
-                           " TRIALQ_API_BODY_BUDGET); retry", h.target, (long long)g->in_flight, (long long)g->budget);
+                           " TRIALQ_API_BODY_BUDGET); retry", target, (long long)g->in_flight, (long long)g->budget);
         } else {
             g->in_flight += body;
             c->reserved = body;
@@ -471,7 +415,7 @@ static int take_head(struct gconn *c, struct evbuffer *src, size_t head_len, str
             ok = 1;
         }
     }
-    free(text);
+    free(target);
     if (!ok)
         counted(g);
     return ok;
@@ -512,7 +456,8 @@ static enum bufferevent_filter_result filter_in(struct evbuffer *src, struct evb
         }
         if (!c->req_start_ms)
             c->req_start_ms = mono_ms();
-        ssize_t len = head_length(c, src);
+        const char *text = NULL;
+        ssize_t len = head_length(c, src, &text);
         if (len == 0)
             break;
         if (len < 0) {
@@ -521,7 +466,7 @@ static enum bufferevent_filter_result filter_in(struct evbuffer *src, struct evb
             counted(c->g);
             continue;
         }
-        if (take_head(c, src, (size_t)len, dst))
+        if (take_head(c, src, text, (size_t)len, dst))
             moved = 1;
     }
     return moved ? BEV_OK : BEV_NEED_MORE;

@@ -2,7 +2,8 @@
  * through a bufferevent filter that reads each request's head before evhttp does and
  * refuses what must not cost the api memory or time: bodies over the route's limit
  * (413) or over the budget of all bodies in flight (503), changes without the token
- * beyond loopback (401/403) before the body is read, chunked bodies (411), heads or
+ * beyond loopback (401/403) before the body is read, chunked bodies (411), a body on
+ * a method other than POST, PUT and PATCH (400), heads or
  * bodies not complete within the request deadline (408). It caps the connections
  * (the oldest idle one makes room for a new one) and survives running out of file
  * descriptors (a reserve descriptor, one log line per interval). docs/security.md. */
@@ -15,6 +16,8 @@
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/listener.h>
+
+#include "common/http1.h"
 
 struct api;
 
@@ -40,17 +43,16 @@ void guard_passthrough(struct guard *g, struct bufferevent *bev);
  * moves the bytes the guard still holds, not yet handed to evhttp, onto to. */
 void guard_take_held(struct guard *g, struct bufferevent *bev, struct evbuffer *to);
 
-/* A request's head as the guard reads it before evhttp does. */
-struct guard_head {
-    enum evhttp_cmd_type method;
-    int bodied;             /* a method whose body evhttp reads (POST, PUT, PATCH) */
-    char *target;
-    int64_t content_length; /* -1: none */
-    int chunked;            /* any Transfer-Encoding */
-    char *token;
-};
-/* Parses a complete head (NUL-terminated, lines ending in LF or CRLF, the last one
- * empty), in place: h's strings point into text. Returns NULL or what is wrong with it. */
-const char *guard_head_parse(char *text, struct guard_head *h);
+/* The trial channel's own connections (api/chan_http.c) share the budget and the
+ * deadline: guard_reserve takes n bytes of the budget for a body being read (0), or
+ * counts a refusal and returns -1 when they would pass it; guard_release gives them
+ * back. g may be NULL (no guard: no budget, the default deadline). */
+int guard_reserve(struct guard *g, int64_t n);
+void guard_release(struct guard *g, int64_t n);
+/* TRIALQ_API_REQUEST_TIMEOUT in ms: a request's head and body must be in within it. */
+int64_t guard_request_timeout_ms(const struct guard *g);
+
+/* The evhttp method of a head's (common/http1.h); 0 for a method evhttp does not know. */
+enum evhttp_cmd_type guard_evhttp_method(enum http1_method m);
 
 #endif

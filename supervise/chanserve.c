@@ -24,7 +24,17 @@
  * As the api's channel: 415 without a JSON content type, 400 for a body that is not a
  * command or a metric that is not a metric record, 403 for a record of another trial,
  * 405 for other methods; heads over 8 kB get 431, bodies over 4 MB 413 (a metric record
- * is under 1 MB), chunked bodies 501, and the connection closes after each of these. */
+ * is under 1 MB), chunked bodies 501, and the connection closes after each of these.
+ *
+ * The port is reachable by every local user, so nothing here waits on a client for
+ * long (docs/security.md): a request for another path gets its 404 from its head,
+ * before any body is read; a body being read takes its length from a budget of BUDGET
+ * bytes for all connections (503 beyond it); a request's head and body must be in
+ * within the request deadline from its first byte (408; TRIALQ_API_REQUEST_TIMEOUT,
+ * as the api's); no more than a head is read ahead of the request being served; and
+ * when all MAX_CONNS slots are taken, a new connection closes the oldest one that waits
+ * on its client (a partial request first, 503; then the longest idle), so the trial's
+ * own fresh request always has one. */
 #include "supervise/chanserve.h"
 
 #include <arpa/inet.h>
@@ -51,6 +61,8 @@
 #define IDLE_MS 120000
 #define MAX_QUEUED 16
 #define PARAM_RETRY_MS 100
+#define BUDGET (32 << 20)     /* bodies being read, all connections (the api's default) */
+#define REQUEST_MS 30000      /* a request's head and body, by default (the api's) */
 
 struct conn {
     int fd;
@@ -65,6 +77,9 @@ struct conn {
     int dead;         /* to be freed */
     int continued;    /* 100 Continue sent for the request being read */
     size_t scanned;   /* bytes of in already searched for the end of the head */
+    int64_t reserved; /* budget held by the body being read */
+    size_t want;      /* the most bytes read ahead (head + body + a head); 0: a head */
+    int64_t req_start_ms; /* the first byte of the request being read; 0: none */
     int64_t last_ms;
 };
 
@@ -75,6 +90,8 @@ struct chanserve {
     int nconns;
     char *queue[MAX_QUEUED];
     int nqueued;
+    int64_t in_flight;  /* bytes of BUDGET held */
+    int64_t timeout_ms; /* the request deadline */
     int param_wanted;   /* a request_parameter waits for parameter.cfg */
     int64_t param_next; /* mono ms of the next look */
     int closing;
@@ -319,18 +336,30 @@ static void on_get(struct chanserve *cs, struct conn *c)
     deliver(cs);
 }
 
+/* Whether the request's path (its query cut off, length in *tl) is our channel's. */
+static int for_us(const struct chanserve *cs, const struct http1_head *h, size_t *tl)
+{
+    *tl = h->target_len;
+    const char *q = memchr(h->target, '?', *tl);
+    if (q)
+        *tl = (size_t)(q - h->target);
+    return secret_equal(h->target, *tl, cs->path); /* the path holds the token */
+}
+
+static void reply_not_ours(struct chanserve *cs, struct conn *c, const struct http1_head *h, size_t tl)
+{
+    reply_error(c, 404, "%.*s: this port serves the command channel of trial %s only", (int)(tl > 200 ? 200 : tl),
+                h->target, cs->trial_id);
+}
+
 static void handle(struct chanserve *cs, struct conn *c, const struct http1_head *h, const char *body)
 {
-    size_t tl = h->target_len;
-    const char *q = memchr(h->target, '?', tl);
-    if (q)
-        tl = (size_t)(q - h->target);
-    if (h->method == HTTP1_OTHER) {
+    size_t tl;
+    if (h->method != HTTP1_GET && h->method != HTTP1_PUT) {
         c->close_after = 1;
         reply_error(c, 405, "the trial command channel takes GET and PUT");
-    } else if (!secret_equal(h->target, tl, cs->path)) { /* the path holds the token */
-        reply_error(c, 404, "%.*s: this port serves the command channel of trial %s only", (int)(tl > 200 ? 200 : tl),
-                    h->target, cs->trial_id);
+    } else if (!for_us(cs, h, &tl)) {
+        reply_not_ours(cs, c, h, tl);
     } else if (h->method == HTTP1_PUT) {
         on_put(cs, c, body, (size_t)h->content_length, h->json_body);
     } else {
@@ -338,22 +367,59 @@ static void handle(struct chanserve *cs, struct conn *c, const struct http1_head
     }
 }
 
+/* The request read (or refused): its budget back, its clock stopped. */
+static void request_over(struct chanserve *cs, struct conn *c)
+{
+    cs->in_flight -= c->reserved;
+    c->reserved = 0;
+    c->want = 0;
+    c->req_start_ms = 0;
+}
+
+/* The most bytes c's input may hold: the request being read and a head more. */
+static size_t read_limit(const struct conn *c)
+{
+    return c->want ? c->want : MAX_HEAD + 1;
+}
+
 /* Serves the requests waiting in c's buffer, one at a time. */
 static void serve(struct chanserve *cs, struct conn *c)
 {
     while (!c->waiting && !c->dead && !c->close_after && c->out_len == 0 && c->in_len) {
+        if (!c->req_start_ms)
+            c->req_start_ms = mono_ms();
         struct http1_head h;
         const char *msg = NULL;
         int rc = http1_parse_head(c->in, c->in_len, &c->scanned, MAX_HEAD, MAX_BODY, &h, &msg);
         if (rc == 0)
             break;
         if (rc != 1) {
+            request_over(cs, c);
             c->close_after = 1;
             reply_error(c, rc, "trial channel: %s", msg);
             break;
         }
         size_t total = h.head_len + (size_t)h.content_length;
         if (c->in_len < total) {
+            size_t tl;
+            if (!for_us(cs, &h, &tl)) { /* from its head: no body is read for it */
+                request_over(cs, c);
+                c->close_after = 1;
+                reply_not_ours(cs, c, &h, tl);
+                break;
+            }
+            if (!c->reserved) {
+                if (cs->in_flight + h.content_length > BUDGET) {
+                    request_over(cs, c);
+                    c->close_after = 1;
+                    reply_error(c, 503, "trial channel: %lld bytes of request bodies are being read already;"
+                                " retry", (long long)cs->in_flight);
+                    break;
+                }
+                cs->in_flight += h.content_length;
+                c->reserved = h.content_length;
+                c->want = total + MAX_HEAD;
+            }
             if (h.expect_continue && !c->continued) {
                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                 if (send(c->fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
@@ -366,8 +432,13 @@ static void serve(struct chanserve *cs, struct conn *c)
         if (h.close || (h.http10 && !h.keep_alive))
             c->close_after = 1;
         handle(cs, c, &h, c->in + h.head_len);
+        request_over(cs, c);
         memmove(c->in, c->in + total, c->in_len - total);
         c->in_len -= total;
+        if (c->in_cap > 65536 && c->in_len < c->in_cap / 4) {
+            c->in_cap = c->in_len + 32768;
+            c->in = xrealloc(c->in, c->in_cap);
+        }
     }
     if (c->eof && !c->waiting && c->out_len == 0)
         c->dead = 1;
@@ -375,22 +446,24 @@ static void serve(struct chanserve *cs, struct conn *c)
         c->dead = 1;
 }
 
-/* Reads what the socket has. */
+/* Reads what the socket has, up to read_limit. */
 static void read_some(struct conn *c)
 {
     for (;;) {
-        if (c->in_cap - c->in_len < 16384) {
-            c->in_cap = c->in_len + 32768;
+        size_t limit = read_limit(c);
+        if (c->in_len >= limit)
+            return; /* parsed (and refused, or waited for) before any more is read */
+        if (c->in_cap - c->in_len < 16384 && c->in_cap < limit) {
+            c->in_cap = c->in_len + 32768 < limit ? c->in_len + 32768 : limit;
             c->in = xrealloc(c->in, c->in_cap);
         }
-        size_t room = c->in_cap - c->in_len;
+        size_t room = (c->in_cap < limit ? c->in_cap : limit) - c->in_len;
         ssize_t n = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         if (n > 0) {
             c->in_len += (size_t)n;
             c->last_ms = mono_ms();
-            if ((size_t)n < room || c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD)
-                return; /* drained for now (an EOF shows on the next poll), or parsed and
-                         * refused before any more is read */
+            if ((size_t)n < room)
+                return; /* drained for now (an EOF shows on the next poll) */
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -404,24 +477,63 @@ static void read_some(struct conn *c)
     }
 }
 
-static void conn_free(struct conn *c)
+static void conn_free(struct chanserve *cs, struct conn *c)
 {
+    request_over(cs, c);
     close(c->fd);
     free(c->in);
     free(c->out);
     free(c);
 }
 
+/* Which of two connections to close first for a newcomer: a partial request before an
+ * idle connection, the older of two. */
+static int goes_before(const struct conn *x, const struct conn *y)
+{
+    if (!x->req_start_ms != !y->req_start_ms)
+        return x->req_start_ms != 0;
+    return x->req_start_ms ? x->req_start_ms < y->req_start_ms : x->last_ms < y->last_ms;
+}
+
+/* All slots taken: closes the connection that has waited longest on its client (not a
+ * poll, not one with a reply going out), and returns its slot; -1 when none can go. */
+static int evict_oldest(struct chanserve *cs)
+{
+    int best = -1;
+    for (int i = 0; i < cs->nconns; i++) {
+        struct conn *c = cs->conns[i];
+        if (c->waiting || c->out_len || c->dead)
+            continue;
+        if (best < 0 || goes_before(c, cs->conns[best]))
+            best = i;
+    }
+    if (best < 0)
+        return -1;
+    struct conn *c = cs->conns[best];
+    if (c->req_start_ms) {
+        c->close_after = 1;
+        reply_error(c, 503, "the trial channel has %d connections, its limit: the oldest one waiting for its"
+                    " request to come in is closed", MAX_CONNS);
+    }
+    conn_free(cs, c);
+    return best;
+}
+
 static void accept_all(struct chanserve *cs)
 {
-    while (cs->nconns < MAX_CONNS) {
+    for (;;) {
         int fd = accept4(cs->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
+        int slot = cs->nconns < MAX_CONNS ? cs->nconns++ : evict_oldest(cs);
+        if (slot < 0) { /* every slot a poll or a reply going out: the newcomer waits not */
+            close(fd);
+            continue;
+        }
         struct conn *c = xcalloc(1, sizeof *c);
         c->fd = fd;
         c->last_ms = mono_ms();
-        cs->conns[cs->nconns++] = c;
+        cs->conns[slot] = c;
     }
 }
 
@@ -452,6 +564,10 @@ struct chanserve *chanserve_open(const char *dir, const char *trial_id, const ch
     cs->chan_file = xasprintf("%s/.nni/channel", dir);
     cs->metrics_path = xasprintf("%s/.nni/metrics", dir);
     cs->param_path = xasprintf("%s/parameter.cfg", dir);
+    cs->timeout_ms = REQUEST_MS;
+    const char *tmo = getenv("TRIALQ_API_REQUEST_TIMEOUT"); /* the api checked it: 1 to 3600 */
+    if (tmo && atoi(tmo) >= 1 && atoi(tmo) <= 3600)
+        cs->timeout_ms = atoi(tmo) * 1000LL;
     /* where the channel is, for people and tools (bench/metric_ingest.sh) */
     char *line = xasprintf("%s\n", cs->url);
     if (write_file_replace(cs->chan_file, line, strlen(line), 0600) < 0)
@@ -469,14 +585,17 @@ int chanserve_pollfds(struct chanserve *cs, struct pollfd *fds, int *timeout_ms)
 {
     int n = 0;
     int64_t now = mono_ms(), due = -1;
-    fds[n++] = (struct pollfd){.fd = cs->lfd, .events = cs->nconns < MAX_CONNS ? POLLIN : 0};
+    fds[n++] = (struct pollfd){.fd = cs->lfd, .events = POLLIN};
     for (int i = 0; i < cs->nconns; i++) {
         struct conn *c = cs->conns[i];
-        short ev = c->in_len > (size_t)MAX_BODY + 2 * MAX_HEAD || c->eof ? 0 : POLLIN;
+        short ev = c->in_len >= read_limit(c) || c->eof ? 0 : POLLIN;
         if (c->out_len)
             ev |= POLLOUT;
         fds[n++] = (struct pollfd){.fd = c->fd, .events = ev};
-        int64_t d = c->waiting ? c->deadline : c->out_len == 0 && c->in_len == 0 ? c->last_ms + IDLE_MS : -1;
+        int64_t d = c->waiting                             ? c->deadline
+                    : c->req_start_ms && c->out_len == 0   ? c->req_start_ms + cs->timeout_ms + 1
+                    : c->out_len == 0 && c->in_len == 0    ? c->last_ms + IDLE_MS
+                                                           : -1;
         if (d >= 0 && (due < 0 || d < due))
             due = d;
     }
@@ -513,13 +632,20 @@ void chanserve_run(struct chanserve *cs, const struct pollfd *fds, int n)
             reply(c, cs->closing ? 410 : 408, "");
         }
         serve(cs, c);
+        if (c->req_start_ms && !c->waiting && c->out_len == 0 && !c->dead && now - c->req_start_ms > cs->timeout_ms) {
+            request_over(cs, c);
+            c->close_after = 1;
+            reply_error(c, 408, "the request's head and body were not in within %lld s",
+                        (long long)(cs->timeout_ms / 1000));
+            c->dead = c->out_len == 0; /* else once the answer is out (serve) */
+        }
         if (!c->waiting && c->out_len == 0 && c->in_len == 0 && now - c->last_ms > IDLE_MS)
             c->dead = 1;
     }
     int k = 0;
     for (int i = 0; i < cs->nconns; i++) {
         if (cs->conns[i]->dead)
-            conn_free(cs->conns[i]);
+            conn_free(cs, cs->conns[i]);
         else
             cs->conns[k++] = cs->conns[i];
     }
@@ -540,7 +666,7 @@ void chanserve_close(struct chanserve *cs)
         struct conn *c = cs->conns[i];
         if (c->waiting && !c->dead)
             reply(c, 410, "");
-        conn_free(c);
+        conn_free(cs, c);
     }
     for (int i = 0; i < cs->nqueued; i++)
         free(cs->queue[i]);

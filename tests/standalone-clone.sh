@@ -32,7 +32,7 @@ generated=("$clone/build/CMakeCache.txt")
 while IFS= read -r f; do generated+=("$f"); done < <(find "$clone/build" \( -name CTestTestfile.cmake \
     -o -name flags.make -o -name link.txt -o -name build.make \) -type f)
 [ "${#generated[@]}" -ge 20 ] || fail "the configure generated too few files: ${generated[*]}"
-grep -c "add_test" "${generated[@]}" | grep -qv ':0$' || fail "the clone registers no test"
+grep -q "add_test" "${generated[@]}" || fail "the clone registers no test" # (grep -c | grep -q: a SIGPIPE under pipefail)
 bad=0
 while IFS= read -r p; do
     real=$(realpath -m "$p")

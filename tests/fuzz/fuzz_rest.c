@@ -1,7 +1,8 @@
 /* fuzz_rest.c: the REST request path up to the handler, on any bytes taken as one
  * HTTP request (head + body) sent to the api:
- *   - the front door's head parser (api/guard.c: request line, Content-Length,
- *     Transfer-Encoding, X-Trialq-Token) and the route's head policy (body limit,
+ *   - the front door's head parser (common/http1.c as api/guard.c uses it: request
+ *     line, Content-Length, Transfer-Encoding, X-Trialq-Token; tests/fuzz/fuzz_http1.c
+ *     fuzzes it alone) and the route's head policy (body limit,
  *     token) that it asks routes.c for, with the route table's matching
  *     (split_path, the --url_prefix, ":name" segments) and the token check, for an api
  *     on loopback without a prefix and for one beyond loopback under a prefix;
@@ -35,21 +36,6 @@ static void setup(void)
     apis[1].exp.token = "secret";
 }
 
-/* The end of the head (after its empty line), as the guard finds it; 0: none. */
-static size_t head_end(const char *p, size_t n)
-{
-    size_t line = 0;
-    for (size_t i = 0; i < n && i < HEAD_MAX; i++) {
-        if (p[i] != '\n')
-            continue;
-        size_t len = i - line;
-        if (len == 0 || (len == 1 && p[line] == '\r'))
-            return i + 1;
-        line = i + 1;
-    }
-    return 0;
-}
-
 /* A request that nothing sends: error replies free it (no connection), so a fresh one
  * is made for each step that may reply. */
 static struct req fresh_req(struct api *a, struct evkeyvalq *qs, const char *body, size_t n)
@@ -70,9 +56,9 @@ static void numbers_in(const cJSON *j, int depth)
     }
 }
 
-static void after_head(struct api *a, const struct guard_head *h, const char *body, size_t n)
+static void after_head(struct api *a, const struct http1_head *h, const char *target, const char *body, size_t n)
 {
-    struct evhttp_uri *u = evhttp_uri_parse_with_flags(h->target, EVHTTP_URI_NONCONFORMANT);
+    struct evhttp_uri *u = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
     if (!u)
         return;
     const char *raw = evhttp_uri_get_path(u);
@@ -94,7 +80,7 @@ static void after_head(struct api *a, const struct guard_head *h, const char *bo
     }
     evhttp_clear_headers(&qs);
     evhttp_uri_free(u);
-    if (h->bodied) {
+    if (http1_bodied(h->method)) {
         struct req q = fresh_req(a, NULL, body, n);
         cJSON *j = body_json(&q);
         if (j) {
@@ -110,26 +96,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_quiet();
     if (!apis[0].exp.bind_address)
         setup();
-    size_t hl = head_end((const char *)data, size);
+    size_t scanned = 0, hl = http1_head_end((const char *)data, size > HEAD_MAX ? HEAD_MAX : size, &scanned);
     if (!hl)
         return 0;
+    struct http1_head h;
+    const char *bad = NULL;
+    if (http1_parse((const char *)data, hl, &h, &bad) != 0 || h.chunked)
+        return 0;
+    char *target = xstrndup(h.target, h.target_len), *token = h.token ? xstrndup(h.token, h.token_len) : NULL;
     for (int k = 0; k < 2; k++) {
-        char *text = fuzz_cstr(data, hl); /* parsed in place */
-        struct guard_head h;
-        const char *bad = guard_head_parse(text, &h);
-        if (!bad && !h.chunked) {
-            struct head_policy pol;
-            routes_head_policy(&apis[k], h.method, h.target, &pol);
-            if (pol.max_body <= 0 || pol.max_body > MAX_BODY)
-                abort();
-            int denied = routes_token_status(&apis[k], h.token);
-            if (denied != 0 && denied != 401 && denied != 403)
-                abort();
-            size_t body = h.content_length > 0 && (size_t)h.content_length < size - hl ? (size_t)h.content_length
-                                                                                       : size - hl;
-            after_head(&apis[k], &h, (const char *)data + hl, body);
-        }
-        free(text);
+        struct head_policy pol;
+        routes_head_policy(&apis[k], guard_evhttp_method(h.method), target, &pol);
+        if (pol.max_body <= 0 || pol.max_body > MAX_BODY)
+            abort();
+        int denied = routes_token_status(&apis[k], token);
+        if (denied != 0 && denied != 401 && denied != 403)
+            abort();
+        size_t body = h.content_length > 0 && (size_t)h.content_length < size - hl ? (size_t)h.content_length
+                                                                                   : size - hl;
+        after_head(&apis[k], &h, target, (const char *)data + hl, body);
     }
+    free(target);
+    free(token);
     return 0;
 }
