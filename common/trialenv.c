@@ -121,6 +121,16 @@ char **env_less_credentials(char *const *base, int pass)
     return env;
 }
 
+void trial_env_unset_credentials_lines(struct strbuf *sb)
+{
+    sb_puts(sb, "unset");
+    for (const char *const *n = trial_env_credential_names; *n; n++)
+        sb_printf(sb, " %s", *n);
+    /* and any other AZURE_*_SECRET, as trial_env_is_credential says */
+    sb_puts(sb, "\nfor tq_v in $(compgen -e); do case $tq_v in AZURE_?*_SECRET) unset \"$tq_v\" ;; esac; done; "
+                "unset tq_v\n");
+}
+
 char **trial_env_envp(const struct trial_env *te, char *const *base)
 {
     size_t nb = 0;

@@ -49,6 +49,9 @@ int trial_env_is_credential(const char *entry);
 /* base less its credentials (all of base when pass): a new NULL-terminated array of
  * base's own strings; free the array only. */
 char **env_less_credentials(char *const *base, int pass);
+/* The same rule for a job script whose environment a scheduler passes on (Slurm's
+ * sbatch exports the submitting environment): shell lines that unset those variables. */
+void trial_env_unset_credentials_lines(struct strbuf *sb);
 /* One line per variable: "export NAME='value'\n" (a word unquoted). */
 void trial_env_export_lines(const struct trial_env *te, struct strbuf *sb);
 /* All on one line: "export NAME='value' NAME2=word" (no newline). */

@@ -571,6 +571,7 @@ static int slurm_submit(struct worker *w, struct trial *t, char **job_id, char *
         .trial_dir = dir,
         .code_dir = cJSON_IsString(code) ? code->valuestring : ".",
         .max_trial_seconds = w->exp.max_trial_seconds,
+        .pass_credentials = cJSON_IsTrue(worker_config_item(w, "passCredentials")),
     };
     int rc = -1, st_exit, st_stopped;
     long long id = 0;

@@ -235,6 +235,8 @@ char *slurm_batch_script(const cJSON *ts, const char *trial_command, const struc
     trial_env_set_word(&te, "MULTI_PHASE", "false");
     trial_env_export_lines(&te, &sb);
     trial_env_free(&te);
+    if (!t->pass_credentials) /* sbatch passed the worker's environment on (docs/security.md) */
+        trial_env_unset_credentials_lines(&sb);
     if (slurm_gpus(ts) == 0)
         sb_puts(&sb, "export CUDA_VISIBLE_DEVICES=\n"); /* 0 GPUs asked for must not mean all */
     /* the end record: written once, atomically, by whichever path ends the script */

@@ -23,6 +23,8 @@ struct slurm_trial {
     const char *trial_dir;    /* on the shared filesystem: NNI_SYS_DIR and NNI_OUTPUT_DIR */
     const char *code_dir;     /* the trial code as the nodes see it (the command runs there) */
     int64_t max_trial_seconds; /* maxTrialDuration, 0 when unlimited */
+    int pass_credentials;     /* passCredentials: the clouds' credentials of sbatch's environment
+                               * reach the trial (else the script unsets them) */
 };
 
 /* "nni-<exp>-<trial>": the job's name, how the platform finds its jobs again (caller frees) */

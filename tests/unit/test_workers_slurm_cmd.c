@@ -203,6 +203,8 @@ static char *slurp(const char *dir, const char *name)
 
 /* writes the script of (ts, command) for a trial in <g_dir>/<name> and starts it with
  * bash in its own process group; returns the pid */
+static int g_pass_credentials; /* the scripts start_script writes: passCredentials */
+
 static pid_t start_script(const char *ts_json, const char *command, const char *name, char *tdir, size_t size)
 {
     snprintf(tdir, size, "%s/%s", g_dir, name);
@@ -213,6 +215,7 @@ static pid_t start_script(const char *ts_json, const char *command, const char *
     struct slurm_trial t = trial1;
     t.trial_dir = tdir;
     t.code_dir = code;
+    t.pass_credentials = g_pass_credentials;
     cJSON *ts = ts_of(ts_json);
     char *script = slurm_batch_script(ts, command, &t);
     cJSON_Delete(ts);
@@ -292,6 +295,36 @@ static void test_script_runs(void **state)
     assert_string_equal(out, "0,1\n");
     free(out);
     assert_exit_record(tdir, 0, 0);
+}
+
+/* sbatch exports the worker's environment, which holds the clouds' credentials that
+ * nnictl create was given: the script unsets them unless passCredentials */
+static void test_script_credentials(void **state)
+{
+    (void)state;
+    char tdir[512];
+    setenv("AZURE_CLIENT_SECRET", "s1", 1);
+    setenv("AZURE_OTHER_SECRET", "s2", 1);
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "s3", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "s4", 1);
+    setenv("TQ_KEPT", "k", 1);
+    const char *show = "echo \"$AZURE_CLIENT_SECRET,$AZURE_OTHER_SECRET,$ALIBABA_CLOUD_ACCESS_KEY_SECRET,"
+                       "$AWS_SECRET_ACCESS_KEY,$TQ_KEPT\"";
+    assert_int_equal(run_script("{}", show, "cred1", tdir, sizeof tdir), 0);
+    char *out = slurp(tdir, "trial.stdout");
+    assert_string_equal(out, ",,,,k\n");
+    free(out);
+    g_pass_credentials = 1;
+    assert_int_equal(run_script("{}", show, "cred2", tdir, sizeof tdir), 0);
+    g_pass_credentials = 0;
+    out = slurp(tdir, "trial.stdout");
+    assert_string_equal(out, "s1,s2,s3,s4,k\n");
+    free(out);
+    unsetenv("AZURE_CLIENT_SECRET");
+    unsetenv("AZURE_OTHER_SECRET");
+    unsetenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("TQ_KEPT");
 }
 
 static void test_script_setup(void **state)
@@ -606,7 +639,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),         cmocka_unit_test(test_time),
         cmocka_unit_test(test_sizes),         cmocka_unit_test(test_sbatch_argv),
-        cmocka_unit_test(test_script_runs),   cmocka_unit_test(test_script_setup),
+        cmocka_unit_test(test_script_runs),   cmocka_unit_test(test_script_credentials),
+        cmocka_unit_test(test_script_setup),
         cmocka_unit_test(test_script_stop),   cmocka_unit_test(test_exit_parse),
         cmocka_unit_test(test_sbatch_transient), cmocka_unit_test(test_oom_line),
         cmocka_unit_test(test_squeue_queue),  cmocka_unit_test(test_squeue_states),
