@@ -44,7 +44,19 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     if (n > 0 && (size_t)n < sizeof line)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+    /* one record, one line: a control byte in the message (text a trial, a tuner or a
+     * server wrote that a caller passed on unescaped) cannot start a forged line or
+     * reach the reader's terminal (docs/security.md, "Logs") */
+    char out[sizeof line * 4];
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)line; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x", *p);
+        else
+            out[o++] = (char)*p;
+    }
+    out[o] = '\0';
+    fprintf(stderr, "%s\n", out);
 }
 
 /* ---- warnings from outside input: one line per key, then a count per minute ---- */
