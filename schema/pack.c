@@ -284,8 +284,7 @@ static int query_int(struct db *db, struct errbuf *e, int64_t *out, const char *
         return -1;
     int step = sqlite3_step(st);
     *out = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : errf(e, "pack: %s", sqlite3_errmsg(db->h));
+    return stepped(db, st, 0, step == SQLITE_ROW ? SQLITE_DONE : step, e);
 }
 
 /* A table of the pack: the columns the load needs (by name, as SQLite finds them), no
@@ -435,6 +434,7 @@ static int read_pack(struct pack *p, const char *path, struct errbuf *e)
     if (rc == 0 &&
         (run(db, e, "CREATE TEMP TABLE pk_file (prow INTEGER, area TEXT, path TEXT, mode INTEGER)", "") < 0 ||
          run(db, e, "INSERT INTO temp.pk_file SELECT rowid, area, path, mode FROM pack.file ORDER BY rowid", "") < 0 ||
+         run(db, e, "CREATE INDEX temp.pk_file_path ON pk_file (area, path)", "") < 0 ||
          run(db, e, "CREATE TEMP TABLE pk_ok (id TEXT PRIMARY KEY, dir TEXT)", "") < 0))
         rc = -1;
     free(fmt);
@@ -665,10 +665,12 @@ static int check_files(struct db *db, struct errbuf *e)
     }
     if ((rc = stepped(db, st, rc, step, e)) < 0)
         return rc;
+    /* b is a, or below a: b.path starts with a.path, so it lies in [a.path, a.path || '0')
+     * ('0' follows '/'), a range of the index: one search per file, not all pairs */
     st = query(db, e,
                "SELECT a.path, b.path FROM temp.pk_file a JOIN temp.pk_file b ON b.area = a.area"
-               " AND b.rowid <> a.rowid AND (b.path = a.path OR substr(b.path, 1, length(a.path) + 1) = a.path || '/')"
-               " LIMIT 1", "");
+               " AND b.path >= a.path AND b.path < a.path || '0' AND b.rowid <> a.rowid"
+               " AND (b.path = a.path OR substr(b.path, 1, length(a.path) + 1) = a.path || '/') LIMIT 1", "");
     if (!st)
         return -1;
     if ((step = sqlite3_step(st)) == SQLITE_ROW) {

@@ -323,6 +323,36 @@ static void test_columns(void **state)
     refused_each(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Files: one stored as a file and as a directory is refused; names that only share a
+ * beginning ('lib', 'lib-x/', 'lib.txt') are not; 20,000 files are checked in a moment
+ * (each file's neighbours by an index, not all pairs: that took minutes). */
+static void test_files(void **state)
+{
+    (void)state;
+    static const struct crafted cases[] = {
+        {"INSERT INTO file VALUES ('experiment', 'trials', 420, x'41')",
+         "file 'trials' is stored twice, or as a file and as the directory of 'trials/Tone1/parameter.cfg'"},
+        {"INSERT INTO file VALUES ('experiment', 'trials/Tone1', 420, x'41')",
+         "file 'trials/Tone1' is stored twice, or as a file and as the directory of 'trials/Tone1/parameter.cfg'"},
+    };
+    refused_each(cases, sizeof cases / sizeof cases[0]);
+    char *path = make_pack(SRC);
+    craft(path, "INSERT INTO file VALUES ('code', 'lib', 420, x'41'), ('code', 'lib-x/a', 420, x'41'),"
+                " ('code', 'lib.txt', 420, x'41'), ('code', 'lib0', 420, x'41');"
+                "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 20000)"
+                " INSERT INTO file SELECT 'experiment', 'trials/T' || (i / 10) || '/f' || i, 420, x'41' FROM c");
+    struct db *db = target(OTHER);
+    struct errbuf e;
+    int64_t t0 = now_ms();
+    if (load(db, path, &e) < 0)
+        fail_msg("%s", e.msg);
+    int64_t took = now_ms() - t0;
+    if (took > 20000)
+        fail_msg("loading a pack of 20,000 files took %lld ms", (long long)took);
+    db_close(db);
+    free(path);
+}
+
 /* The pack's trial.experiment_id declared INTEGER: the pack's id 1e000007 and the
  * stored 10000000 compare equal there (numeric affinity), and 10000000 is another
  * experiment of this database. The checks must see what the copy stores. */
@@ -352,7 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_genuine_pack_loads), cmocka_unit_test(test_view_changes),
         cmocka_unit_test(test_view_last_insert_rowid), cmocka_unit_test(test_view_random),
-        cmocka_unit_test(test_unexpected_objects), cmocka_unit_test(test_columns),
+        cmocka_unit_test(test_unexpected_objects), cmocka_unit_test(test_columns), cmocka_unit_test(test_files),
         cmocka_unit_test(test_column_type),
     };
     return run_in_tmpdir(tmpdir, tests);
