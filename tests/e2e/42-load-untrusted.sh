@@ -2,11 +2,13 @@
 # nnictl experiment load treats a pack as untrusted input (issue 21): packs crafted from
 # a real saved one with sqlite3 — ids that are not trialq's (one leading out of the
 # directory), a trial_dir of /etc, file paths with '..', rows of another experiment of
-# this database, a code file through a symbolic link — are refused with a message
-# naming the field, and change nothing: the database dump and the files are the same
-# before and after. A trial_dir outside the experiment on a shared-storage platform is
-# cleared (the trial-file route then cannot serve /etc/passwd); the good pack still
-# loads, with every trial dir under the new directory, and resumes.
+# this database, a code file through a symbolic link, a table that is a view (issue
+# 29) — are refused with a message naming the field or object, and change nothing:
+# the database dump and the files are the same before and after (a trial view that
+# stored trial_dir /etc made trial-file serve /etc/passwd). A trial_dir outside the
+# experiment on a shared-storage platform is cleared (the trial-file route then cannot
+# serve /etc/passwd); the good pack still loads, with every trial dir under the new
+# directory, and resumes.
 . "$(dirname "$0")/lib.sh"
 
 metrics_experiment "$WORK/exp" 2 3 5
@@ -123,6 +125,32 @@ refused "event row 1: experiment_id '$other' is not the pack's experiment $id" \
 refused "trial_id '$other_trial' is a trial of another experiment" \
     "UPDATE event SET trial_id='$other_trial' WHERE rowid=1"
 pass "trial, metric and event rows of another experiment: refused, naming the row; nothing changed"
+
+# a pack table that is a view (issue 29): its rows change between the checks and the
+# copy. last_insert_rowid() is 0 or an event's id (over 9) when the load checks the
+# trials, the new experiment row's rowid (under 10) when it copies them: trial_dir
+# NULL for the checks, /etc for the copy. Such a load stored /etc and trial-file then
+# served /etc/passwd; the pack is refused, naming the view, and nothing changes.
+cols=$(sqlite3 "$pack" "SELECT group_concat(CASE name WHEN 'trial_dir' THEN 'CASE WHEN id = ''$t1''
+    AND last_insert_rowid() BETWEEN 1 AND 9 THEN ''/etc'' WHEN id = ''$t1'' THEN NULL ELSE trial_dir END AS trial_dir'
+    ELSE name END, ', ') FROM pragma_table_info('trial')")
+cp "$pack" "$WORK/view.sqlite"
+sqlite3 "$WORK/view.sqlite" "ALTER TABLE trial RENAME TO trial_data; CREATE VIEW trial AS SELECT $cols FROM trial_data"
+state > "$WORK/before.state"
+n experiment load --path "$WORK/view.sqlite" --logDir "$WORK/logs-view"
+if [ "$rc" = 0 ]; then
+    port=$(free_port)
+    n view "$id" --port "$port"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "view"; }
+    got=$(curl -s "http://127.0.0.1:$port/api/v1/nni/trial-file/$t1/passwd")
+    ! grep -q '^root:' <<< "$got" ||
+        fail "a pack whose trial table is a view loaded trial_dir $(sql "SELECT trial_dir FROM trial WHERE id='$t1'");" \
+            "trial-file/$t1/passwd served /etc/passwd"
+    fail "a pack whose trial table is a view was loaded"
+fi
+has "unexpected view 'trial' (a pack holds only the tables"
+state > "$WORK/after.state"
+diff "$WORK/before.state" "$WORK/after.state" >&2 || fail "a refused load (a view) changed something"
+pass "a pack whose trial table is a view (last_insert_rowid()) is refused; trial-file cannot serve /etc/passwd"
 
 # a shared-storage platform's trial_dir is elsewhere by nature: cleared, never served
 cp "$pack" "$WORK/shared.sqlite"
