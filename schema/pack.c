@@ -121,7 +121,10 @@ void pack_close(struct pack *p)
 int pack_create(struct db *db, const char *exp_id, const char *path, struct pack **out, struct errbuf *e)
 {
     *out = NULL;
-    /* the pack holds the experiment's token and config: only its owner may read it */
+    /* the pack holds the experiment's config and rows: only its owner may read it. Not
+     * its token (the key of every trial's channel token and of X-Trialq-Token): a pack
+     * handed to someone else must not let them write into a running copy of the
+     * experiment; a load makes a new one */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return errf(e, "cannot create %s: %s", path, strerror(errno));
@@ -148,6 +151,7 @@ int pack_create(struct db *db, const char *exp_id, const char *path, struct pack
         run(db, e, "INSERT INTO pack.meta VALUES ('format', ?), ('version', ?), ('schema_version', ?),"
                    " ('experiment_id', ?), ('saved_at', ?)", "sssss", PACK_FORMAT, v, sv, exp_id, t) < 0 ||
         run(db, e, "CREATE TABLE pack.experiment AS SELECT * FROM main.experiment WHERE id = ?", "s", exp_id) < 0 ||
+        run(db, e, "UPDATE pack.experiment SET token = ''", "") < 0 ||
         run(db, e, "CREATE TABLE pack.trial AS SELECT * FROM main.trial WHERE experiment_id = ? ORDER BY rowid",
             "s", exp_id) < 0 ||
         run(db, e, "CREATE TABLE pack.metric AS SELECT m.* FROM main.metric m JOIN main.trial t ON t.id = m.trial_id"
@@ -774,7 +778,8 @@ int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int 
      * directory and config; only the trials the checks passed, their directories as
      * rebuilt under the new one; metrics of those trials only; events of this
      * experiment, none of a trial of another */
-    static const struct forced exp_forced[] = {{"id", "?1"}, {"exp_dir", "?2"}, {"config", "?3"}, {NULL, NULL}};
+    static const struct forced exp_forced[] = {{"id", "?1"}, {"exp_dir", "?2"}, {"config", "?3"}, {"token", "?4"},
+                                               {NULL, NULL}};
     static const struct forced trial_forced[] = {{"experiment_id", "?1"}, {"trial_dir", "o.dir"}, {NULL, NULL}};
     static const struct forced event_forced[] = {{"experiment_id", "?1"}, {NULL, NULL}};
     /* events are an audit log that outlives its experiment (experiment delete keeps
@@ -783,7 +788,10 @@ int pack_load_rows(struct pack *p, const char *exp_dir, const char *config, int 
         "(p.trial_id IS NULL OR p.trial_id NOT IN (SELECT id FROM main.trial WHERE experiment_id IS NOT ?1))"
         " AND NOT EXISTS (SELECT 1 FROM main.event m WHERE m.experiment_id = ?1 AND m.time = p.time"
         " AND m.entity = p.entity AND m.trial_id IS p.trial_id AND m.to_state IS p.to_state AND m.reason IS p.reason)";
-    if (copy_table(db, e, "experiment", skip_exp, exp_forced, NULL, "p.id IS ?1", "sss", id, exp_dir, config) < 0 ||
+    char token[33]; /* a new one: the pack holds none (pack_create), an older pack the saver's */
+    gen_token(token, 32);
+    if (copy_table(db, e, "experiment", skip_exp, exp_forced, NULL, "p.id IS ?1", "ssss", id, exp_dir, config,
+                   token) < 0 ||
         copy_table(db, e, "trial", skip_trial, trial_forced, "JOIN temp.pk_ok o ON o.id = p.id", NULL, "s", id) < 0 ||
         copy_table(db, e, "metric", skip_id, NULL, NULL, "p.trial_id IN (SELECT id FROM temp.pk_ok)", "") < 0 ||
         copy_table(db, e, "event", skip_id, event_forced, NULL, event_rule, "s", id) < 0)

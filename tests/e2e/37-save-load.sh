@@ -24,7 +24,7 @@ pass "a running experiment is not saved"
 snapshot() { # the experiment's content, paths made relative to its directory
     local dir
     dir=$(sql "SELECT exp_dir FROM experiment WHERE id='$id'")
-    sql "SELECT name, status, search_space, max_trial_number, concurrency, seed, token FROM experiment WHERE id='$id'"
+    sql "SELECT name, status, search_space, max_trial_number, concurrency, seed FROM experiment WHERE id='$id'"
     sql "SELECT id, sequence, status, parameters, final_metric, final_metric_json, exit_code,
                 replace(trial_dir, '$dir', '<dir>') FROM trial WHERE experiment_id='$id' ORDER BY sequence"
     sql "SELECT m.trial_id, m.type, m.sequence, m.value, m.default_value FROM metric m JOIN trial t ON t.id = m.trial_id
@@ -41,7 +41,11 @@ n experiment save "$id" --path "$WORK/saved" --saveCodeDir
 [ "$rc" = 0 ] || { cat "$WORK/out"; fail "save"; }
 pack="$WORK/saved/nni_experiment_$id.sqlite"
 [ -f "$pack" ] || fail "no $pack"
-[ "$(stat -c %a "$pack")" = 600 ] || fail "the pack holds secrets but is mode $(stat -c %a "$pack")"
+[ "$(stat -c %a "$pack")" = 600 ] || fail "the pack holds the experiment's rows but is mode $(stat -c %a "$pack")"
+old_token=$(sql "SELECT token FROM experiment WHERE id='$id'")
+[ ${#old_token} = 32 ] || fail "setup: the experiment's token is '$old_token'"
+[ "$(sqlite3 "$pack" "SELECT token FROM experiment")" = "" ] || fail "the pack holds the experiment's token"
+! grep -qa "$old_token" "$pack" || fail "the experiment's token is somewhere in the pack"
 [ -z "$(ls "$WORK/saved" | grep -v "^nni_experiment_$id.sqlite$")" ] || fail "leftover files in --path: $(ls "$WORK/saved")"
 n experiment save "$id" --path "$WORK/saved"; [ "$rc" != 0 ]; has "already exists"
 pass "saved to one 0600 file; not overwritten"
@@ -77,6 +81,9 @@ sql "SELECT config FROM experiment WHERE id='$id'" | grep -q "\"trialCodeDirecto
     fail "trialCodeDirectory not the new --codeDir"
 snapshot > "$WORK/after.txt"
 diff "$WORK/before.txt" "$WORK/after.txt" || fail "loaded experiment differs from the saved one"
+new_token=$(sql "SELECT token FROM experiment WHERE id='$id'")
+[[ $new_token =~ ^[0-9a-f]{32}$ ]] && [ "$new_token" != "$old_token" ] ||
+    fail "the loaded experiment's token is '$new_token' (saved: '$old_token'): not a new one"
 n experiment export "$id" --type json --filename "$WORK/after.json"
 cmp -s "$WORK/before.json" "$WORK/after.json" || fail "export differs after save -> delete -> load"
 n experiment load --path "$pack" --logDir "$WORK/logs3"; [ "$rc" != 0 ]; has "already exists"
