@@ -25,8 +25,18 @@ struct walk {
     struct errbuf *e;
 };
 
+/* Whether the file name in the folder rel is a trial's channel file (.nni/channel of a
+ * local trial or a cluster relay, .nni/api-channel of a Kubernetes job): its URL holds
+ * the trial's channel token, which a pack must not carry. */
+static int holds_channel_token(const char *rel, const char *name)
+{
+    const char *slash = strrchr(rel, '/');
+    const char *parent = slash ? slash + 1 : rel;
+    return strcmp(parent, ".nni") == 0 && (strcmp(name, "channel") == 0 || strcmp(name, "api-channel") == 0);
+}
+
 /* Adds every regular file under dir (rel = its path below the root) to the pack.
- * Symbolic links and special files are skipped (counted). */
+ * Symbolic links and special files are skipped (counted), trials' channel files left out. */
 static int walk_dir(struct walk *w, const char *dir, const char *rel)
 {
     DIR *d = opendir(dir);
@@ -44,6 +54,8 @@ static int walk_dir(struct walk *w, const char *dir, const char *rel)
             rc = errf(w->e, "%s: %s", path, strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
             rc = walk_dir(w, path, r);
+        } else if (S_ISREG(st.st_mode) && holds_channel_token(rel, de->d_name)) {
+            /* not saved: a trial channel's URL names its token (docs/security.md) */
         } else if (S_ISREG(st.st_mode)) {
             if (st.st_size > MAX_FILE_BYTES) {
                 rc = errf(w->e, "%s: %lld bytes; files over %lld MB cannot be saved", path, (long long)st.st_size,

@@ -37,6 +37,11 @@ snapshot > "$WORK/before.txt"
 [ "$(grep -c '|SUCCEEDED|' "$WORK/before.txt")" = 4 ] || fail "setup: not 4 SUCCEEDED trials"
 n experiment export "$id" --type json --filename "$WORK/before.json"; [ "$rc" = 0 ] || fail "export"
 
+# a trial on the HTTP channel has its channel's URL, which names its token, in .nni/
+t0dir=$(sql "SELECT trial_dir FROM experiment e JOIN trial t ON t.experiment_id = e.id WHERE e.id='$id' LIMIT 1")
+mkdir -p "$t0dir/.nni"
+echo "http://127.0.0.1:1/env/0123456789abcdef0123456789abcdef/t0" > "$t0dir/.nni/channel"
+echo "http://127.0.0.1:1/env/fedcba9876543210fedcba9876543210/t0" > "$t0dir/.nni/api-channel"
 n experiment save "$id" --path "$WORK/saved" --saveCodeDir
 [ "$rc" = 0 ] || { cat "$WORK/out"; fail "save"; }
 pack="$WORK/saved/nni_experiment_$id.sqlite"
@@ -46,6 +51,9 @@ old_token=$(sql "SELECT token FROM experiment WHERE id='$id'")
 [ ${#old_token} = 32 ] || fail "setup: the experiment's token is '$old_token'"
 [ "$(sqlite3 "$pack" "SELECT token FROM experiment")" = "" ] || fail "the pack holds the experiment's token"
 ! grep -qa "$old_token" "$pack" || fail "the experiment's token is somewhere in the pack"
+[ "$(sqlite3 "$pack" "SELECT count(*) FROM file WHERE path LIKE '%.nni/channel' OR path LIKE '%.nni/api-channel'")" = 0 ] &&
+    ! grep -qa "0123456789abcdef0123456789abcdef\|fedcba9876543210fedcba9876543210" "$pack" ||
+    fail "the pack holds a trial's channel file"
 [ -z "$(ls "$WORK/saved" | grep -v "^nni_experiment_$id.sqlite$")" ] || fail "leftover files in --path: $(ls "$WORK/saved")"
 n experiment save "$id" --path "$WORK/saved"; [ "$rc" != 0 ]; has "already exists"
 pass "saved to one 0600 file; not overwritten"
