@@ -23,7 +23,12 @@ SECS=${1:-60}
 [ "$#" -gt 0 ] && shift
 BUILD=${FUZZ_BUILD:-$SRC/build-fuzz}
 OUT=${FUZZ_OUT:-$BUILD/fuzz-out}
-ALL=(config searchspace json metrics rest dispatcher kubeconfig nvsmi remote_state http1)
+# every tests/fuzz/fuzz_<name>.c (each listed with its library in tests/fuzz/CMakeLists.txt)
+ALL=()
+for f in "$SRC"/tests/fuzz/fuzz_*.c; do
+    f=${f##*/fuzz_}
+    ALL+=("${f%.c}")
+done
 TARGETS=("$@")
 [ "${#TARGETS[@]}" -gt 0 ] || TARGETS=("${ALL[@]}")
 case $SECS in '' | *[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]" >&2; exit 2 ;; esac
