@@ -77,7 +77,7 @@ out=$(nnictl experiment show nosuchid 2>&1 || true)
 echo "$out" | grep -q "Id not correct" || fail "unknown id message: $out"
 $PY -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(); time.sleep(5)" &
 holder=$!
-WAIT_STEP=0.05 wait_until 5 port_busy "$port" || true
+WAIT_STEP=0.05 wait_until 5 port_busy "$port" || fail "the port holder did not take port $port"
 out=$(nnictl create --config "$WORK/exp/config.yml" --port "$port" 2>&1 || true)
 kill $holder 2>/dev/null || true
 echo "$out" | grep -q "Port $port is not idle" || fail "busy port message: $out"

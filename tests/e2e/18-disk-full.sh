@@ -71,7 +71,8 @@ id=$(exp_id_of "$WORK/create.out")
 cs() { curl -sf "http://127.0.0.1:$port/api/v1/nni/check-status"; }
 
 # 4 trials run and have written metrics: fill the disk
-wait_until 20 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'" '>=40' || true
+wait_sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'" '>=40' 20 \
+    "40 metrics stored before the disk fills"
 dd if=/dev/zero of="$NNI_HOME/filler" bs=64k 2> /dev/null || true
 [ "$(df --output=avail -k "$NNI_HOME" | tail -n1 | tr -d ' ')" -le 4 ] || fail "the tmpfs is not full"
 pass "the home's tmpfs is full"

@@ -28,7 +28,7 @@ while [ "$kills" -lt 20 ] && [ "$SECONDS" -lt "$end" ]; do
         kill -9 "$p" 2>/dev/null || continue
         kills=$((kills + 1)); api_kills=$((api_kills + 1))
         # the port is free once the process is gone; resume takes over
-        WAIT_STEP=0.05 wait_until 2.5 gone "$p" || true
+        WAIT_STEP=0.05 wait_dead "$p" 2.5 "the api killed with -9"
         nnictl resume "$id" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "resume failed"; }
     else
         p=$(worker_pid)

@@ -82,8 +82,7 @@ nnictl create --config "$WORK/b/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
 copies_add "$b"
 b_runs() { [ "$(running "$b")" = 3 ] && [ -n "$(supervisors "$b")" ]; }
-WAIT_STEP=0.05 wait_until 15 b_runs || true
-[ "$(running "$b")" = 3 ] || fail "b: 3 trials not running"
+WAIT_STEP=0.05 wait_until 15 b_runs || fail "b: 3 trials with their supervisors not running ($(running "$b") RUNNING)"
 sleep 0.5
 w=$(worker_pid "$b")
 [ -n "$w" ] || fail "b: no worker"
@@ -92,11 +91,12 @@ new_worker() { w2=$(worker_pid "$b"); [ -n "$w2" ] && [ "$w2" != "$w" ]; }
 wait_until 30 new_worker || fail "b: the api did not start a new worker"
 pass "b: worker $w and the supervisors killed together; new worker $w2"
 # the next trials, once they run: api, worker and supervisors at once, then resume
-WAIT_STEP=0.05 wait_until 15 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING' AND sequence >= 3" '>=1' || true
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING' AND sequence >= 3" '>=1' 15 \
+    "b: a trial after the first 3 runs"
 sleep 0.5
 api=$(sql "SELECT api_pid FROM experiment WHERE id='$b'")
 kill -9 "$api" $(worker_pid "$b") $(supervisors "$b") 2>/dev/null || true
-WAIT_STEP=0.05 wait_until 2.5 gone "$api" || true
+WAIT_STEP=0.05 wait_dead "$api" 2.5 "b: the api killed with -9"
 nnictl resume "$b" --port "$port" > "$WORK/resume.out" 2>&1 || { cat "$WORK/resume.out"; fail "b: resume"; }
 wait_status "$b" DONE 120
 check "$b"

@@ -62,8 +62,8 @@ pass "nnictl trial kill"
 # "reboot": kill -9 the api, the worker, the supervisors and the trials at once
 pids=$(our_pids)
 kill -9 $pids 2>/dev/null || true
-sleep 0.5
-[ -z "$(our_pids)" ] || fail "processes survived the simulated reboot"
+none_left() { [ -z "$(our_pids)" ]; }
+wait_until 5 none_left || fail "processes survived the simulated reboot: $(our_pids | tr '\n' ' ')"
 nnictl resume "$id2" --port "$port" > /dev/null
 wait_until 15 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND attempt = 2 AND status = 'RUNNING'" 2 ||
     { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id2'"; fail "vanished trials were not retried"; }

@@ -23,7 +23,7 @@ a=$(exp_id_of "$WORK/a.out")
 WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$a' AND status='RUNNING'" 2 5 "a: 2 trials not running"
 kill -9 "$(sql "SELECT api_pid FROM experiment WHERE id='$a'")" $(pgrep -f "trialq worker .*--experiment $a") 2>/dev/null || true
 for t in $(sql "SELECT id FROM trial WHERE experiment_id='$a'"); do
-    wait_until 10 test -s "$NNI_HOME/$a/trials/$t/.nni/state" || true
+    wait_file -s "$NNI_HOME/$a/trials/$t/.nni/state" 10 "a: trial $t recorded no end"
     read -r code _ < "$NNI_HOME/$a/trials/$t/.nni/state" || fail "a: trial $t recorded no end"
     [ "$code" = 0 ] || fail "a: trial $t exited $code"
 done
@@ -37,14 +37,15 @@ metrics_experiment "$WORK/b" 1 1 32
 sed -i 's/^trialConcurrency: 1$/trialConcurrency: 1\nmaxTrialDuration: 2s/' "$WORK/b/config.yml"
 nnictl create --config "$WORK/b/config.yml" --port "$port" > "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
-WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING'" 1 || true
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$b' AND status='RUNNING'" 1 5 "b: the trial runs"
 tb=$(sql "SELECT id FROM trial WHERE experiment_id='$b'")
 wpid=$(pgrep -f "trialq worker .*--experiment $b")
 [ -n "$wpid" ] || fail "b: no worker"
 kill -STOP $wpid
-wait_until 10 test -s "$NNI_HOME/$b/trials/$tb/.nni/state" || true
-wait_until 10 sql_is "SELECT kill_request FROM trial WHERE id='$tb'" '!=' || true
-[ "$(sql "SELECT kill_request FROM trial WHERE id='$tb'")" = EARLY_STOPPED ] || { kill -CONT $wpid; fail "b: no kill request"; }
+wait_until 10 test -s "$NNI_HOME/$b/trials/$tb/.nni/state" ||
+    { kill -CONT $wpid; fail "b: the trial did not end by itself while its worker was stopped"; }
+wait_until 10 sql_is "SELECT kill_request FROM trial WHERE id='$tb'" EARLY_STOPPED ||
+    { kill -CONT $wpid; fail "b: kill request '$SQL_GOT', wanted EARLY_STOPPED"; }
 kill -CONT $wpid
 wait_status "$b" DONE 30
 [ "$(sql "SELECT status || ' ' || exit_code FROM trial WHERE id='$tb'")" = "SUCCEEDED 0" ] ||
@@ -59,7 +60,7 @@ metrics_experiment "$WORK/c" 1 1 33
 export TRIAL_STEPS=40 TRIAL_SLEEP=0.1
 nnictl create --config "$WORK/c/config.yml" --port "$port" > "$WORK/c.out"
 c=$(exp_id_of "$WORK/c.out")
-WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 || true
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 5 "c: the trial runs"
 tc=$(sql "SELECT id FROM trial WHERE experiment_id='$c'")
 read -r _ orphan _ < "$NNI_HOME/$c/trials/$tc/.nni/job.lock"
 kill -0 "$orphan" || fail "c: no trial process"
@@ -98,8 +99,7 @@ sql "UPDATE trial SET status = 'WAITING', attempt = 2, job_id = NULL, start_time
        lease_owner = 'gone:1:1', lease_expires = 0, kill_request = 'USER_CANCELED' WHERE id = '$td'"
 sql "UPDATE experiment SET status = 'RUNNING' WHERE id = '$d'"
 nnictl resume "$d" --port "$port" > /dev/null
-wait_until 10 sql_is "SELECT status FROM trial WHERE id='$td'" USER_CANCELED || true
-[ "$(sql "SELECT status || ' ' || attempt FROM trial WHERE id='$td'")" = "USER_CANCELED 2" ] ||
+wait_until 10 sql_is "SELECT status || ' ' || attempt FROM trial WHERE id='$td'" "USER_CANCELED 2" ||
     fail "d: $(sql "SELECT status, attempt, message FROM trial WHERE id='$td'")"
 [ ! -s "$NNI_HOME/$d/trials/$td/trial.stdout" ] || fail "d: the trial ran"
 nnictl stop "$d" > /dev/null

@@ -34,7 +34,8 @@ export TRIAL_STEPS=3 TRIAL_SLEEP=1
 metrics_experiment "$WORK/q" 1 3 6
 nnictl create --config "$WORK/q/config.yml" --port "$port" > "$WORK/q.out"
 q=$(exp_id_of "$WORK/q.out")
-WAIT_STEP=0.05 wait_until 5 sql_is "SELECT sum(status='RUNNING') || ' ' || sum(status='WAITING') FROM trial WHERE experiment_id='$q'" "1 2" || true
+WAIT_STEP=0.05 wait_until 5 sql_is "SELECT sum(status='RUNNING') || ' ' || sum(status='WAITING') FROM trial WHERE experiment_id='$q'" "1 2" ||
+    fail "q: '$SQL_GOT' trials running and queued, wanted '1 2'"
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$q'")" = 3 ] || fail "q: not 1 running + 2 queued"
 API="http://127.0.0.1:$port/api/v1/nni"
 out=$(curl -s -X POST -d '{"x": 77}' "$API/trial-jobs")
@@ -50,7 +51,7 @@ pass "a customized trial takes the place of a queued one: 3 trials in a budget o
 metrics_experiment "$WORK/l" 1 10 7
 nnictl create --config "$WORK/l/config.yml" --port "$port" > "$WORK/l.out"
 l=$(exp_id_of "$WORK/l.out")
-WAIT_STEP=0.05 wait_until 5 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$l'" 3 || true
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$l'" 3 5 "l: 3 trials queued"
 nnictl update trialnum "$l" --value 1 > /dev/null
 wait_status "$l" DONE 60
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$l' AND start_time IS NOT NULL")" = 1 ] ||

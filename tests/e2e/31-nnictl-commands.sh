@@ -237,7 +237,7 @@ pass "clear messages for a stopped experiment and a port that does not answer; u
 base=$(sql "SELECT space_index_base FROM experiment WHERE id='$id2'")
 kill -9 "$(sql "SELECT api_pid FROM experiment WHERE id='$id2'")"
 n resume "$id2" --port "$port"; [ "$rc" = 0 ] || { cat "$WORK/out"; fail "resume after kill -9"; }
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameters->>'x' IN (7, 8)" '>=2' || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND parameters->>'x' IN (7, 8)" '>=2' 30 "trials of the new grid after resume"
 [ "$(sql "SELECT group_concat(x, ',') FROM (SELECT parameters->>'x' AS x FROM trial WHERE experiment_id='$id2'
           AND parameters->>'x' IN (7, 8) ORDER BY sequence)")" = "7,8" ] ||
     fail "the new grid: $(sql "SELECT sequence, parameter_id, parameters FROM trial WHERE experiment_id='$id2'")"

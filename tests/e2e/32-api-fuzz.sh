@@ -15,7 +15,8 @@ export TRIAL_STEPS=3 TRIAL_SLEEP=0.2
 metrics_experiment "$WORK/exp" 2 40 3
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
-wait_until 10 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'" '>0' || true
+wait_sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$id'" '>0' 10 \
+    "a metric stored before the fuzzing"
 api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")
 

@@ -32,9 +32,9 @@ for l in open(sys.argv[1]):
     if r["event"] == sys.argv[2]: print(json.dumps(r, sort_keys=True))' "$1" "$2"; }
 
 # wait_events <file> <event> <count>: the process writes what it received a moment after
-# the experiment's rows say so
+# the experiment's rows say so; fails when fewer than <count> come within 30 s
 has_events() { [ -f "$1" ] && [ "$(events "$1" "$2" | wc -l)" -ge "$3" ]; }
-wait_events() { wait_until 30 has_events "$@" || true; }
+wait_events() { wait_until 30 has_events "$@" || fail "$1: fewer than $3 $2 records after 30 s"; }
 
 check_run() { # <dir> <exp id> <channel>
     local dir=$1 id=$2 chan=$3
@@ -177,7 +177,8 @@ write_config "$WORK/retry/config.yml" searchSpace='{q: {_type: choice, _value: [
     tuner="{codeDirectory: $TRIALQ_SRC/tests/dispatcher/algos, className: recorder.RecordingTuner, classArgs: {out: $WORK/retry/tuner.jsonl}}"
 nnictl create --config "$WORK/retry/config.yml" --port "$port" > "$WORK/retry.out"
 rt=$(exp_id_of "$WORK/retry.out")
-wait_until 30 sql_is "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$rt' AND m.type='FINAL'" 1 || true
+wait_sql "SELECT count(*) FROM metric m JOIN trial t ON t.id = m.trial_id WHERE t.experiment_id='$rt' AND m.type='FINAL'" 1 30 \
+    "retry: attempt 1 reported its result"
 tr_id=$(sql "SELECT id FROM trial WHERE experiment_id='$rt'")
 read -r _ tpid _ < "$NNI_HOME/$rt/trials/$tr_id/.nni/job.lock"
 pkill -9 -f "trialq-supervise $NNI_HOME/$rt/trials/$tr_id " || fail "retry: no supervisor to kill"

@@ -131,7 +131,7 @@ sed -i 's/^tuner:/advisor:/' "$WORK/adv/config.yml"
 nnictl create --config "$WORK/adv/config.yml" --port "$port" > "$WORK/adv.out"
 id=$(exp_id_of "$WORK/adv.out")
 wait_status "$id" DONE 120
-wait_until 30 trial_ends "$WORK/adv/a.jsonl" 3 || true
+wait_until 30 trial_ends "$WORK/adv/a.jsonl" 3 || fail "advisor: fewer than 3 trial ends reached it"
 [ "$(sql "SELECT group_concat(parameter_label, ',') FROM (SELECT parameter_label FROM trial WHERE experiment_id='$id' ORDER BY sequence)")" = "r0-0,r0-1,r0-2" ] ||
     fail "advisor: labels $(sql "SELECT parameter_label FROM trial WHERE experiment_id='$id'")"
 $PY - "$WORK/adv/a.jsonl" "$(sql "SELECT parameter_label || ' ' || id || ' ' || final_metric FROM trial WHERE experiment_id='$id'" | sort | tr '\n' ';')" <<'PY' || fail "advisor: results"
@@ -150,13 +150,13 @@ pass "an advisor's string parameter ids go to the trials and come back with thei
 MAXT=40 config "$WORK/live" websocket "{codeDirectory: $ALGOS, className: recorder.RecordingTuner, classArgs: {out: $WORK/live/t.jsonl}}"
 SLEEP=0.5 nnictl create --config "$WORK/live/config.yml" --port "$port" > "$WORK/live.out"
 id=$(exp_id_of "$WORK/live.out")
-wait_until 30 grep -q generate "$WORK/live/t.jsonl" || true
+wait_until 30 grep -qs generate "$WORK/live/t.jsonl" || fail "live: the tuner generated nothing in 30 s"
 echo '{"q": {"_type": "choice", "_value": [3, 4]}}' > "$WORK/live/ss.json"
 nnictl update searchspace "$id" --filename "$WORK/live/ss.json" > /dev/null
 echo '[{"parameter": {"q": 7}, "value": 7.5}, {"parameter": {"q": 6}, "value": "{\"default\": 6.5}"}]' > "$WORK/live/imp.json"
 nnictl experiment import "$id" --filename "$WORK/live/imp.json" > /dev/null
 ss_and_fd() { grep -q '"import"' "$WORK/live/t.jsonl" && [ "$(grep -c search_space "$WORK/live/t.jsonl")" = 2 ]; }
-wait_until 30 ss_and_fd || true
+wait_until 30 ss_and_fd || fail "live: the tuner did not get the import and a second search space"
 $PY - "$WORK/live/t.jsonl" <<'PY' || fail "live: SS/FD"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -173,14 +173,14 @@ MAXT=4 config "$WORK/kill" websocket "{codeDirectory: $ALGOS, className: recorde
 sed -i 's/trialConcurrency: 1/trialConcurrency: 2/' "$WORK/kill/config.yml"
 SLEEP=2 nnictl create --config "$WORK/kill/config.yml" --port "$port" > "$WORK/kill.out"
 id=$(exp_id_of "$WORK/kill.out")
-WAIT_STEP=0.05 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 || true
+WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 30 "kill: 2 trials running"
 running=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' ORDER BY sequence" | tr '\n' ' ')
 api=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 kill -9 "$api"
-WAIT_STEP=0.05 wait_until 5 gone "$api" || true
+WAIT_STEP=0.05 wait_dead "$api" 5 "kill: the api killed with -9"
 nnictl resume "$id" --port "$port" > /dev/null
 wait_status "$id" DONE 120
-wait_until 30 trial_ends "$WORK/kill/t.jsonl" 4 || true
+wait_until 30 trial_ends "$WORK/kill/t.jsonl" 4 || fail "kill: fewer than 4 trial ends reached the tuner"
 $PY - "$WORK/kill/t.jsonl" "$running" <<'PY' || fail "kill: AD"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]

@@ -49,8 +49,8 @@ maxTrialNumber: 1"
 port_c=$(free_port)
 GPU_TRIAL_SECONDS=600 gpu_create "$WORK/c/config.yml" "$WORK/c.out" "$port_c"
 c=$(exp_id_of "$WORK/c.out")
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$c' AND status='RUNNING'" 1 || true
-[ "$(sql "SELECT gpu_indices FROM trial WHERE experiment_id='$c'")" = 1 ] || fail "c's trial is not on GPU 1"
+wait_until 30 sql_is "SELECT status || ' ' || gpu_indices FROM trial WHERE experiment_id='$c'" "RUNNING 1" ||
+    fail "c's trial: '$SQL_GOT', wanted RUNNING on GPU 1"
 
 gpu_experiment "$WORK/d" "  useActiveGpu: false" "trialGpuNumber: 1
 trialConcurrency: 1

@@ -42,16 +42,16 @@ maxTrialNumber: 1
 maxTrialRetries: 1"
 GPU_TRIAL_SECONDS=600 gpu_create "$WORK/b/config.yml" "$WORK/b.out"
 b=$(exp_id_of "$WORK/b.out")
-wait_until 30 sql_is "SELECT status FROM trial WHERE experiment_id='$b'" RUNNING || true
+wait_sql "SELECT status FROM trial WHERE experiment_id='$b'" RUNNING 30 "the trial of b runs"
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$b'")
 job=$(sql "SELECT job_id FROM trial WHERE id='$tid'")
 sup=$(echo "$job" | cut -d: -f2)
 [ -n "$sup" ] || fail "no supervisor pid in job id '$job'"
-read -r _ tpid _ < "$NNI_HOME/$b/trials/$tid/.nni/job.lock" || true
+tpid=$(awk '{ print $2 }' "$NNI_HOME/$b/trials/$tid/.nni/job.lock")
+[ -n "$tpid" ] || fail "no trial process group in $tid's job.lock"
 kill -9 "$sup"
-[ -n "${tpid:-}" ] && kill -9 -- "-$tpid" 2>/dev/null || true
-wait_until 60 sql_is "SELECT attempt || ' ' || status FROM trial WHERE id='$tid'" "2 RUNNING" || true
-[ "$(sql "SELECT attempt || ' ' || status || ' ' || gpu_indices FROM trial WHERE id='$tid'")" = "2 RUNNING 0,1" ] ||
+kill -9 -- "-$tpid" 2>/dev/null || true   # the group may have ended with its supervisor
+wait_until 60 sql_is "SELECT attempt || ' ' || status || ' ' || gpu_indices FROM trial WHERE id='$tid'" "2 RUNNING 0,1" ||
     fail "retry: $(sql "SELECT attempt, status, gpu_indices, message FROM trial WHERE id='$tid'")"
 [ "$(sql "SELECT count(*) FROM gpu_claim WHERE trial_id='$tid'")" = 2 ] || fail "the retry does not hold both GPUs"
 pass "the vanished job was retried on GPUs 0,1 again"

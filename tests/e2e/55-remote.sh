@@ -89,12 +89,12 @@ nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.o
     { cat "$WORK/create2.out"; fail "create 2"; }
 id2=$(exp_id_of "$WORK/create2.out")
 REMOTE_EXPS="$id $id2"
-wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 4 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 4 60 "4 trials of experiment 2 running"
 [ "$(sql "SELECT count(DISTINCT machine) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'")" = 2 ] ||
     fail "4 trials not running on two machines"
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' ORDER BY sequence LIMIT 1")
 vdir=$(remote_dir_of "$victim")
-wait_until 10 test -s "$vdir/.nni/trialpid" || true
+wait_file -s "$vdir/.nni/trialpid" 10 "the pid of trial $victim"
 vpid=$(cat "$vdir/.nni/trialpid")
 nnictl trial kill "$id2" --trial_id "$victim" > /dev/null ||
     fail "nnictl trial kill"

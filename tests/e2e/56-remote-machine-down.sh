@@ -24,8 +24,7 @@ m2_busy() {
     done_n=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'")
     [ "$r2" -ge 1 ] && [ "$done_n" -ge 4 ]
 }
-wait_until 60 m2_busy || true
-[ "$r2" -ge 1 ] || fail "no trial running on machine 2"
+wait_until 60 m2_busy || fail "machine 2 runs $r2 trials with $done_n SUCCEEDED; wanted >= 1 with >= 4"
 victims=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND machine='$m2'")
 # the machine dies: sshd, sessions and the trials it ran
 remote_machine_down 2
@@ -87,7 +86,7 @@ nnictl create --config "$WORK/exp2/config.yml" --port "$(free_port)" > "$WORK/cr
     { cat "$WORK/create2.out"; fail "create 2"; }
 id2=$(exp_id_of "$WORK/create2.out")
 REMOTE_EXPS="$id $id2"
-wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 2 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 2 60 "2 trials of experiment 2 running"
 remote_machine_down 1
 remote_machine_down 2
 for p in $(remote_procs "$id2"); do kill -9 "$p" 2>/dev/null || true; done

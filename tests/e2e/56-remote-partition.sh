@@ -79,7 +79,7 @@ partition_a() {
     victims=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING' AND machine='$A'")
     for v in $victims; do
         dir=/home/tqremote1/nni-experiments/$id/trials/$v
-        wait_until 10 trial_files "$dir" || true
+        wait_until 10 trial_files "$dir" || fail "trial $v: no trialpid and metrics in $dir/.nni"
         read -r RPID[$v] RSTART[$v] < "$dir/.nni/runner" || fail "no runner file in $dir"
         TPID[$v]=$(cat "$dir/.nni/trialpid")
     done
@@ -91,7 +91,7 @@ partition_a() {
     done
     wait_sql "SELECT healthy FROM machine WHERE platform='remote' AND port=${SSHD_PORT[1]}" 0 60 "machine A marked down"
     for v in $victims; do
-        wait_until 30 sql_is "SELECT attempt FROM trial WHERE id='$v'" '>=2' || true
+        wait_sql "SELECT attempt FROM trial WHERE id='$v'" '>=2' 30 "trial $v retried after machine A went down"
         sql "SELECT reason FROM event WHERE trial_id='$v' AND to_state='WAITING'" | grep -q "$A is down" ||
             fail "trial $v was not retried after machine A went down"
         alive "${RPID[$v]}" "${RSTART[$v]}" || fail "attempt 1 of $v ended by itself: the test shows nothing"

@@ -17,7 +17,7 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
 id=$(exp_id_of "$WORK/create.out")
 REMOTE_EXPS="$id"
 
-wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 4 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 4 60 "4 trials running"
 running=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ "$(echo "$running" | wc -w)" = 4 ] || fail "4 trials not running"
 wpid=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='worker:remote' AND ended_at IS NULL ORDER BY id DESC LIMIT 1")
@@ -27,13 +27,12 @@ new_worker() {
     w2=$(sql "SELECT pid FROM process WHERE experiment_id='$id' AND role='worker:remote' AND ended_at IS NULL AND pid != $wpid ORDER BY id DESC LIMIT 1")
     [ -n "$w2" ] && kill -0 "$w2" 2>/dev/null
 }
-wait_until 30 new_worker || true
-[ -n "$w2" ] || fail "the api did not start a new worker"
+wait_until 30 new_worker || fail "the api did not start a new worker (last seen: '$w2')"
 pass "worker $wpid killed; new worker $w2"
 
 # while the new worker holds the jobs, machine 1's session drops (the listener lives)
 adopted() { grep -q "adopted" "$NNI_HOME/$id/log/"*.log 2>/dev/null; }
-wait_until 30 adopted || true
+wait_until 30 adopted || fail "the new worker logged no adoption"
 sleep 1
 remote_drop_sessions 1
 

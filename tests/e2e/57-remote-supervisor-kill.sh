@@ -63,15 +63,14 @@ pass "a: 6 runner supervisors killed -9: every trial ran on and SUCCEEDED in att
 start b
 b=$id
 b_runs() { [ "$(running "$b")" = 3 ] && [ "$(runs "$b" | wc -l)" = 3 ]; }
-WAIT_STEP=0.05 wait_until 30 b_runs || true
-[ "$(running "$b")" = 3 ] || fail "b: 3 trials not running"
+WAIT_STEP=0.05 wait_until 30 b_runs ||
+    fail "b: 3 trials with their runner supervisors not running ($(running "$b") RUNNING, $(runs "$b" | wc -l) runners)"
 sleep 0.5
 w=$(worker_pid "$b")
 [ -n "$w" ] || fail "b: no worker"
 kill -9 "$w" $(runs "$b") 2>/dev/null || true
 new_worker() { w2=$(worker_pid "$b"); [ -n "$w2" ] && [ "$w2" != "$w" ] && kill -0 "$w2" 2>/dev/null; }
-wait_until 30 new_worker || true
-[ -n "$w2" ] && [ "$w2" != "$w" ] || fail "b: the api did not start a new worker"
+wait_until 30 new_worker || fail "b: the api did not start a new worker (last seen: '$w2')"
 wait_status "$b" DONE 180
 check "$b"
 pass "b: runner supervisors killed with the worker: every trial SUCCEEDED in attempt 1"

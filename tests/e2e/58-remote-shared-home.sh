@@ -47,8 +47,7 @@ start_fg() {
     nnictl create --config "$1/config.yml" --port "$port" --foreground > "$1/create.out" 2>&1 &
     NPID=$!
     id_printed() { ID=$(exp_id_of "$1"); [ -n "$ID" ]; }
-    wait_until 30 id_printed "$1/create.out" || true
-    [ -n "$ID" ] || { cat "$1/create.out" >&2; fail "create $1"; }
+    wait_until 30 id_printed "$1/create.out" || { cat "$1/create.out" >&2; fail "create $1"; }
     PORT=$port
 }
 
@@ -78,7 +77,7 @@ crash() {
     kill -9 $pids 2>/dev/null || true
     wait "$NPID" 2>/dev/null || true
     for p in $pids; do
-        wait_until 5 not live "$p" || true
+        wait_until 5 not live "$p" || fail "manager process $p survived kill -9"
     done
     [ -z "$(our_pids)" ] || fail "manager processes survived kill -9: $(our_pids)"
     CRASH_RUNNING=$(sql "SELECT id || ' ' || machine FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
@@ -141,7 +140,7 @@ start_fg "$WORK/exp2"
 id2=$ID
 REMOTE_EXPS="$id $id2"
 crash "$id2"
-wait_until 30 grep -rqs "adopted" "$NNI_HOME/$id2/log/" || true
+wait_until 30 grep -rqs "adopted" "$NNI_HOME/$id2/log/" || fail "the resumed experiment logged no adoption"
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING' AND lease_owner IS NOT NULL" 4 60 \
     "4 trials held again after resume"
 victim=$(sql "SELECT id FROM trial WHERE experiment_id='$id2' AND status='RUNNING' AND machine='$B' ORDER BY sequence LIMIT 1")

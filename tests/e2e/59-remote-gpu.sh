@@ -38,9 +38,9 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
 id=$(exp_id_of "$WORK/create.out")
 REMOTE_EXPS="$id"
 
-wait_until 60 sql_is "SELECT waiting_reason FROM trial WHERE experiment_id='$id' AND status='WAITING' AND waiting_reason LIKE '%GPU%' LIMIT 1" '!=' || true
+wait_until 60 sql_is "SELECT waiting_reason FROM trial WHERE experiment_id='$id' AND status='WAITING' AND waiting_reason LIKE '%GPU%' LIMIT 1" '!=' ||
+    { sql "SELECT id, status, waiting_reason FROM trial WHERE experiment_id='$id'"; fail "no waiting trial says it waits for GPUs"; }
 reason=$SQL_GOT
-[ -n "$reason" ] || { sql "SELECT id, status, waiting_reason FROM trial WHERE experiment_id='$id'"; fail "no waiting trial says it waits for GPUs"; }
 echo "$reason" | grep -q "needs 1 GPU" || fail "waiting reason: $reason"
 pass "waiting trials say why: $reason"
 wait_status "$id" DONE 240

@@ -49,7 +49,7 @@ pass "live experiment in chromium"
 nnictl stop "$id" > /dev/null
 vport=$(free_port)
 nnictl view "$id" --port "$vport" > "$WORK/view.out" || { cat "$WORK/view.out"; fail "nnictl view"; }
-wait_until 10 http_ok "http://127.0.0.1:$vport/api/v1/nni/check-status" || true
+wait_http "http://127.0.0.1:$vport/api/v1/nni/check-status" 10 "" "nnictl view"
 # the web UI's reads against the database (stable now): every sort order walked page
 # by page equals the order computed here, filters, and bad parameters refused by name
 $PY - "http://127.0.0.1:$vport/api/v1/nni" "$DB" "$id" <<'PY' || fail "webui reads differ from the database"

@@ -25,7 +25,7 @@ echo '<!doctype html><title>another site</title><p>hello' > "$WORK/evil/index.ht
 evil_port=$(free_port)
 (cd "$WORK/evil" && exec $PY -m http.server "$evil_port" --bind 127.0.0.1) > "$WORK/evil.log" 2>&1 &
 evil_pid=$!
-wait_until 10 http_ok "http://127.0.0.1:$evil_port/index.html" || true
+wait_http "http://127.0.0.1:$evil_port/index.html" 10 "" "the other site's server"
 
 rc=0
 node "$UI/crosssite.js" "http://127.0.0.1:$port" "http://localhost:$evil_port" "http://evil.test:$port" "$DB" "$id" || rc=$?

@@ -53,7 +53,7 @@ nnictl stop "$idA" > /dev/null
 stA=$(sql "SELECT status FROM experiment WHERE id='$idA'")
 vport=$(free_port)
 PATH="$FAKE_DIR:$PATH" nnictl view "$idA" --port "$vport" > "$WORK/view.out" || { cat "$WORK/view.out"; fail "nnictl view"; }
-wait_until 10 http_ok "http://127.0.0.1:$vport/tb/exp/api/v1/nni/check-status" || true
+wait_http "http://127.0.0.1:$vport/tb/exp/api/v1/nni/check-status" 10 "" "nnictl view"
 node "$UI/tensorboard.js" view "http://127.0.0.1:$vport/tb/exp/" "$DB" "$idA" "$ART" ||
     fail "browser test (tensorboard, view) failed; screenshots in $ART"
 pass "TensorBoard under nnictl view"

@@ -27,7 +27,7 @@ printf '{"parameter_id": 0, "parameter_source": "algorithm", "parameters": {"x":
     exec /usr/bin/python3 "$RELAY" -- sh -c 'echo "$NNI_TRIAL_COMMAND_CHANNEL" > seen; exec sleep 60') &
 relay=$!
 relay_up() { [ -s "$hand/seen" ] && [ -s "$hand/.nni/channel" ]; }
-wait_until 10 relay_up || true
+wait_until 10 relay_up || fail "the relay wrote no channel file, or its command did not start, within 10 s"
 url=$(cat "$hand/.nni/channel")
 [[ "$url" == "http://127.0.0.1:"*"/env/0123abcd/TrIaL" && "$url" != *":9/"* ]] || fail "relay channel URL $url"
 [ "$(cat "$hand/seen")" = "$url" ] || fail "the command's NNI_TRIAL_COMMAND_CHANNEL is $(cat "$hand/seen"), not $url"

@@ -133,7 +133,7 @@ wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNI
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 # meanwhile the role loses the list verb: the worker polls each job on its own
 k8s_hook POST deny '{"list": true}' > /dev/null
-wait_until 10 test -f "$K8S_NFS/nni/$id/$tid/output/worker_output/written.log" || true
+wait_file "$K8S_NFS/nni/$id/$tid/output/worker_output/written.log" 10 "the trial's job runs"
 curl -sk --max-time 10 -X DELETE -H "Authorization: Bearer $K8S_TOKEN" \
     "https://127.0.0.1:$K8S_PORT/apis/kubeflow.org/v1/namespaces/default/tfjobs/nni-exp-$id-trial-${tid,,}" > /dev/null
 wait_sql "SELECT attempt FROM trial WHERE id='$tid'" 2 30
@@ -181,8 +181,7 @@ grep -q "tfjob.kubeflow.org/kubectl-job created" "$WORK/create.out" || { cat "$W
 if kc create -f "$WORK/job.json" --validate=false > "$WORK/create2.out" 2>&1; then fail "a second create succeeded"; fi
 grep -q 'AlreadyExists\|already exists' "$WORK/create2.out" || { cat "$WORK/create2.out"; fail "kubectl: no AlreadyExists"; }
 job_succeeded() { st=$(kc get tfjob kubectl-job -o 'jsonpath={.status.conditions[-1:].type}' 2>&1 || true); [ "$st" = Succeeded ]; }
-wait_until 10 job_succeeded || true
-[ "$st" = Succeeded ] || fail "kubectl get: the job is '$st', not Succeeded"
+wait_until 10 job_succeeded || fail "kubectl get: the job is '$st', not Succeeded"
 [ "$(cat "$K8S_NFS/kubectl-ran" 2>/dev/null)" = ran ] || fail "the job's pod did not write to the NFS volume"
 kc get tfjobs -l app=nni-kubernetes-trial,expId=kubectl -o name > "$WORK/get.out" 2>&1 || { cat "$WORK/get.out"; fail "kubectl get -l failed"; }
 [ "$(cat "$WORK/get.out")" = "tfjob.kubeflow.org/kubectl-job" ] || { cat "$WORK/get.out"; fail "kubectl get -l: unexpected list"; }

@@ -36,7 +36,7 @@ nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out
     { cat "$WORK/create.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create.out")
 tid_of() { sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"$1\"%'"; }
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 6 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id'" 6 30 "a trial for each of the 6 modes"
 slow=$(tid_of slow) admin=$(tid_of admin) lost=$(tid_of lost)
 for t in "$slow" "$admin" "$lost"; do
     wait_file "$PAI_LOCAL/$id/$t/started" 60 "trial $t did not start on the server"
@@ -80,7 +80,7 @@ ghost=nni_exp_${id}_trial_ghost1
 printf 'protocolVersion: 2\nname: %s\ntype: job\ntaskRoles:\n  taskrole:\n    instances: 1\n    commands: ["sleep 60"]\n' "$ghost" |
     curl -sf -X POST -H "Content-Type: text/yaml" -H "Authorization: Bearer $PAI_TOKEN" --data-binary @- \
         "$PAI_URL/rest-server/api/v2/jobs" > /dev/null || fail "cannot submit the ghost job"
-wait_until 10 http_ok "$PAI_URL/_test/job/$ghost" '"state": "RUNNING"' || true
+wait_http "$PAI_URL/_test/job/$ghost" 10 '"state": "RUNNING"' "the ghost job does not run"
 nnictl stop "$id" > /dev/null
 wait_http "$PAI_URL/_test/job/$ghost" 10 '"state": "STOPPED"' "nnictl stop left job $ghost running"
 pass "nnictl stop stopped a job the database did not know"

@@ -33,8 +33,7 @@ openpai_runs() {
     lost=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND platform='openpai' AND status='RUNNING' ORDER BY sequence LIMIT 1")
     [ -n "$lost" ] && [ -f "$PAI_LOCAL/$id/$lost/.nni/submitted" ]
 }
-wait_until 60 openpai_runs || true
-[ -n "$lost" ] || fail "no trial ran on openpai"
+wait_until 60 openpai_runs || fail "no trial ran on openpai with its job submitted (running: '$lost')"
 curl -sf -X POST "$PAI_URL/_test/forget/nni_exp_${id}_trial_${lost}" > /dev/null
 wait_status "$id" DONE 180
 pass "hybrid experiment reached DONE"

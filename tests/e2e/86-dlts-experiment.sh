@@ -92,7 +92,7 @@ nnictl create --config "$WORK/exp2/config.yml" --port "$port" > "$WORK/create2.o
     { cat "$WORK/create2.out"; fail "create failed"; }
 id=$(exp_id_of "$WORK/create2.out")
 tid_of() { sql "SELECT id FROM trial WHERE experiment_id='$id' AND parameters LIKE '%\"$1\"%'"; }
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id'" 5 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id'" 5 30 "a trial for each of the 5 modes"
 slow=$(tid_of slow) admin=$(tid_of admin) paused=$(tid_of paused)
 for t in "$slow" "$admin" "$paused"; do
     wait_file "$DLTS_LOCAL/$id/$t/started" 60 "trial $t did not start on the server"

@@ -52,9 +52,7 @@ wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND s
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id'")
 wait_file "$DLTS_LOCAL/$id/$tid/.nni/jobid" 10 "no jobid"
 own=$(cat "$DLTS_LOCAL/$id/$tid/.nni/jobid")
-w=$(pgrep -f "trialq worker --platform dlts --experiment $id" | head -n1) a=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
-kill -9 "$w" "$a"
-wait_until 5 gone "$a" || true
+kill9_manager "$id" dlts
 rm "$DLTS_LOCAL/$id/$tid/.nni/jobid"   # as if the manager died before writing it
 created=$(dlts_stat 's["created"]')
 "$PY" -c "import json,sys; print(json.dumps({'jobName': sys.argv[1], 'resourcegpu': 1, 'image': 'x', 'cmd': 'sleep 30',

@@ -39,6 +39,8 @@ id=$AML_ID
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 30 "a trial RUNNING"
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id'")
 wait_file "$AML_BLOB/$id/$tid/.nni/amljob" 10 "no .nni/amljob"
+# (the job runs the trial's command before its body is changed below)
+wait_file -s "$AML_BLOB/$id/$tid/written.log" 10 "the trial's job did not start its command"
 kill9_manager "$id" aml
 rm "$AML_BLOB/$id/$tid/.nni/amljob"   # as if the manager died before writing it
 name=nni_exp_${id}_trial_${tid}

@@ -49,8 +49,8 @@ sql() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$DB" "$@"; }
 # ---- waiting. Every wait polls every WAIT_STEP seconds (0.1; `WAIT_STEP=0.05 wait_...`
 # polls faster) at most SECONDS / WAIT_STEP times (decimal SECONDS allowed), then looks
 # once more. The wait_* helpers fail the test naming what they waited for; wait_until
-# only returns 1, for a wait whose end the test checks itself (`|| fail "..."`) or whose
-# end it does not need (`|| true`).
+# only returns 1, and the test asserts it: `|| fail "<what did not happen>"`. A wait is a
+# precondition of what follows, never `|| true`: a scenario that did not happen fails.
 
 # wait_until SECONDS CMD [ARG...]: until CMD succeeds; 1 when it did not within SECONDS
 wait_until() {
@@ -140,6 +140,13 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # wait_gone PID [SECONDS [WHAT]]: until gone PID, 10 s by default; else fails saying WHAT
 wait_gone() {
     wait_until "${2:-10}" gone "$1" || fail "${3:+$3: }process $1 still runs after ${2:-10} s"
+}
+# dead PID: gone, or a zombie (a process killed whose reparented exit an init has not
+# reaped yet: the CLI's liveness check, proc_alive, counts it as ended too);
+# wait_dead PID [SECONDS [WHAT]]: until dead PID, 10 s by default; else fails saying WHAT
+dead() { gone "$1" || ps -o stat= -p "$1" 2>/dev/null | grep -q '^Z'; }
+wait_dead() {
+    wait_until "${2:-10}" dead "$1" || fail "${3:+$3: }process $1 still runs after ${2:-10} s"
 }
 
 # http_ok URL [REGEX]: curl -sf URL succeeds (and its body matches the grep -E REGEX)
@@ -243,7 +250,7 @@ kill9_manager() {
     a=$(sql "SELECT api_pid FROM experiment WHERE id='$1'")
     [ -n "$w" ] && [ -n "$a" ] || fail "no worker or api to kill"
     kill -9 "$w" "$a"
-    wait_until 5 gone "$a" || true
+    wait_dead "$a" 5 "the api killed with -9"
     before=$(sql "SELECT count(*) FROM trial WHERE experiment_id='$1' AND status IN ('RUNNING','WAITING') AND job_id IS NOT NULL")
     pass "api $a and worker $w killed with $before jobs in flight"
 }
@@ -409,10 +416,11 @@ kill_api_at() {
     local id=$1 port=$2 at p
     shift 2
     for at in "$@"; do
-        WAIT_STEP=0.05 wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" ">=$at" || true
+        WAIT_STEP=0.05 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" ">=$at" 30 \
+            "$at trials SUCCEEDED, to kill the api at"
         p=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
         kill -9 "$p"
-        WAIT_STEP=0.05 wait_until 5 gone "$p" || true
+        WAIT_STEP=0.05 wait_dead "$p" 5 "the api killed with -9"
         nnictl resume "$id" --port "$port" > /dev/null
     done
 }
@@ -433,7 +441,8 @@ crash_and_resume() {
     [ -n "$w" ] || fail "no $platform worker"
     kill -9 "$w"
     pass "worker $w killed with 4 jobs running"
-    wait_until 60 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' || true
+    wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='SUCCEEDED'" '>=6' 60 \
+        "6 trials SUCCEEDED after the worker was killed"
     _running 2
     kill9_manager "$id" "$platform"
     sleep 1.5

@@ -57,8 +57,7 @@ k8s_start() {
 }
 k8s_stop() {
     [ -n "$K8S_PID" ] || return 0
-    kill "$K8S_PID" 2>/dev/null || true
-    WAIT_STEP=0.05 wait_until 5 gone "$K8S_PID" || true
+    jobserver_stop "$K8S_PID"
     K8S_PID=""
 }
 
@@ -235,8 +234,15 @@ k8s_scenario() {
     fi
 
     # kill of a running trial (one the new worker adopted): its job is deleted
-    hold_wrote() { ls "$K8S_NFS/nni/$id/$hold/output/"*written.log "$K8S_NFS/nni/$id/$hold/output/written.log" > /dev/null 2>&1; }
-    wait_until 10 hold_wrote || true
+    # (its output dir: output/ on ADL, output/<role>_output/ where the scripts are on the share)
+    hold_wrote() {
+        local f
+        for f in "$K8S_NFS/nni/$id/$hold/output/written.log" "$K8S_NFS/nni/$id/$hold/output/"*_output/written.log; do
+            [ -s "$f" ] && return 0
+        done
+        return 1
+    }
+    wait_until 10 hold_wrote || fail "$platform: trial $hold wrote no metrics to kill it while it runs"
     nnictl trial kill "$id" --trial_id "$hold" > /dev/null
     wait_sql "SELECT status FROM trial WHERE id='$hold'" USER_CANCELED 30
     job_listed() { k8s_hook GET objects | grep -qi -e "trial-$hold" -e "trial$hold\""; }
