@@ -16,7 +16,7 @@ write_config "$WORK/exp/config.yml" searchSpace='{x: {_type: uniform, _value: [0
 nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/create.out"
 id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || fail "no experiment id printed"
-wait_until 10 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 2 10 "both trials running"
 api_pid=$(sql "SELECT api_pid FROM experiment WHERE id='$id'")
 token=$(sql "SELECT token FROM experiment WHERE id='$id'")
 A=$(sql "SELECT id FROM trial WHERE experiment_id='$id' ORDER BY sequence LIMIT 1")

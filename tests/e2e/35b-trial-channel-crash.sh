@@ -63,12 +63,12 @@ channel_up() {
     tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
     [ -n "$tid" ] && [ -s "$NNI_HOME/$id/trials/$tid/.nni/channel" ]
 }
-wait_until 30 channel_up || true
+wait_until 30 channel_up || fail "no running trial wrote its .nni/channel"
 tdir=$NNI_HOME/$id/trials/$tid
 url=$(cat "$tdir/.nni/channel")
 [[ "$url" == "http://127.0.0.1:"*"/env/"*"/$tid" && "$url" != "http://127.0.0.1:$port/"* ]] || fail "channel URL $url"
 $PY "$TRIALQ_SRC/tests/e2e/lib/chan_probe.py" "$url" "$tid" "$tdir" || fail "the trial channel by hand"
-wait_until 5 sql_is "SELECT count(*) FROM metric WHERE trial_id='$tid'" 2 || true  # sequences 7 and 9
+wait_sql "SELECT count(*) FROM metric WHERE trial_id='$tid'" 2 5 "the probe's metrics (sequences 7 and 9) stored"
 [ "$(sql "SELECT count(*) FROM metric WHERE trial_id='$tid' AND sequence=7")" = 1 ] || fail "the metric sent twice is not stored once"
 nnictl stop "$id" > /dev/null
 [ ! -e "$tdir/.nni/channel" ] || fail "channel file left after the trial ended"

@@ -71,10 +71,10 @@ $PY -c 'import json,sys; e=[x for x in json.loads(sys.argv[1].split(" ",1)[1]) i
     fail "experiments-info prefixUrl: $out"
 pass "REST API under /tq/x only; reads need no token; prefixUrl shown"
 
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 1 30 "a trial running"
 tid=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND status='RUNNING'")
 [ -n "$tid" ] || fail "no trial runs"
-wait_until 10 test -s "$NNI_HOME/$id/trials/$tid/channel.url" || true
+wait_until 10 test -s "$NNI_HOME/$id/trials/$tid/channel.url" || fail "trial $tid wrote no channel.url"
 chan=$(cat "$NNI_HOME/$id/trials/$tid/channel.url")
 # the trial's channel is served by its group leader (a loopback port of its own) under
 # the path the api serves it
@@ -193,7 +193,7 @@ n create --config "$WORK/exp/mip.yml" --port "$port2"; [ "$rc" = 0 ] || { cat "$
 id2=$(exp_id_of "$WORK/out")
 [ "$(sql "SELECT bind_address FROM experiment WHERE id='$id2'")" = 0.0.0.0 ] || fail "nniManagerIp: not bound to 0.0.0.0"
 out=$(req DELETE "http://127.0.0.2:$port2/api/v1/nni/experiment"); [ "${out%% *}" = 401 ] || fail "nniManagerIp: $out"
-wait_until 30 sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 1 || true
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id2' AND status='RUNNING'" 1 30 "a trial of the nniManagerIp experiment running"
 n stop "$id2"
 assert_no_leftovers
 pass "nniManagerIp 192.0.2.7: listens on 0.0.0.0, changes need the token"

@@ -185,6 +185,6 @@ n stop "$id"
 [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$other'")" = 3 ] || fail "$other changed"
 # a worker stopped while it starts leaves its 'import nni' probe to finish alone
 nothing_left() { [ -z "$(our_pids)" ]; }
-wait_until 3 nothing_left || true
+wait_until 3 nothing_left || fail "processes left after the stop: $(our_pids)"
 assert_no_leftovers
 pass "the good pack loads (trial dirs rebuilt under --logDir) and resumes"
