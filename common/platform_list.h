@@ -35,6 +35,6 @@
 /* "local, remote, ...": the names in this order, comma-separated (the string literal
  * ", local, remote, ..." less its first two characters) */
 #define PLATFORM_NAME_ITEM_(id, on_host, shared_storage, machines) ", " #id
-#define PLATFORM_NAMES (TRIALQ_PLATFORMS(PLATFORM_NAME_ITEM_) + 2)
+#define PLATFORM_NAMES (&(TRIALQ_PLATFORMS(PLATFORM_NAME_ITEM_))[2])
 
 #endif
