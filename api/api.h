@@ -21,14 +21,7 @@ struct dispatcher;
 struct tensorboard;
 struct chan_state;
 struct cconns;
-
-struct child {
-    pid_t pid;
-    char *platform;
-    int64_t started_ms;
-    int64_t backoff_ms;
-    int64_t restart_at_ms; /* 0 = running */
-};
+struct children;
 
 struct api {
     struct event_base *base;
@@ -60,10 +53,12 @@ struct api {
     int64_t last_heartbeat_ms;
     int64_t pending_exec_ms;   /* running time not yet added to exec_duration_ms */
     int64_t proc_row;
-    struct child *children;
-    int nchildren;
+    struct children *children; /* its workers and the reaper registry (children.c) */
     char *log_level;
     int exit_code;
+    /* sched_tick, set by the scheduler (sched_load_tuner): what the layers below it (the
+     * dispatcher's new parameters) call to have the scheduler take them now */
+    void (*wake_scheduler)(struct api *a);
     /* started by NNI's launcher (its manager's command line, api/launch.c) */
     int nni_launched;          /* SIGTERM stops the experiment, as it stops NNI's manager */
     char *exp_root;            /* --experiments-directory */
@@ -93,52 +88,5 @@ void api_set_create_hook(api_create_fn fn);
  * the tuner's view, the assessor, the config and the experiment row (not the database,
  * the event loop or the HTTP server). api_main's end; the unit tests' too. */
 void api_free_state(struct api *a);
-
-/* scheduler.c */
-int sched_load_tuner(struct api *a, struct errbuf *e);
-void sched_tick(struct api *a);
-void sched_begin_stop(struct api *a, const char *why);
-/* The tuner index (trial parameter_id) the next algorithm trial gets. 0 or -1. */
-int sched_next_index(struct api *a, int64_t *out, struct errbuf *e);
-/* Ends (SYS_CANCELED) up to max_n trials queued that no worker took yet, the newest
- * first: a budget used up or lowered lets no more start (NNI would not have submitted
- * them). Returns how many. */
-int sched_cancel_queued(struct api *a, const char *why, int64_t max_n);
-/* The algorithm trial with the latest tuner index was withdrawn (trial_enqueue put a
- * customized trial in its place): that index is suggested again. */
-void sched_index_withdrawn(struct api *a);
-/* A new search space is stored, beginning at tuner index index_base: the tuner view is
- * rebuilt with the indexes the new tuner sees (tuner.h, index_spans_spaces). */
-void sched_space_changed(struct api *a, int64_t index_base);
-
-/* assess.c */
-struct assess_state;
-int assess_init(struct api *a, struct errbuf *e);
-void assess_tick(struct api *a);
-void assess_free(struct api *a);
-
-/* tensorboard.c: TensorBoard tasks, children of the api that end with it */
-void tensorboard_reaped(struct api *a, pid_t pid, int status);
-void tensorboard_tick(struct api *a);
-void tensorboard_shutdown(struct api *a);
-
-/* children.c */
-void children_start(struct api *a);
-void children_reap(struct api *a);
-void children_restart_due(struct api *a);
-void children_wake(struct api *a);
-void children_stop(struct api *a);
-
-/* routes.c */
-void routes_register(struct api *a);
-
-/* launch.c: NNI's launcher */
-/* Serves until POST /experiment stores the row (0), or a signal ends it (1). */
-int launch_await_config(struct api *a, int port);
-/* A request while awaiting_config: GET /check-status and POST /experiment. */
-void launch_request(struct api *a, struct evhttp_request *r, int nseg, char **seg);
-/* A new ExperimentProfile row in <exp_dir>/db/nni.sqlite from the experiment's row,
- * for NNI's client (its resume and view read the config there). Logged when it fails. */
-void launch_nnidb_sync(struct api *a);
 
 #endif

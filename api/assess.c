@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/assess.h"
+#include "api/children.h"
 #include "api/dispatcher.h"
 #include "schema/tuner_rows.h"
 

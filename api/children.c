@@ -1,5 +1,7 @@
 /* children.c: the api keeps its workers alive: it starts them, reaps them, records
- * which died and why (an event row and the log), and restarts them with back-off. */
+ * which died and why (an event row and the log), and restarts them with back-off. It
+ * reaps every other child of the api too, handing each exit to whoever registered the
+ * pid (children.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -8,29 +10,71 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "api/dispatcher.h"
+#include "api/children.h"
+#include "common/spawn.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 
+struct child {
+    pid_t pid;
+    char *platform;
+    int64_t started_ms;
+    int64_t backoff_ms;
+    int64_t restart_at_ms; /* 0 = running */
+};
+
+struct reaper {
+    pid_t pid;
+    reaped_fn fn;
+};
+
+struct children {
+    struct child *v;       /* the workers */
+    int n;
+    struct reaper *reapers; /* the other children, registered by who started them */
+    int nreapers, capreapers;
+};
+
+static struct children *state_of(struct api *a)
+{
+    if (!a->children)
+        a->children = xcalloc(1, sizeof *a->children);
+    return a->children;
+}
+
+void reaper_add(struct api *a, pid_t pid, reaped_fn fn)
+{
+    struct children *k = state_of(a);
+    for (int i = 0; i < k->nreapers; i++)
+        if (k->reapers[i].pid == pid && k->reapers[i].fn == fn)
+            return;
+    if (k->nreapers == k->capreapers) {
+        k->capreapers = k->capreapers ? k->capreapers * 2 : 8;
+        k->reapers = xrealloc(k->reapers, (size_t)k->capreapers * sizeof *k->reapers);
+    }
+    k->reapers[k->nreapers++] = (struct reaper){pid, fn};
+}
+
+/* The registered callbacks of pid, each called once and forgotten. */
+static void reaped_registered(struct api *a, pid_t pid, int status)
+{
+    struct children *k = state_of(a);
+    for (int i = 0; i < k->nreapers;) {
+        if (k->reapers[i].pid != pid) {
+            i++;
+            continue;
+        }
+        reaped_fn fn = k->reapers[i].fn;
+        k->reapers[i] = k->reapers[--k->nreapers];
+        fn(a, pid, status);
+    }
+}
+
 static void spawn(struct api *a, struct child *c)
 {
-    char *exe = self_exe_path();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* SIGUSR1 (our wake-up) stays blocked across exec until the worker has its
-         * signalfd: its default action would kill a worker still starting up */
-        sigset_t usr1;
-        sigemptyset(&usr1);
-        sigaddset(&usr1, SIGUSR1);
-        sigprocmask(SIG_SETMASK, &usr1, NULL);
-        close_fds_from(3);
-        fd_limit_restore();
-        execl(exe, "trialq", "worker", "--platform", c->platform, "--experiment", a->exp_id,
-              "--home", a->home, "--log-level", a->log_level, "--parent-death", (char *)NULL);
-        _exit(127);
-    }
-    free(exe);
+    const char *extra[] = {"--log-level", a->log_level, "--parent-death", NULL};
+    pid_t pid = worker_spawn(c->platform, a->exp_id, a->home, SPAWN_BLOCK_USR1, extra);
     if (pid < 0) {
         log_error("cannot start a %s worker: %s", c->platform, strerror(errno));
         c->restart_at_ms = mono_ms() + c->backoff_ms;
@@ -50,8 +94,9 @@ void children_start(struct api *a)
     /* one worker per platform of the experiment (hybrid: one per listed platform) */
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(a->cfg->canonical, "trainingService");
     int n = cJSON_IsArray(ts) ? cJSON_GetArraySize(ts) : 1;
-    a->children = xcalloc((size_t)n, sizeof *a->children);
-    a->nchildren = 0;
+    struct children *k = state_of(a);
+    k->v = xcalloc((size_t)n, sizeof *k->v);
+    k->n = 0;
     for (int i = 0; i < n; i++) {
         const char *name = a->exp.platform;
         if (cJSON_IsArray(ts)) {
@@ -61,11 +106,11 @@ void children_start(struct api *a)
             name = p->valuestring;
         }
         int dup = 0; /* a platform listed twice still gets one worker */
-        for (int k = 0; k < a->nchildren && !dup; k++)
-            dup = strcmp(a->children[k].platform, name) == 0;
+        for (int w = 0; w < k->n && !dup; w++)
+            dup = strcmp(k->v[w].platform, name) == 0;
         if (dup)
             continue;
-        struct child *c = &a->children[a->nchildren++];
+        struct child *c = &k->v[k->n++];
         c->platform = xstrdup(name);
         c->backoff_ms = BACKOFF_MIN_MS;
         spawn(a, c);
@@ -77,10 +122,10 @@ void children_reap(struct api *a)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        dispatcher_reaped(a, pid, status); /* a customized tuner's process (api/dispatcher.c) */
-        tensorboard_reaped(a, pid, status); /* a TensorBoard task (api/tensorboard.c) */
-        for (int i = 0; i < a->nchildren; i++) {
-            struct child *c = &a->children[i];
+        reaped_registered(a, pid, status); /* the dispatcher's process, TensorBoard tasks */
+        struct children *k = state_of(a);
+        for (int i = 0; i < k->n; i++) {
+            struct child *c = &k->v[i];
             if (c->pid != pid)
                 continue;
             char why[96];
@@ -112,8 +157,9 @@ void children_restart_due(struct api *a)
 {
     if (a->stopping && a->stop_deadline_ms == 0)
         return;
-    for (int i = 0; i < a->nchildren; i++) {
-        struct child *c = &a->children[i];
+    struct children *k = state_of(a);
+    for (int i = 0; i < k->n; i++) {
+        struct child *c = &k->v[i];
         if (c->pid == 0 && c->restart_at_ms && mono_ms() >= c->restart_at_ms)
             spawn(a, c);
     }
@@ -121,15 +167,17 @@ void children_restart_due(struct api *a)
 
 void children_wake(struct api *a)
 {
-    for (int i = 0; i < a->nchildren; i++)
-        if (a->children[i].pid > 0)
-            kill(a->children[i].pid, SIGUSR1);
+    struct children *k = a->children;
+    for (int i = 0; k && i < k->n; i++)
+        if (k->v[i].pid > 0)
+            kill(k->v[i].pid, SIGUSR1);
 }
 
 void children_stop(struct api *a)
 {
-    for (int i = 0; i < a->nchildren; i++) {
-        struct child *c = &a->children[i];
+    struct children *k = state_of(a);
+    for (int i = 0; i < k->n; i++) {
+        struct child *c = &k->v[i];
         c->restart_at_ms = 0;
         if (c->pid > 0) {
             proc_terminate(c->pid, 0, 3000);
@@ -141,7 +189,17 @@ void children_stop(struct api *a)
         }
         free(c->platform);
     }
+    free(k->v);
+    k->v = NULL;
+    k->n = 0;
+}
+
+void children_free(struct api *a)
+{
+    if (!a->children)
+        return;
+    children_stop(a);
+    free(a->children->reapers);
     free(a->children);
     a->children = NULL;
-    a->nchildren = 0;
 }

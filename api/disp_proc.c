@@ -18,8 +18,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "common/trialenv.h"
+#include "api/children.h"
 #include "api/disp.h"
+#include "api/dispatcher.h"
+#include "common/trialenv.h"
 #include "schema/dispatch.h"
 #include "schema/exp_api.h"
 #include "schema/trial_sets.h"
@@ -351,6 +353,7 @@ static void attach(struct dispatcher *d, pid_t pid, struct launch_fds *f, const 
     setpgid(pid, pid);
     d->pid = pid;
     d->pid_start = proc_start_time(pid);
+    reaper_add(a, pid, dispatcher_reaped);
     proc_register(a->db, a->exp_id, "dispatcher", pid, d->pid_start, &d->proc_row, &e);
     log_info("dispatcher started: pid %d, %s channel: sh -c \"%.200s...\"", (int)pid, d->use_ws ? "WebSocket" : "pipe",
              cmd);

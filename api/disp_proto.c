@@ -10,6 +10,7 @@
 
 #include <event2/event.h>
 
+#include "api/children.h"
 #include "api/disp.h"
 #include "schema/dispatch.h"
 
@@ -270,7 +271,8 @@ static void on_kick(evutil_socket_t fd, short ev, void *arg)
     (void)fd; (void)ev;
     struct dispatcher *d = arg;
     d->kick_pending = 0;
-    sched_tick(d->a);
+    if (d->a->wake_scheduler)
+        d->a->wake_scheduler(d->a);
 }
 
 /* New parameters: the scheduler takes them now rather than on its next tick. */

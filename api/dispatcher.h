@@ -26,7 +26,8 @@ int dispatcher_init(struct api *a, struct errbuf *e);
 /* Called on every assessor tick: starts the process if needed (customized assessor
  * with a built-in tuner). */
 void dispatcher_tick(struct api *a);
-/* children.c reaps every child: it hands over the dispatcher's exit status. */
+/* children.c reaps every child: it hands over the dispatcher's exit status (registered
+ * with reaper_add when the process starts, disp_proc.c). */
 void dispatcher_reaped(struct api *a, pid_t pid, int status);
 /* GET /tuner: the dispatcher's WebSocket connection (handshake, then the channel). */
 void dispatcher_ws_request(struct api *a, struct evhttp_request *r);

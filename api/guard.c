@@ -37,7 +37,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "api/routes.h"
+#include "api/http_util.h"
 #include "common/http1.h"
 
 #define HEAD_MAX (32 << 10)     /* request line + headers; evhttp is given the same bound */
@@ -80,6 +80,7 @@ struct gconn {
 
 struct guard {
     struct api *a;
+    guard_policy_fn policy; /* the route table's limits (routes.c) */
     struct evconnlistener *lev;
     struct event *sweep;
     struct gconn *head, *tail; /* oldest first */
@@ -386,9 +387,9 @@ static int take_head(struct gconn *c, struct evbuffer *src, const char *text, si
                target, (long long)body, (int)(h.target - 1 - text), text);
     } else {
         struct head_policy pol;
-        routes_head_policy(g->a, guard_evhttp_method(h.method), target, &pol);
+        g->policy(g->a, guard_evhttp_method(h.method), target, &pol);
         char *token = h.token ? xstrndup(h.token, h.token_len) : NULL;
-        int denied = pol.needs_token ? routes_token_status(g->a, token) : 0;
+        int denied = pol.needs_token ? token_status(g->a, token) : 0;
         free(token);
         if (body > pol.max_body) {
             g->too_large++;
@@ -655,10 +656,12 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         log_counts(g, now);
 }
 
-struct guard *guard_new(struct api *a, struct evconnlistener *lev, const struct guard_limits *lim, long fd_limit)
+struct guard *guard_new(struct api *a, struct evconnlistener *lev, const struct guard_limits *lim, long fd_limit,
+                        guard_policy_fn policy)
 {
     struct guard *g = xcalloc(1, sizeof *g);
     g->a = a;
+    g->policy = policy;
     g->lev = lev;
     g->fd_limit = fd_limit;
     g->max_conns = lim->max_connections;

@@ -30,10 +30,21 @@ struct guard_limits {
 /* Defaults, overridden by the environment; a bad value is an error naming the variable. */
 int guard_limits_from_env(struct guard_limits *out, char *err, size_t errlen);
 
+/* What a request may bring, known from its method and target alone: the route's body
+ * limit, and whether it needs the token. The route table answers it (routes.c's
+ * routes_head_policy, passed to guard_new): the guard is below the routes. */
+struct head_policy {
+    int64_t max_body;
+    int needs_token;
+};
+typedef void (*guard_policy_fn)(const struct api *a, enum evhttp_cmd_type m, const char *target,
+                                struct head_policy *out);
+
 struct guard;
 /* Takes over the connections of a->http accepted on lev (set up with evhttp_bind_listener
  * or evhttp_bind_socket_with_handle). */
-struct guard *guard_new(struct api *a, struct evconnlistener *lev, const struct guard_limits *lim, long fd_limit);
+struct guard *guard_new(struct api *a, struct evconnlistener *lev, const struct guard_limits *lim, long fd_limit,
+                        guard_policy_fn policy);
 void guard_free(struct guard *g);
 
 /* A connection evhttp let go of (a WebSocket after its upgrade): its bytes pass

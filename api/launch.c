@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "api/routes.h"
+#include "api/http_util.h"
+#include "api/launch.h"
 #include "schema/nnidb.h"
 
 static api_create_fn g_create;

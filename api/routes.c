@@ -1,8 +1,10 @@
 /* routes.c: the NNI REST API under /api/v1/nni (and /logs/), as a table of routes,
- * and what every handler shares: replies, query and body parsing. Payload shapes are
- * NNI's (including its double-encoded metric values) so NNI's clients work; the
- * handlers are in api/routes_*.c. No request may crash the process: every input is
- * checked here or in its handler, and answered with a JSON error naming what is wrong. */
+ * and the dispatch of each request to its handler (api/routes_*.c) with the access
+ * rules (the token, view mode, browsers of other sites). What the handlers share
+ * (replies, query and body parsing) is below, in api/http_util.c: nothing there calls
+ * back here. Payload shapes are NNI's (including its double-encoded metric values) so
+ * NNI's clients work. No request may crash the process: every input is checked here
+ * or in its handler, and answered with a JSON error naming what is wrong. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <stdlib.h>
@@ -21,133 +23,13 @@
 
 #include "api/channel.h"
 #include "api/dispatcher.h"
+#include "api/launch.h"
 #include "api/routes.h"
 #include "api/routes_webui.h"
 #include "common/chantoken.h"
 #include "common/json.h"
 
 #define MAX_HEADERS (32 << 10) /* guard.c's HEAD_MAX: it refuses longer heads first */
-
-/* ---------------- replies ---------------- */
-
-void add_api_headers(struct evhttp_request *r, const char *content_type)
-{
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r);
-    evhttp_remove_header(h, "Content-Type");
-    evhttp_add_header(h, "Content-Type", content_type);
-    evhttp_add_header(h, "Access-Control-Allow-Headers", "Origin, X-Requested-With, Content-Type, Accept");
-    evhttp_add_header(h, "Access-Control-Allow-Methods", "PUT,POST,GET,DELETE,OPTIONS");
-}
-
-void reply_json(struct evhttp_request *r, int code, const char *body)
-{
-    add_api_headers(r, "application/json");
-    struct evbuffer *b = evbuffer_new();
-    if (body)
-        evbuffer_add(b, body, strlen(body));
-    /* NULL reason: libevent's phrase for the code */
-    evhttp_send_reply(r, code, NULL, b);
-    evbuffer_free(b);
-}
-
-void reply_cjson(struct evhttp_request *r, cJSON *j)
-{
-    char *s = cJSON_PrintUnformatted(j);
-    reply_json(r, 200, s);
-    free(s);
-    cJSON_Delete(j);
-}
-
-char *error_body(const char *fmt, va_list ap)
-{
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "{\"error\":");
-    nj_str(&sb, msg);
-    sb_puts(&sb, "}");
-    return sb_detach(&sb);
-}
-
-void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *body = error_body(fmt, ap);
-    va_end(ap);
-    reply_json(r, code, body);
-    free(body);
-}
-
-/* ---------------- request parsing ---------------- */
-
-const char *query_str(struct req *q, const char *name)
-{
-    return evhttp_find_header(q->query, name);
-}
-
-int query_int(struct req *q, const char *name, int64_t min, int64_t max, int64_t *out)
-{
-    const char *s = query_str(q, name);
-    if (!s)
-        return 0;
-    /* digits only: "1e3", " 5", "5x" and overflow are all refused */
-    int neg = *s == '-';
-    const char *p = s + neg;
-    int64_t v = 0;
-    int ok = *p != '\0';
-    for (; ok && *p; p++) {
-        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
-            ok = 0;
-        else
-            v = v * 10 + (*p - '0');
-    }
-    if (neg)
-        v = -v;
-    if (!ok || v < min || v > max) {
-        reply_error(q->r, 400, "query parameter %s: must be an integer from %lld to %lld (got '%.64s')", name,
-                    (long long)min, (long long)max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-cJSON *body_json(struct req *q)
-{
-    struct evbuffer *b = evhttp_request_get_input_buffer(q->r);
-    size_t n = evbuffer_get_length(b);
-    if (n == 0) {
-        reply_error(q->r, 400, "body: empty; expected JSON");
-        return NULL;
-    }
-    const char *p = (const char *)evbuffer_pullup(b, -1);
-    /* strict first: cJSON alone takes trailing garbage, "03", raw control characters,
-     * and keeps the first of repeated keys where NNI's JSON.parse keeps the last */
-    struct json_issue is;
-    if (!p || json_check(p, n, &is) < 0) {
-        reply_error(q->r, 400, "body: not valid JSON: %s (byte %zu of %zu, line %d, column %d)",
-                    p ? is.msg : "unreadable", p ? is.offset : 0, n, p ? is.line : 0, p ? is.col : 0);
-        return NULL;
-    }
-    cJSON *j = cJSON_ParseWithLength(p, n);
-    if (!j)
-        reply_error(q->r, 400, "body: not valid JSON");
-    return j;
-}
-
-int json_int_in(const cJSON *v, int64_t min, int64_t max, int64_t *out)
-{
-    if (!cJSON_IsNumber(v))
-        return -1;
-    double d = v->valuedouble;
-    /* checked before the conversion: a double out of range is undefined behaviour */
-    if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
-        return -1;
-    *out = (int64_t)d;
-    return 0;
-}
 
 /* ---------------- routing ---------------- */
 
@@ -192,7 +74,7 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file, 0},
     {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data, 0},
     {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file, 0},
-    /* TensorBoard (api/tensorboard.c): processes, not stored state, so view mode may too */
+    /* TensorBoard (api/routes_tensorboard.c): processes, not stored state, so view mode may too */
     {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_TOKEN, h_tensorboard_start, 0},
     {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task, 0},
     {EVHTTP_REQ_PUT, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task, 0},
@@ -214,93 +96,28 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
-void segments_free(struct segments *s)
-{
-    for (int i = 0; i < s->n; i++)
-        free(s->seg[i]);
-    s->n = 0;
-}
-
-/* Splits the raw path on '/' and decodes each segment on its own, so that an encoded
- * slash (%2F) stays inside its segment. A trailing slash is ignored, as Express does.
- * Returns 0, 1 when there are too many segments (no route), -1 for a NUL byte. */
-int split_path(const char *raw, struct segments *out)
-{
-    out->n = 0;
-    const char *p = raw;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (out->n == MAX_SEGMENTS)
-            return 1;
-        char *enc = xstrndup(p, len);
-        size_t dlen = 0;
-        char *dec = evhttp_uridecode(enc, 0, &dlen);
-        free(enc);
-        if (!dec || strlen(dec) != dlen) {
-            free(dec);
-            return -1;
-        }
-        out->seg[out->n++] = dec;
-        p += len;
-    }
-    return 0;
-}
-
 /* Matches a pattern against the segments; fills args. */
 static int match(const char *pattern, const struct segments *s, char **args)
 {
     int i = 0, nargs = 0;
     const char *p = pattern;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+    for (size_t len; (len = next_segment(&p)) > 0; p += len, i++) {
         if (i >= s->n)
             return 0;
         if (*p == ':') {
             if (!*s->seg[i] || nargs >= MAX_ARGS)
                 return 0;
             args[nargs++] = s->seg[i];
-        } else if (strlen(s->seg[i]) != len || strncmp(s->seg[i], p, len) != 0) {
+        } else if (!segment_is(s->seg[i], p, len)) {
             return 0;
         }
-        i++;
-        p += len;
     }
     return i == s->n;
 }
 
-int listens_beyond_loopback(const struct api *a)
-{
-    const char *b = a->exp.bind_address;
-    return !(b && (str_starts(b, "127.") || strcmp(b, "::1") == 0 || strcmp(b, "localhost") == 0));
-}
-
-/* Mutating routes need the experiment's token when the api listens beyond loopback
- * (design: loopback unless configured otherwise; then changes need the secret). The
- * rule is the listening address, not the peer's: a proxy or another local user on a
- * shared host would otherwise pass as "loopback". 0 ok, else the status to answer. */
-int routes_token_status(const struct api *a, const char *sent)
-{
-    if (!listens_beyond_loopback(a))
-        return 0;
-    const char *want = a->exp.token;
-    if (!sent)
-        return 401;
-    return secret_equal(sent, strlen(sent), want) ? 0 : 403; /* constant time */
-}
-
 static int token_check(struct req *q)
 {
-    return routes_token_status(q->a, evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token"));
+    return token_status(q->a, evhttp_find_header(evhttp_request_get_input_headers(q->r), "X-Trialq-Token"));
 }
 
 /* A Host header (or an Origin's authority) that names this machine's loopback:
@@ -364,31 +181,6 @@ static const char *browser_refusal(const struct api *a, struct evhttp_request *r
     return NULL;
 }
 
-/* Removes the experiment's URL prefix (nnictl create --url_prefix) from the front of
- * the segments. Returns 0, or -1 when the path is outside the prefix. */
-int strip_prefix(const struct api *a, struct segments *s)
-{
-    const char *p = a->exp.url_prefix;
-    int k = 0;
-    while (p && *p) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (k >= s->n || strlen(s->seg[k]) != len || strncmp(s->seg[k], p, len) != 0)
-            return -1;
-        k++;
-        p += len;
-    }
-    for (int i = 0; i < k; i++)
-        free(s->seg[i]);
-    memmove(s->seg, s->seg + k, (size_t)(s->n - k) * sizeof s->seg[0]);
-    s->n -= k;
-    return 0;
-}
-
 /* A reply larger than one write (libevent writes 16 kB at a time) ends in a small
  * segment that Nagle's algorithm holds until the client ACKs, and a keep-alive client
  * delays its ACK up to 40 ms: every listing page would take 40 ms. So: no Nagle (set
@@ -444,6 +236,90 @@ void routes_head_policy(const struct api *a, enum evhttp_cmd_type m, const char 
     }
 }
 
+/* What is not a REST route: a path that cannot be split or is outside the prefix, the
+ * launcher's requests before its config came (api/launch.c), the trial channel
+ * (api/channel.c), the tuner's WebSocket (api/dispatcher.c). 1 when answered here. */
+static int outside_routes(struct api *a, struct evhttp_request *r, const char *raw, int sp, struct segments *segs)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(r);
+    if (sp < 0) {
+        reply_error(r, 400, "path %.200s: a segment holds a NUL byte", raw);
+        return 1;
+    }
+    /* everything, the channel and the web UI too, lives under the prefix (NNI's rule) */
+    if (sp == 0 && strip_prefix(a, segs) < 0) {
+        reply_error(r, 404, "Outside prefix \"%s\"", a->exp.url_prefix);
+        return 1;
+    }
+    /* started by NNI's launcher, before its config came (api/launch.c) */
+    if (a->awaiting_config) {
+        /* the config is a command line to run: a web page must not be able to send one */
+        const char *cross = browser_refusal(a, r, m != EVHTTP_REQ_GET);
+        if (cross)
+            reply_error(r, 403, "%s %.200s refused: %s", method_name(m), raw, cross);
+        else
+            launch_request(a, r, sp == 0 ? segs->n : 0, segs->seg);
+        return 1;
+    }
+    /* the trial command channel lives outside the REST API (api/channel.c) */
+    if (sp == 0 && segs->n == 3 && strcmp(segs->seg[0], "env") == 0) {
+        channel_handle(a, r, segs->seg[1], segs->seg[2]);
+        return 1;
+    }
+    /* the tuner's WebSocket channel (api/dispatcher.c); /tuner/:channel is unused, as in NNI */
+    if (sp == 0 && segs->n == 1 && strcmp(segs->seg[0], "tuner") == 0) {
+        dispatcher_ws_request(a, r);
+        return 1;
+    }
+    return 0;
+}
+
+/* A route found for the request: refused (another site's page, view mode, no token),
+ * or handled. */
+static void run_route(const struct route *found, struct req *q, enum evhttp_cmd_type m)
+{
+    struct api *a = q->a;
+    struct evhttp_request *r = q->r;
+    int denied = found->flags & ROUTE_TOKEN ? token_check(q) : 0;
+    const char *cross = browser_refusal(a, r, found->flags & ROUTE_TOKEN);
+    if (cross) {
+        struct evkeyvalq *ih = evhttp_request_get_input_headers(r);
+        const char *origin = evhttp_find_header(ih, "Origin"), *host = evhttp_find_header(ih, "Host");
+        reply_error(r, 403, "%s %.200s refused: %s (Origin %.100s, Host %.100s); browsers are served under"
+                    " http://127.0.0.1:<port> or localhost (behind a proxy: pass it Host 127.0.0.1:<port>, or"
+                    " --bind the api beyond loopback, where the token guards changes), and changes are taken"
+                    " from this api's own web UI and from clients that send no Origin (nnictl, scripts)",
+                    method_name(m), q->path, cross, origin ? origin : "none", host ? host : "none");
+    } else if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
+        reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);
+    else if (denied)
+        reply_error(r, denied, "%s %.200s: the api listens on %s, so changes need the experiment's token in"
+                    " the X-Trialq-Token header (%s)", method_name(m), q->path, a->exp.bind_address,
+                    denied == 401 ? "none was sent" : "the one sent is wrong");
+    else
+        found->fn(q);
+}
+
+/* No route for the method: the CORS preflight, 405 naming the methods that have one,
+ * or 404. */
+static void no_route(struct api *a, struct evhttp_request *r, enum evhttp_cmd_type m, const char *raw,
+                     const struct segments *segs, const char *allowed)
+{
+    if (allowed[0] && m == EVHTTP_REQ_OPTIONS) {
+        /* CORS preflight, as Express answers it */
+        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
+        reply_json(r, 200, "");
+    } else if (allowed[0]) {
+        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
+        reply_error(r, 405, "method %s not allowed on %.200s (allowed: %s)", method_name(m), raw, allowed);
+    } else {
+        int under_api = segs->n >= 3 && strcmp(segs->seg[0], "api") == 0 && strcmp(segs->seg[1], "v1") == 0 &&
+                        strcmp(segs->seg[2], "nni") == 0;
+        reply_error(r, 404, "no route %s %.200s%s%s%s", method_name(m), raw, under_api ? "" : " (the API is under ",
+                    under_api ? "" : a->exp.url_prefix ? a->exp.url_prefix : "", under_api ? "" : API_PREFIX ")");
+    }
+}
+
 static void dispatch(struct evhttp_request *r, void *arg)
 {
     struct api *a = arg;
@@ -455,37 +331,7 @@ static void dispatch(struct evhttp_request *r, void *arg)
     enum evhttp_cmd_type m = evhttp_request_get_command(r);
     struct segments segs = {.n = 0};
     int sp = split_path(raw, &segs);
-    if (sp < 0) {
-        reply_error(r, 400, "path %.200s: a segment holds a NUL byte", raw);
-        segments_free(&segs);
-        return;
-    }
-    /* everything, the channel and the web UI too, lives under the prefix (NNI's rule) */
-    if (sp == 0 && strip_prefix(a, &segs) < 0) {
-        reply_error(r, 404, "Outside prefix \"%s\"", a->exp.url_prefix);
-        segments_free(&segs);
-        return;
-    }
-    /* started by NNI's launcher, before its config came (api/launch.c) */
-    if (a->awaiting_config) {
-        /* the config is a command line to run: a web page must not be able to send one */
-        const char *cross = browser_refusal(a, r, m != EVHTTP_REQ_GET);
-        if (cross)
-            reply_error(r, 403, "%s %.200s refused: %s", method_name(m), raw, cross);
-        else
-            launch_request(a, r, sp == 0 ? segs.n : 0, segs.seg);
-        segments_free(&segs);
-        return;
-    }
-    /* the trial command channel lives outside the REST API (api/channel.c) */
-    if (sp == 0 && segs.n == 3 && strcmp(segs.seg[0], "env") == 0) {
-        channel_handle(a, r, segs.seg[1], segs.seg[2]);
-        segments_free(&segs);
-        return;
-    }
-    /* the tuner's WebSocket channel (api/dispatcher.c); /tuner/:channel is unused, as in NNI */
-    if (sp == 0 && segs.n == 1 && strcmp(segs.seg[0], "tuner") == 0) {
-        dispatcher_ws_request(a, r);
+    if (outside_routes(a, r, raw, sp, &segs)) {
         segments_free(&segs);
         return;
     }
@@ -513,38 +359,10 @@ static void dispatch(struct evhttp_request *r, void *arg)
         size_t l = strlen(allowed);
         snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
-    int denied = found && (found->flags & ROUTE_TOKEN) ? token_check(&q) : 0;
-    const char *cross = found ? browser_refusal(a, r, found->flags & ROUTE_TOKEN) : NULL;
-    if (found) {
-        if (cross) {
-            struct evkeyvalq *ih = evhttp_request_get_input_headers(r);
-            const char *origin = evhttp_find_header(ih, "Origin"), *host = evhttp_find_header(ih, "Host");
-            reply_error(r, 403, "%s %.200s refused: %s (Origin %.100s, Host %.100s); browsers are served under"
-                        " http://127.0.0.1:<port> or localhost (behind a proxy: pass it Host 127.0.0.1:<port>, or"
-                        " --bind the api beyond loopback, where the token guards changes), and changes are taken"
-                        " from this api's own web UI and from clients that send no Origin (nnictl, scripts)",
-                        method_name(m), raw, cross, origin ? origin : "none", host ? host : "none");
-        } else if ((found->flags & ROUTE_MUTATES) == ROUTE_MUTATES && a->readonly)
-            reply_error(r, 400, "experiment %s is in readonly mode!", a->exp_id);
-        else if (denied)
-            reply_error(r, denied, "%s %.200s: the api listens on %s, so changes need the experiment's token in"
-                        " the X-Trialq-Token header (%s)", method_name(m), raw, a->exp.bind_address,
-                        denied == 401 ? "none was sent" : "the one sent is wrong");
-        else
-            found->fn(&q);
-    } else if (allowed[0] && m == EVHTTP_REQ_OPTIONS) {
-        /* CORS preflight, as Express answers it */
-        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
-        reply_json(r, 200, "");
-    } else if (allowed[0]) {
-        evhttp_add_header(evhttp_request_get_output_headers(r), "Allow", allowed);
-        reply_error(r, 405, "method %s not allowed on %.200s (allowed: %s)", method_name(m), raw, allowed);
-    } else {
-        int under_api = segs.n >= 3 && strcmp(segs.seg[0], "api") == 0 && strcmp(segs.seg[1], "v1") == 0 &&
-                        strcmp(segs.seg[2], "nni") == 0;
-        reply_error(r, 404, "no route %s %.200s%s%s%s", method_name(m), raw, under_api ? "" : " (the API is under ",
-                    under_api ? "" : a->exp.url_prefix ? a->exp.url_prefix : "", under_api ? "" : API_PREFIX ")");
-    }
+    if (found)
+        run_route(found, &q, m);
+    else
+        no_route(a, r, m, raw, &segs, allowed);
     evhttp_clear_headers(&qs);
     segments_free(&segs);
 }

@@ -9,26 +9,11 @@
 #include <event2/http.h>
 
 #include "api/dispatcher.h"
+#include "api/launch.h"
 #include "api/routes.h"
+#include "api/scheduler.h"
 #include "common/json.h"
 #include "schema/tuner_rows.h"
-
-/* The experiment as it is now: the scheduler changes the row between its ticks, and
- * clients poll check-status to see exactly that. A view answers VIEWED and leaves
- * the stored status alone. Returns 0, or -1 with a 500 sent. */
-static int fresh_exp(struct req *q, struct experiment *x)
-{
-    struct errbuf e;
-    if (exp_load(q->a->db, q->a->exp_id, x, &e) <= 0) {
-        reply_error(q->r, 500, "experiment %s: cannot load it", q->a->exp_id);
-        return -1;
-    }
-    if (q->a->readonly) {
-        free(x->status);
-        x->status = xstrdup("VIEWED");
-    }
-    return 0;
-}
 
 void h_version(struct req *q)
 {
@@ -38,7 +23,7 @@ void h_version(struct req *q)
 void h_check_status(struct req *q)
 {
     struct experiment x;
-    if (fresh_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "status", x.status);
@@ -63,7 +48,7 @@ void h_check_status(struct req *q)
 void h_experiment_get(struct req *q)
 {
     struct experiment x;
-    if (fresh_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     cJSON *cfg = cJSON_Parse(x.config);
     cJSON *red = cfg ? config_redacted(cfg) : cJSON_CreateObject();
@@ -378,7 +363,7 @@ void h_imported_data(struct req *q)
 void h_experiment_metadata(struct req *q)
 {
     struct experiment x;
-    if (fresh_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     reply_cjson(q->r, nni_experiment_entry(&x, 1));
     exp_clear(&x);

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/children.h"
 #include "api/routes.h"
+#include "api/scheduler.h"
 #include "schema/trial_new.h"
 
 static int fill_trials(struct stream *s, struct strbuf *sb, struct errbuf *e)

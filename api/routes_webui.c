@@ -171,21 +171,6 @@ void h_webui_file(struct req *q)
 
 /* ---------------- shared ---------------- */
 
-/* The experiment as it is now (VIEWED under nnictl view); -1 with a 500 sent. */
-static int load_exp(struct req *q, struct experiment *x)
-{
-    struct errbuf e;
-    if (exp_load(q->a->db, q->a->exp_id, x, &e) <= 0) {
-        reply_error(q->r, 500, "experiment %s: cannot load it", q->a->exp_id);
-        return -1;
-    }
-    if (q->a->readonly) {
-        free(x->status);
-        x->status = xstrdup("VIEWED");
-    }
-    return 0;
-}
-
 /* tuner (or advisor) classArgs.optimize_mode; minimize when absent, as best_trials_v. */
 static int maximize_of(const struct experiment *x)
 {
@@ -260,7 +245,7 @@ void h_webui_overview(struct req *q)
         return;
     }
     struct experiment x;
-    if (load_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     int maximize = maximize_of(&x);
     int64_t counts[TRIAL_NSTATUS] = {0}, total = 0, ended = 0, nometric = 0;
@@ -556,7 +541,7 @@ void h_webui_charts(struct req *q)
         return;
     }
     struct experiment x;
-    if (load_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     int maximize = maximize_of(&x);
     exp_clear(&x);
@@ -615,7 +600,7 @@ void h_webui_params(struct req *q)
         return;
     }
     struct experiment x;
-    if (load_exp(q, &x) < 0)
+    if (req_experiment(q, &x) < 0)
         return;
     int maximize = maximize_of(&x);
     exp_clear(&x);

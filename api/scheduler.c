@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/assess.h"
+#include "api/children.h"
 #include "api/dispatcher.h"
+#include "api/scheduler.h"
 #include "api/tuner_view.h"
 #include "common/json.h"
 #include "schema/exp_ops.h"
@@ -17,6 +20,7 @@
 
 int sched_load_tuner(struct api *a, struct errbuf *e)
 {
+    a->wake_scheduler = sched_tick; /* the dispatcher's new parameters (disp_proto.c) */
     cJSON *ss = cJSON_Parse(a->exp.search_space);
     char path[256];
     int rc = 0;

@@ -15,9 +15,15 @@
 #include <event2/http.h>
 
 #include "api/api.h"
+#include "api/assess.h"
 #include "api/channel.h"
+#include "api/children.h"
 #include "api/dispatcher.h"
 #include "api/guard.h"
+#include "api/launch.h"
+#include "api/routes.h"
+#include "api/scheduler.h"
+#include "api/tensorboard.h"
 #include "common/secrets.h"
 #include "schema/exp_api.h"
 #include "schema/trial_sets.h"
@@ -279,7 +285,7 @@ static int listen_http(struct api *a, int port)
      * back after the api closed theirs) would drop SYNs, a 1 s retry each; again, as
      * deep as the kernel allows (somaxconn) */
     listen(evhttp_bound_socket_get_fd(listener), 4096);
-    a->guard = guard_new(a, evhttp_bound_socket_get_listener(listener), &limits, fd_limit);
+    a->guard = guard_new(a, evhttp_bound_socket_get_listener(listener), &limits, fd_limit, routes_head_policy);
     return 0;
 }
 
@@ -399,6 +405,7 @@ void api_free_state(struct api *a)
     tuner_view_free(a->tuner_view);
     a->tuner_view = NULL;
     assess_free(a);
+    children_free(a);
     config_free(a->cfg);
     a->cfg = NULL;
     exp_clear(&a->exp);

@@ -1,5 +1,6 @@
-/* tensorboard.c: NNI's TensorBoard tasks (POST /tensorboard, /tensorboard/:id,
- * /tensorboard-tasks). A task is a `tensorboard` process (found on the api's PATH) over
+/* tensorboard.c: NNI's TensorBoard tasks, as processes: started, stopped, reaped,
+ * listed (their routes, POST /tensorboard, /tensorboard/:id, /tensorboard-tasks, are
+ * api/routes_tensorboard.c). A task is a `tensorboard` process (found on the api's PATH) over
  * the `tensorboard` subdirectory of each chosen trial's output directory, where NNI's
  * documentation has trials write their event files ($NNI_OUTPUT_DIR/tensorboard).
  *
@@ -25,47 +26,31 @@
 
 #include <arpa/inet.h>
 
-#include "api/routes.h"
-#include "config/config.h"
+#include "api/children.h"
+#include "api/http_util.h"
+#include "api/tensorboard.h"
 #include "common/common.h"
 #include "common/json.h"
 #include "common/trialenv.h"
+#include "config/config.h"
 #include "schema/schema.h"
 
 extern char **environ;
 
-#define MAX_TASKS 16
-#define MAX_TRIALS 100
 #define FIRST_PORT 6006 /* TensorBoard's own default, where NNI starts looking too */
 #define STOP_GRACE_MS 5000
 
-enum tb_status { TB_RUNNING, TB_STOPPING, TB_STOPPED, TB_ERROR };
 static const char *const status_names[] = {"RUNNING", "STOPPING", "STOPPED", "ERROR"};
 
-struct tb_task {
-    char id[6];
-    int ntrials;
-    char **trials, **dirs;  /* trial ids and their output directories */
-    enum tb_status status;
-    pid_t pid;
-    int port;
-    int64_t stop_deadline_ms; /* STOPPING: SIGKILL after this */
-    char *message;            /* why it is STOPPED or in ERROR */
-};
-
-struct tensorboard {
-    struct tb_task *tasks[MAX_TASKS]; /* NULL: a free slot */
-};
-
 /* The api's task list, made on first use. */
-static struct tb_task **tasks_of(struct api *a)
+struct tb_task **tb_tasks(struct api *a)
 {
     if (!a->tensorboard)
         a->tensorboard = xcalloc(1, sizeof *a->tensorboard);
     return a->tensorboard->tasks;
 }
 
-static void task_free(struct tb_task *t)
+void tb_task_free(struct tb_task *t)
 {
     for (int i = 0; i < t->ntrials; i++) {
         free(t->trials[i]);
@@ -89,7 +74,7 @@ static char *log_path(const struct api *a, const struct tb_task *t)
 }
 
 /* NNI's TensorboardTaskInfo, plus message (why it stopped or failed) and logFile. */
-static cJSON *task_json(const struct api *a, const struct tb_task *t)
+cJSON *tb_task_json(const struct api *a, const struct tb_task *t)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "id", t->id);
@@ -112,14 +97,16 @@ static cJSON *task_json(const struct api *a, const struct tb_task *t)
     return j;
 }
 
-static struct tb_task *task_find(struct api *a, const char *id)
+struct tb_task *tb_task_find(struct api *a, const char *id)
 {
-    struct tb_task **tasks = tasks_of(a);
+    struct tb_task **tasks = tb_tasks(a);
     for (int i = 0; i < MAX_TASKS; i++)
         if (tasks[i] && strcmp(tasks[i]->id, id) == 0)
             return tasks[i];
     return NULL;
 }
+
+static void tensorboard_reaped(struct api *a, pid_t pid, int status);
 
 /* The tensorboard executable on PATH (NULL when there is none). */
 static char *find_tensorboard(void)
@@ -145,7 +132,7 @@ static char *find_tensorboard(void)
  * use) and no task of ours holds. 0 when none. */
 static int free_port(struct api *a)
 {
-    struct tb_task **tasks = tasks_of(a);
+    struct tb_task **tasks = tb_tasks(a);
     int v6 = a->exp.bind_address && strchr(a->exp.bind_address, ':');
     for (int port = FIRST_PORT; port < FIRST_PORT + 2000; port++) {
         int taken = 0;
@@ -178,7 +165,7 @@ static int free_port(struct api *a)
 }
 
 /* Starts (or restarts) t's process. 0, or -1 with e set (t unchanged). */
-static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
+int tb_task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
 {
     char *exe = find_tensorboard();
     if (!exe)
@@ -232,6 +219,7 @@ static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
         rc = errf(e, "cannot start tensorboard: %s", strerror(err));
     } else {
         setpgid(pid, pid);
+        reaper_add(a, pid, tensorboard_reaped);
         t->pid = pid;
         t->port = port;
         t->status = TB_RUNNING;
@@ -250,7 +238,7 @@ static int task_spawn(struct api *a, struct tb_task *t, struct errbuf *e)
 
 /* SIGTERM to a running task's group; the tick sends SIGKILL after the grace and the
  * reap marks it STOPPED. */
-static void task_stop(struct tb_task *t)
+void tb_task_stop(struct tb_task *t)
 {
     if (t->status != TB_RUNNING)
         return;
@@ -259,7 +247,7 @@ static void task_stop(struct tb_task *t)
     t->stop_deadline_ms = mono_ms() + STOP_GRACE_MS;
 }
 
-void tensorboard_reaped(struct api *a, pid_t pid, int status)
+static void tensorboard_reaped(struct api *a, pid_t pid, int status)
 {
     if (!a->tensorboard)
         return;
@@ -310,191 +298,8 @@ void tensorboard_shutdown(struct api *a)
             proc_terminate(-t->pid, 0, 2000);
             log_info("TensorBoard task %s stopped", t->id);
         }
-        task_free(t);
+        tb_task_free(t);
     }
     free(a->tensorboard);
     a->tensorboard = NULL;
-}
-
-/* The trials of a POST body {"trials": "id1,id2"} into t (trials, dirs): each a trial of
- * this experiment whose output directory is on this machine. 0, or -1 with a 4xx sent
- * (what t holds then is for task_free). */
-static int parse_trials(struct req *q, const cJSON *body, struct tb_task *t)
-{
-    struct api *a = q->a;
-    const cJSON *tr = cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "trials") : NULL;
-    if (!cJSON_IsString(tr) || !*tr->valuestring) {
-        reply_error(q->r, 400, "body: expected {\"trials\": \"<trial id>,<trial id>,...\"}%s",
-                    !cJSON_IsObject(body) ? " (not an object)" : !tr ? " (no \"trials\")" : "");
-        return -1;
-    }
-    char *copy = xstrdup(tr->valuestring), *save = NULL;
-    int rc = 0;
-    for (char *id = strtok_r(copy, ",", &save); id && rc == 0; id = strtok_r(NULL, ",", &save)) {
-        while (*id == ' ')
-            id++;
-        size_t l = strlen(id);
-        while (l && id[l - 1] == ' ')
-            id[--l] = '\0';
-        int dup = 0;
-        for (int i = 0; i < t->ntrials && !dup; i++)
-            dup = strcmp(t->trials[i], id) == 0;
-        if (dup || !*id)
-            continue;
-        if (t->ntrials == MAX_TRIALS) {
-            reply_error(q->r, 400, "trials: more than %d trials in one TensorBoard", MAX_TRIALS);
-            rc = -1;
-            break;
-        }
-        struct trial tl;
-        struct errbuf e;
-        int f = trial_load(a->db, id, &tl, &e);
-        if (f < 0) {
-            reply_error(q->r, 500, "%s", e.msg);
-            rc = -1;
-            break;
-        }
-        char *dir = NULL;
-        if (f == 0 || strcmp(tl.experiment_id, a->exp_id) != 0) {
-            reply_error(q->r, 400, "trials: trial %.64s not found in experiment %s", id, a->exp_id);
-            rc = -1;
-        } else if (tl.platform && !config_platform_trials_on_host(tl.platform)) {
-            reply_error(q->r, 400, "trials: trial %s ran on platform %s: TensorBoard reads trials' output "
-                                   "directories on this machine (local platform)", tl.id, tl.platform);
-            rc = -1;
-        } else {
-            dir = trial_dir_path(&tl, a->exp.exp_dir);
-            if (strchr(dir, ',')) { /* --logdir_spec separates its entries with commas */
-                reply_error(q->r, 400, "trials: the output directory of trial %s has a ',' in its path (%s), "
-                                       "which TensorBoard's --logdir_spec cannot take", id, dir);
-                free(dir);
-                dir = NULL;
-                rc = -1;
-            }
-        }
-        if (dir) {
-            t->trials = xrealloc(t->trials, (size_t)(t->ntrials + 1) * sizeof *t->trials);
-            t->dirs = xrealloc(t->dirs, (size_t)(t->ntrials + 1) * sizeof *t->dirs);
-            t->trials[t->ntrials] = xstrdup(id);
-            t->dirs[t->ntrials++] = dir;
-        }
-        if (f)
-            trial_clear(&tl);
-    }
-    free(copy);
-    if (rc == 0 && t->ntrials == 0) {
-        reply_error(q->r, 400, "trials: no trial id in \"%.100s\"", tr->valuestring);
-        rc = -1;
-    }
-    return rc;
-}
-
-/* a and b hold the same trials (each list has no repeats) */
-static int same_trials(const struct tb_task *a, const struct tb_task *b)
-{
-    if (a->ntrials != b->ntrials)
-        return 0;
-    for (int i = 0; i < b->ntrials; i++) {
-        int found = 0;
-        for (int k = 0; k < a->ntrials && !found; k++)
-            found = strcmp(a->trials[k], b->trials[i]) == 0;
-        if (!found)
-            return 0;
-    }
-    return 1;
-}
-
-/* POST /tensorboard {"trials": "id1,id2"}: a running task over the same trials is
- * answered as it is (NNI: one TensorBoard per set of trials); else a new one. */
-void h_tensorboard_start(struct req *q)
-{
-    struct api *a = q->a;
-    cJSON *body = body_json(q);
-    if (!body)
-        return;
-    struct tb_task *t = xcalloc(1, sizeof *t);
-    int rc = parse_trials(q, body, t);
-    cJSON_Delete(body);
-    struct tb_task **tasks = tasks_of(a), *running = NULL;
-    for (int i = 0; rc == 0 && i < MAX_TASKS && !running; i++)
-        if (tasks[i] && tasks[i]->status == TB_RUNNING && same_trials(tasks[i], t))
-            running = tasks[i];
-    if (rc < 0 || running) {
-        if (running)
-            reply_cjson(q->r, task_json(a, running));
-        task_free(t);
-        return;
-    }
-    int slot = -1;
-    for (int i = 0; i < MAX_TASKS && slot < 0; i++)
-        if (!tasks[i])
-            slot = i;
-    /* a full list makes room by forgetting a task that no longer runs */
-    for (int i = 0; i < MAX_TASKS && slot < 0; i++)
-        if (tasks[i]->status == TB_STOPPED || tasks[i]->status == TB_ERROR) {
-            task_free(tasks[i]);
-            tasks[i] = NULL;
-            slot = i;
-        }
-    do
-        gen_trial_id(t->id);
-    while (task_find(a, t->id));
-    struct errbuf e;
-    if (slot < 0) {
-        reply_error(q->r, 400, "%d TensorBoard tasks run already: stop one first (DELETE %s/tensorboard/<id>)",
-                    MAX_TASKS, API_PREFIX);
-        task_free(t);
-    } else if (task_spawn(a, t, &e) < 0) {
-        reply_error(q->r, 400, "%s", e.msg);
-        task_free(t);
-    } else {
-        tasks[slot] = t;
-        reply_cjson(q->r, task_json(a, t));
-    }
-}
-
-/* GET: the task; PUT: starts it again when it is not running (NNI's update); DELETE:
- * stops it (STOPPING, then STOPPED). */
-void h_tensorboard_task(struct req *q)
-{
-    struct api *a = q->a;
-    struct tb_task *t = task_find(a, q->args[0]);
-    if (!t) {
-        reply_error(q->r, 404, "no TensorBoard task %.40s (tasks end with the api that started them)", q->args[0]);
-        return;
-    }
-    enum evhttp_cmd_type m = evhttp_request_get_command(q->r);
-    if (m == EVHTTP_REQ_PUT && t->status != TB_RUNNING && t->status != TB_STOPPING) {
-        struct errbuf e;
-        if (task_spawn(a, t, &e) < 0) {
-            reply_error(q->r, 400, "%s", e.msg);
-            return;
-        }
-    } else if (m == EVHTTP_REQ_DELETE) {
-        task_stop(t);
-    }
-    reply_cjson(q->r, task_json(a, t));
-}
-
-/* GET: every task; DELETE: stops them all. */
-void h_tensorboard_tasks(struct req *q)
-{
-    struct api *a = q->a;
-    int del = evhttp_request_get_command(q->r) == EVHTTP_REQ_DELETE;
-    struct tb_task **tasks = tasks_of(a);
-    cJSON *list = cJSON_CreateArray();
-    for (int i = 0; i < MAX_TASKS; i++) {
-        if (!tasks[i])
-            continue;
-        if (del)
-            task_stop(tasks[i]);
-        else
-            cJSON_AddItemToArray(list, task_json(a, tasks[i]));
-    }
-    if (del) {
-        cJSON_Delete(list);
-        reply_json(q->r, 200, "");
-    } else {
-        reply_cjson(q->r, list);
-    }
 }

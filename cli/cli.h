@@ -45,8 +45,13 @@ const char *py_interpreter(void);
 int py_class_check(const char *cls, const char *code_dir, int import, char *why, size_t len);
 
 /* ---- shared helpers (cli/common.c) ---- */
-/* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments). */
+/* Opens the database of the home (--home / $NNI_HOME / ~/nni-experiments), and only
+ * that (the schema's own migrations are db_open's). */
 struct db *cli_open_db(const char *home_opt, char **home_out);
+/* The home as a command uses it: cli_open_db, then the one-time step that brings up to
+ * date what an older trialq left in it (cli_secrets_migrate: done once per home,
+ * marked by secrets/.moved). Every nnictl command that opens the database opens it so. */
+struct db *cli_open_home(const char *home_opt, char **home_out);
 /* Prints "ERROR: ..." to stderr and returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* From now on the first cli_error's message goes into buf (n bytes) instead of stderr;
@@ -94,6 +99,17 @@ pid_t cli_start_api(const char *home, const struct experiment *x, const char *ac
  * /api/v1/nni. Timeouts on every step. Returns the status code or -1; *body
  * (optional) receives the response body. */
 int cli_http(const struct experiment *x, const char *method, const char *path, const char *req_body, char **body);
+/* Which experiments `nnictl stop` takes when it is not given one id (that one is
+ * exp_resolve's): --all every one with a live api or not finished (a crash left it
+ * half-stopped), --port P the running one on P, "ID*" the running ones whose id starts
+ * with ID, nothing the running ones. */
+struct stop_sel {
+    int all;
+    int port;
+    const char *prefix; /* "ID*": ID, prefix_len bytes of it */
+    size_t prefix_len;
+};
+int cli_stop_selects(const struct stop_sel *s, const struct experiment *x, int alive);
 /* Stops one experiment: idempotent; every recorded process is gone when it returns. */
 int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet);
 /* Runs `trialq worker --drain` for an experiment whose api is gone. */

@@ -496,7 +496,7 @@ static int cmd_create_fn(int argc, char **argv)
     } else if (!cli_port_free(o.bind, o.port)) {
         cli_error("Port %d is not idle: another process listens there (or %s is not an address of this"
                   " host). Choose another port with --port.", o.port, o.bind);
-    } else if ((db = cli_open_db(o.home_opt, &home))) {
+    } else if ((db = cli_open_home(o.home_opt, &home))) {
         char id[9] = "";
         cli_secrets_sweep(db, home);
         if (insert_experiment(db, home, cfg, &o, prefix, seed, id, &exp_dir) == 0)
@@ -605,6 +605,33 @@ static int foreground_loop(struct db *db, const char *id, pid_t api)
     return rc;
 }
 
+/* Where a resumed or viewed experiment listens: --port (else its port, else 8080) and
+ * --bind (else its address, stored when it changes: x is loaded again). 0, or -1 with
+ * the error said. */
+static int restart_where(struct db *db, const char *id, struct experiment *x, int *port, const char *bind)
+{
+    struct errbuf e;
+    if (!*port)
+        *port = x->port ? x->port : 8080;
+    if (!bind)
+        bind = x->bind_address;
+    if (!cli_port_free(bind, *port)) {
+        cli_error("Port %d is not idle: another process listens there (or %s is not an address of this host)."
+                  " Choose another port with --port.", *port, bind);
+        return -1;
+    }
+    if (strcmp(bind, x->bind_address) != 0) {
+        if (exp_set_bind_address(db, id, bind, &e) < 0) {
+            cli_error("%s", e.msg);
+            return -1;
+        }
+        exp_clear(x);
+        if (exp_load(db, id, x, &e) <= 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* resume and view share everything but the action */
 static int restart(int argc, char **argv, const char *action)
 {
@@ -633,7 +660,7 @@ static int restart(int argc, char **argv, const char *action)
     if (optind >= argc)
         return cli_error("the following arguments are required: id");
     char *home;
-    struct db *db = cli_open_db(home_opt, &home);
+    struct db *db = cli_open_home(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;
@@ -652,25 +679,8 @@ static int restart(int argc, char **argv, const char *action)
                   x.port, id);
         goto out;
     }
-    if (!port)
-        port = x.port ? x.port : 8080;
-    if (!bind)
-        bind = x.bind_address;
-    if (!cli_port_free(bind, port)) {
-        cli_error("Port %d is not idle: another process listens there (or %s is not an address of this host)."
-                  " Choose another port with --port.", port, bind);
+    if (restart_where(db, id, &x, &port, bind) < 0)
         goto out;
-    }
-    if (strcmp(bind, x.bind_address) != 0) {
-        if (exp_set_bind_address(db, id, bind, &e) < 0) {
-            cli_error("%s", e.msg);
-            goto out;
-        }
-        exp_clear(&x);
-        if (exp_load(db, id, &x, &e) <= 0)
-            goto out;
-        bind = x.bind_address;
-    }
     if (strcmp(action, "resume") == 0)
         printf("Resuming experiment %s\n", id);
     pid_t api = cli_start_api(home, &x, action, port, !foreground, debug ? "debug" : "info");

@@ -50,7 +50,7 @@ static int cmd_list_fn(int argc, char **argv)
     int all;
     if (!parse_home(argc, argv, &home_opt, &all))
         return 1;
-    struct db *db = cli_open_db(home_opt, &home);
+    struct db *db = cli_open_home(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;

@@ -108,7 +108,7 @@ static int cmd_trial_fn(int argc, char **argv)
         char *dir = l.dirs[i] ? xstrdup(l.dirs[i]) : trial_dir_default(t.x.exp_dir, l.ids[i]);
         /* trialq: and the tracking URL where the platform has one (DLC's console page) */
         char *url = NULL;
-        if (db_text(t.db, &e, &url, "SELECT url FROM trial WHERE id = ?", "s", l.ids[i]) < 0)
+        if (trial_url(t.db, l.ids[i], &url, &e) < 0)
             url = NULL;
         printf("id:%s path:%s%s%s\n", l.ids[i], dir, url ? " url:" : "", url ? url : "");
         free(url);

@@ -64,7 +64,7 @@ static int cmd_rerun_fn(int argc, char **argv)
     int rc = 1;
     /* `nnictl trial rerun TRIAL`: a lone positional that names a trial, not an experiment */
     if (exp_arg && !failed && nids == 0) {
-        struct db *db = cli_open_db(home_opt, NULL);
+        struct db *db = cli_open_home(home_opt, NULL);
         char *exp_of = NULL;
         struct errbuf e;
         if (db && trial_experiment_of(db, exp_arg, &exp_of, &e) == 1) {

@@ -10,7 +10,7 @@
 int cli_target_open(struct cli_target *t, const char *home_opt, const char *id_arg, int need_running)
 {
     memset(t, 0, sizeof *t);
-    t->db = cli_open_db(home_opt, &t->home);
+    t->db = cli_open_home(home_opt, &t->home);
     if (!t->db)
         return 1;
     struct errbuf e;

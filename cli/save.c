@@ -81,6 +81,44 @@ static int walk_dir(struct walk *w, const char *dir, const char *rel)
     return rc;
 }
 
+/* What save writes, checked before anything is: the experiment stopped, --path a
+ * directory without the pack's name in it, the code directory when --saveCodeDir. The
+ * pack's path (and *code_dir), or NULL with the error said. */
+static char *save_target(const struct cli_target *t, const char *dir, int save_code, char **code_dir)
+{
+    *code_dir = NULL;
+    if (cli_api_alive(&t->x)) {
+        cli_error("Only stopped experiments can be saved: experiment %s is running; stop it first: nnictl stop %s",
+                  t->id, t->id);
+        return NULL;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        cli_error("--path: %s is not a directory", dir);
+        return NULL;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "nni_experiment_%s.sqlite", t->id);
+    char *out = path_join(dir, name);
+    if (access(out, F_OK) == 0) {
+        cli_error("%s already exists; remove it or choose another --path", out);
+        free(out);
+        return NULL;
+    }
+    if (save_code) {
+        cJSON *cfg = cJSON_Parse(t->x.config);
+        const cJSON *cd = cJSON_GetObjectItemCaseSensitive(cfg, "trialCodeDirectory");
+        *code_dir = cJSON_IsString(cd) ? xstrdup(cd->valuestring) : NULL;
+        cJSON_Delete(cfg);
+        if (!*code_dir) {
+            cli_error("--saveCodeDir: the config of %s has no trialCodeDirectory", t->id);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static int cmd_save_fn(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -105,33 +143,8 @@ static int cmd_save_fn(int argc, char **argv)
     char *out = NULL, *tmp = NULL, *code_dir = NULL;
     struct errbuf e;
     struct pack *p = NULL;
-    if (cli_api_alive(&t.x)) {
-        cli_error("Only stopped experiments can be saved: experiment %s is running; stop it first: nnictl stop %s",
-                  t.id, t.id);
+    if (!(out = save_target(&t, dir, save_code, &code_dir)))
         goto done;
-    }
-    struct stat st;
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        cli_error("--path: %s is not a directory", dir);
-        goto done;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "nni_experiment_%s.sqlite", t.id);
-    out = path_join(dir, name);
-    if (access(out, F_OK) == 0) {
-        cli_error("%s already exists; remove it or choose another --path", out);
-        goto done;
-    }
-    if (save_code) {
-        cJSON *cfg = cJSON_Parse(t.x.config);
-        const cJSON *cd = cJSON_GetObjectItemCaseSensitive(cfg, "trialCodeDirectory");
-        code_dir = cJSON_IsString(cd) ? xstrdup(cd->valuestring) : NULL;
-        cJSON_Delete(cfg);
-        if (!code_dir) {
-            cli_error("--saveCodeDir: the config of %s has no trialCodeDirectory", t.id);
-            goto done;
-        }
-    }
     /* written under another name and renamed when complete: a pack with this name is whole */
     tmp = xasprintf("%s.tmp-%d", out, (int)getpid());
     if (pack_create(t.db, t.id, tmp, &p, &e) < 0) {
@@ -372,7 +385,7 @@ static int cmd_load_fn(int argc, char **argv)
     }
     if (!l.path)
         return cli_error("the following arguments are required: --path/-p");
-    l.db = cli_open_db(l.home_opt, &l.home);
+    l.db = cli_open_home(l.home_opt, &l.home);
     if (!l.db)
         return 1;
     int rc = load_check(&l) != 0 || load_write(&l) != 0;

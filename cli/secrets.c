@@ -20,13 +20,9 @@ int cli_secrets_take_out(const char *home, const char *exp_id, cJSON *canonical,
     return rc;
 }
 
-struct row {
-    char *id, *config;
-};
-
 /* Moves the secrets of one stored row out: the file first, then the row (a crash
  * between leaves the row as it was, and the next open does it again). */
-static int migrate_row(struct db *db, const char *home, const struct row *r, struct errbuf *e)
+static int migrate_row(struct db *db, const char *home, const struct exp_config_row *r, struct errbuf *e)
 {
     cJSON *cfg = cJSON_Parse(r->config);
     if (!cfg)
@@ -36,9 +32,8 @@ static int migrate_row(struct db *db, const char *home, const struct row *r, str
     if (cJSON_GetArraySize(list) > 0) {
         char *text = cJSON_PrintUnformatted(cfg);
         rc = secrets_store(home, r->id, list, e);
-        if (rc == 0 && db_run(db, e, "UPDATE experiment SET config = ? WHERE id = ? AND config = ?", "sss", text,
-                              r->id, r->config) < 0)
-            rc = -1;
+        if (rc == 0)
+            rc = exp_config_replace(db, r->id, r->config, text, e);
         free(text);
         if (rc == 0)
             fprintf(stderr, "INFO: experiment %s: %d secret value%s of its config moved out of the database into "
@@ -58,29 +53,16 @@ int cli_secrets_migrate(struct db *db, const char *home)
         return 0;
     }
     struct errbuf e;
-    struct row *rows = NULL;
-    int n = 0, cap = 0, rc = 0;
+    struct exp_config_row *rows;
+    int n;
     /* the old text is overwritten with zeros where SQLite frees it, not left in the file */
-    sqlite3_exec(db->h, "PRAGMA secure_delete = ON", NULL, NULL, NULL);
-    sqlite3_stmt *st = db_query(db, &e, "SELECT id, config FROM experiment", "");
-    if (!st)
-        rc = -1;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap)
-            rows = xrealloc(rows, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *rows);
-        rows[n].id = col_str(st, 0);
-        rows[n].config = col_str(st, 1);
-        n++;
-    }
-    for (int i = 0; i < n; i++) {
-        if (rc == 0 && rows[i].id && rows[i].config && is_experiment_id(rows[i].id) &&
-            migrate_row(db, home, &rows[i], &e) < 0)
+    db_secure_delete(db, 1);
+    int rc = exp_config_rows(db, &rows, &n, &e);
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (rows[i].id && rows[i].config && is_experiment_id(rows[i].id) && migrate_row(db, home, &rows[i], &e) < 0)
             rc = -1;
-        free(rows[i].id);
-        free(rows[i].config);
-    }
-    free(rows);
-    sqlite3_exec(db->h, "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
+    exp_config_rows_free(rows, n);
+    db_secure_delete(db, 0);
     char *dir = path_join(home, "secrets");
     if (rc == 0 && (mkdir_p(dir, 0700) < 0 || write_file_atomic(marker, "", 0, 0600) < 0))
         rc = errf(&e, "cannot write %s: %s", marker, strerror(errno));
@@ -94,9 +76,8 @@ int cli_secrets_migrate(struct db *db, const char *home)
 static int known(void *ctx, const char *id)
 {
     struct errbuf e;
-    int64_t one;
     /* an error counts as known: nothing is removed on doubt */
-    return db_int(ctx, &e, &one, "SELECT 1 FROM experiment WHERE id = ?", "s", id) != 0;
+    return exp_exists(ctx, id, &e) != 0;
 }
 
 char *cli_db_home(const struct db *db)
@@ -111,71 +92,16 @@ int cli_secrets_sweep(struct db *db, const char *home)
     return secrets_sweep(home, 60, known, db);
 }
 
-/* nnictl experiment secrets ID --config FILE: the secret values of FILE (the config the
- * experiment was created from, or one with the same secrets) written as the
- * experiment's secrets file, for the placeholders its stored config holds: after a pack
- * was loaded (packs hold no secrets), or to change a password. */
-static int cmd_secrets_fn(int argc, char **argv)
+struct db *cli_open_home(const char *home_opt, char **home_out)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
-    const char *path = NULL, *home_opt = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "c:H:", opts, NULL)) != -1) {
-        if (c == 'c')
-            path = optarg;
-        else if (c == 'H')
-            home_opt = optarg;
-        else
-            return cli_error("usage: %s", cmd_experiment_secrets.usage);
-    }
-    if (!path)
-        return cli_error("the following arguments are required: --config/-c");
-    struct cli_target t;
-    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
-        return 1;
-    struct exp_config *cfg = NULL;
-    struct errbuf e;
-    int rc = 1;
-    cJSON *stored = cJSON_Parse(t.x.config), *list = NULL, *keep = cJSON_CreateArray();
-    if (config_load(path, &cfg, &e) < 0) {
-        cli_error("%s", e.msg);
-        goto done;
-    }
-    list = config_secrets_split(cfg->canonical);
-    /* only the values whose places the stored config keeps for them */
-    const cJSON *s;
-    cJSON_ArrayForEach(s, list) {
-        const cJSON *at = stored, *step;
-        cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(s, "path")) {
-            if (cJSON_IsString(step))
-                at = cJSON_GetObjectItemCaseSensitive(at, step->valuestring);
-            else
-                at = cJSON_IsArray(at) ? cJSON_GetArrayItem(at, (int)step->valuedouble) : NULL;
-        }
-        if (at && secrets_place_holds(at, s))
-            cJSON_AddItemToArray(keep, cJSON_Duplicate(s, 1));
-    }
-    if (cJSON_GetArraySize(keep) == 0) {
-        cli_error("%s: none of its secret values has a place in the stored config of %s", path, t.id);
-        goto done;
-    }
-    if (secrets_store(t.home, t.id, keep, &e) < 0) {
-        cli_error("%s", e.msg);
-        goto done;
-    }
-    printf("%d secret value%s of %s written to its secrets file; they take effect at the next `nnictl resume %s`\n",
-           cJSON_GetArraySize(keep), cJSON_GetArraySize(keep) == 1 ? "" : "s", t.id, t.id);
-    rc = 0;
-done:
-    cJSON_Delete(keep);
-    cJSON_Delete(list);
-    cJSON_Delete(stored);
-    config_free(cfg);
-    cli_target_close(&t);
-    return rc;
+    char *home;
+    struct db *db = cli_open_db(home_opt, &home);
+    if (!db)
+        return NULL;
+    cli_secrets_migrate(db, home); /* once per home; a failure is said, the command goes on */
+    if (home_out)
+        *home_out = home;
+    else
+        free(home);
+    return db;
 }
-
-const struct cli_cmd cmd_experiment_secrets = {"experiment", "secrets", "nnictl experiment secrets [ID] --config FILE",
-                                               cmd_secrets_fn};

@@ -6,6 +6,31 @@
 
 #include "cli/cli.h"
 
+/* The experiments an `nnictl stop` without one id names (stop_sel, cli.h): new ids in
+ * *out, how many returned. */
+static int stop_candidates(struct db *db, const struct stop_sel *sel, char ***out)
+{
+    struct errbuf e;
+    /* candidates: experiments with a live api, or left half-stopped by a crash */
+    struct id_list every = {0};
+    exp_ids(db, 0, &every, &e);
+    char **ids = NULL;
+    int nids = 0;
+    for (int i = 0; i < every.n; i++) {
+        struct experiment x;
+        if (exp_load(db, every.ids[i], &x, &e) != 1)
+            continue;
+        if (cli_stop_selects(sel, &x, proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start))) {
+            ids = xrealloc(ids, sizeof *ids * (size_t)(nids + 1));
+            ids[nids++] = xstrdup(x.id);
+        }
+        exp_clear(&x);
+    }
+    id_list_free(&every);
+    *out = ids;
+    return nids;
+}
+
 static int cmd_stop_fn(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -27,59 +52,31 @@ static int cmd_stop_fn(int argc, char **argv)
     const char *id = optind < argc ? argv[optind] : NULL;
     if (id && strcmp(id, "all") == 0)
         return cli_error("to stop every experiment use: nnictl stop --all");
+    struct stop_sel sel = {.all = all, .port = port};
     /* NNI: "ID*" stops every running experiment whose id starts with ID */
-    int glob = id && *id && id[strlen(id) - 1] == '*';
-    size_t glob_len = glob ? strlen(id) - 1 : 0;
+    if (id && *id && id[strlen(id) - 1] == '*') {
+        sel.prefix = id;
+        sel.prefix_len = strlen(id) - 1;
+    }
     char *home;
-    struct db *db = cli_open_db(home_opt, &home);
+    struct db *db = cli_open_home(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;
-    int rc = 0, n = 0;
-    /* candidates: experiments with a live api, or left half-stopped by a crash */
-    struct id_list every = {0};
-    exp_ids(db, 0, &every, &e);
+    int rc = 0;
     char **ids = NULL;
     int nids = 0;
-    for (int i = 0; i < every.n; i++) {
-        struct experiment x;
-        if (exp_load(db, every.ids[i], &x, &e) != 1)
-            continue;
-        const char *xid = x.id;
-        int alive = proc_alive((pid_t)x.api_pid, (uint64_t)x.api_start);
-        int unfinished = strcmp(x.status, "STOPPED") != 0 && strcmp(x.status, "DONE") != 0 &&
-                         strcmp(x.status, "ERROR") != 0;
-        int match;
-        if (all)
-            match = alive || unfinished;
-        else if (port)
-            match = alive && x.port == port;
-        else if (glob)
-            match = alive && strncmp(xid, id, glob_len) == 0;
-        else if (id)
-            match = str_starts(xid, id);
-        else
-            match = alive;
-        if (match) {
-            ids = xrealloc(ids, sizeof *ids * (size_t)(nids + 1));
-            ids[nids++] = xstrdup(xid);
+    if (id && !all && !port && !sel.prefix) {
+        /* one experiment, by its id or a unique prefix (an exact id wins), running or not */
+        char *one = exp_resolve(db, id, 0, &e);
+        if (!one)
+            rc = cli_error("%s", e.msg);
+        else {
+            ids = xcalloc(1, sizeof *ids);
+            ids[nids++] = one;
         }
-        exp_clear(&x);
-    }
-    id_list_free(&every);
-    if (id && !all && !port && !glob) {
-        /* an exact id wins over a prefix of others */
-        for (int i = 0; i < nids; i++)
-            if (strcmp(ids[i], id) == 0) {
-                for (int k = 0; k < nids; k++)
-                    if (k != i)
-                        free(ids[k]);
-                ids[0] = ids[i];
-                nids = 1;
-                break;
-            }
-        if (nids > 1)
-            rc = cli_error("Id %s is ambiguous: %d experiments start with it", id, nids);
+    } else {
+        nids = stop_candidates(db, &sel, &ids);
     }
     if (nids == 0 && rc == 0) {
         if (id)
@@ -90,15 +87,15 @@ static int cmd_stop_fn(int argc, char **argv)
             printf("There is no experiment running.\n");
     } else if (!id && !all && !port && nids > 1) {
         rc = cli_error("Found %d running experiments: give an id, or use --all", nids);
-    } else if (rc == 0) {
-        for (int i = 0; i < nids; i++) {
-            if (cli_stop_experiment(db, home, ids[i], 0) != 0)
-                rc = 1;
-            n++;
-        }
     }
-    for (int i = 0; i < nids; i++)
+    /* each one stopped, the next after a failed one too */
+    int failed = 0;
+    for (int i = 0; i < nids; i++) {
+        if (rc == 0 && cli_stop_experiment(db, home, ids[i], 0) != 0)
+            failed = 1;
         free(ids[i]);
+    }
+    rc = rc ? rc : failed;
     free(ids);
     free(home);
     db_close(db);

@@ -95,7 +95,7 @@ static int cmd_top_fn(int argc, char **argv)
     }
     if (interval <= 0)
         return cli_error("please input a positive integer as time interval, the unit is second.");
-    struct db *db = cli_open_db(home_opt, NULL);
+    struct db *db = cli_open_home(home_opt, NULL);
     if (!db)
         return 1;
     signal(SIGINT, on_int);

@@ -46,7 +46,7 @@ static int cmd_ls_fn(int argc, char **argv)
     if (head < 0 || tail < 0)
         return cli_error("The number of requested data must be greater than 0.");
     char *home;
-    struct db *db = cli_open_db(home_opt, &home);
+    struct db *db = cli_open_home(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;
@@ -114,7 +114,7 @@ static int cmd_kill_fn(int argc, char **argv)
     if (!trial_id)
         return cli_error("the following arguments are required: --trial_id/-T");
     char *home;
-    struct db *db = cli_open_db(home_opt, &home);
+    struct db *db = cli_open_home(home_opt, &home);
     if (!db)
         return 1;
     struct errbuf e;

@@ -138,6 +138,11 @@ int db_open(const char *path, struct db **out, struct errbuf *e)
     return db_open_version(path, 1 << 30, out, e);
 }
 
+void db_secure_delete(struct db *db, int on)
+{
+    sqlite3_exec(db->h, on ? "PRAGMA secure_delete = ON" : "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
+}
+
 void db_close(struct db *db)
 {
     if (!db)

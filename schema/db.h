@@ -21,6 +21,9 @@ int db_open(const char *path, struct db **out, struct errbuf *e);
 /* Opens and migrates only up to version max_version (tests of upgrades). */
 int db_open_version(const char *path, int max_version, struct db **out, struct errbuf *e);
 void db_close(struct db *db);
+/* SQLite's secure_delete: freed text overwritten with zeros while on (a rewrite of
+ * rows that held secrets). */
+void db_secure_delete(struct db *db, int on);
 int db_schema_version(struct db *db);
 int db_latest_version(void);
 

@@ -34,6 +34,41 @@ int exp_exists(struct db *db, const char *id, struct errbuf *e)
     return db_int(db, e, &one, "SELECT 1 FROM experiment WHERE id = ?", "s", id);
 }
 
+int exp_config_rows(struct db *db, struct exp_config_row **rows, int *n, struct errbuf *e)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_query(db, e, "SELECT id, config FROM experiment", "");
+    if (!st)
+        return -1;
+    int cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap)
+            *rows = xrealloc(*rows, (size_t)(cap = cap ? 2 * cap : 16) * sizeof **rows);
+        (*rows)[*n].id = col_str(st, 0);
+        (*rows)[*n].config = col_str(st, 1);
+        (*n)++;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
+void exp_config_rows_free(struct exp_config_row *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(rows[i].id);
+        free(rows[i].config);
+    }
+    free(rows);
+}
+
+int exp_config_replace(struct db *db, const char *id, const char *old, const char *text, struct errbuf *e)
+{
+    return db_run(db, e, "UPDATE experiment SET config = ? WHERE id = ? AND config = ?", "sss", text, id, old) < 0
+               ? -1
+               : 0;
+}
+
 int exp_set(struct db *db, const char *id, enum exp_setting which, int64_t v, struct errbuf *e)
 {
     static const char *const sql[] = {

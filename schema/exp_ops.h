@@ -10,6 +10,15 @@
 int exp_ids(struct db *db, int with_api_only, struct id_list *out, struct errbuf *e);
 /* 1 when an experiment has this id, 0 when none, -1 on error. */
 int exp_exists(struct db *db, const char *id, struct errbuf *e);
+/* Every experiment's id and stored config (either may be NULL), in *rows (free each
+ * with exp_config_rows_free). 0, or -1 with e set. */
+struct exp_config_row {
+    char *id, *config;
+};
+int exp_config_rows(struct db *db, struct exp_config_row **rows, int *n, struct errbuf *e);
+void exp_config_rows_free(struct exp_config_row *rows, int n);
+/* The stored config of id replaced by text, when it is still old. -1 with e set. */
+int exp_config_replace(struct db *db, const char *id, const char *old, const char *text, struct errbuf *e);
 
 enum exp_setting {
     EXP_CONCURRENCY,      /* trialConcurrency */

@@ -69,6 +69,8 @@ char *exp_resolve(struct db *db, const char *id_or_prefix, int running_only, str
 
 /* ---- trial ---- */
 int trial_load(struct db *db, const char *id, struct trial *out, struct errbuf *e);
+/* The trial's tracking URL, where its platform has one (a new string in *url, or NULL). */
+int trial_url(struct db *db, const char *id, char **url, struct errbuf *e);
 void trial_clear(struct trial *t);
 /* The trial's directory on this host: the one recorded, else <exp_dir>/trials/<id>. */
 char *trial_dir_path(const struct trial *t, const char *exp_dir);

@@ -60,6 +60,11 @@ int trial_set_url(struct db *db, const char *trial_id, const char *url, struct e
                : 0;
 }
 
+int trial_url(struct db *db, const char *id, char **url, struct errbuf *e)
+{
+    return db_text(db, e, url, "SELECT url FROM trial WHERE id = ?", "s", id);
+}
+
 int trial_load(struct db *db, const char *id, struct trial *t, struct errbuf *e)
 {
     memset(t, 0, sizeof *t);

@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         routes_head_policy(&apis[k], guard_evhttp_method(h.method), target, &pol);
         if (pol.max_body <= 0 || pol.max_body > MAX_BODY)
             abort();
-        int denied = routes_token_status(&apis[k], token);
+        int denied = token_status(&apis[k], token);
         if (denied != 0 && denied != 401 && denied != 403)
             abort();
         size_t body = h.content_length > 0 && (size_t)h.content_length < size - hl ? (size_t)h.content_length

@@ -17,6 +17,7 @@
 #include "tests/unit/unit_tmpdir.h"
 
 #include "api/api.h"
+#include "api/scheduler.h"
 #include "common/json.h"
 #include "schema/trial_sets.h"
 

@@ -9,7 +9,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "api/routes.h"
+#include "api/stream.h"
 
 struct stream *stream_new(struct req *q)
 {
