@@ -23,7 +23,7 @@ SECS=${1:-60}
 [ "$#" -gt 0 ] && shift
 BUILD=${FUZZ_BUILD:-$SRC/build-fuzz}
 OUT=${FUZZ_OUT:-$BUILD/fuzz-out}
-ALL=(config searchspace json metrics rest dispatcher kubeconfig nvsmi remote_state http1)
+ALL=(config searchspace json metrics rest dispatcher kubeconfig nvsmi remote_state http1 trialchan)
 TARGETS=("$@")
 [ "${#TARGETS[@]}" -gt 0 ] || TARGETS=("${ALL[@]}")
 case $SECS in '' | *[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]" >&2; exit 2 ;; esac
