@@ -7,8 +7,10 @@
  * to trial ids here, unlike NNI's single FIFO); GET long-polls for it (408 after 1 s).
  * PUT metric is answered only once the metric is committed, in one transaction with
  * the other metrics of its round (see "group commit of metrics" below). After the api
- * began to stop, every request gets 410. Connections are read and answered by
- * api/chan_http.c. */
+ * began to stop, every request gets 410. The protocol (requests, commands, the long poll)
+ * is common/trialchan.c's, shared with a local trial's leader (supervise/chanserve.c);
+ * connections run in the api's loop through api/chan_http.c. This file is what the
+ * api does with the commands: the database. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -23,8 +25,6 @@
 #include "common/chantoken.h"
 #include "schema/nnijson.h"
 
-#define POLL_MS 1000
-#define MAX_QUEUED 16      /* commands waiting for a GET, per trial */
 #define GROUP_WINDOW_US 2000 /* the longest a metric waits for others to join its commit */
 #define GROUP_MAX 512       /* metrics per transaction at most */
 #define ACTIVE_MS 20        /* a connection that sent a metric this recently may send more */
@@ -37,14 +37,12 @@ struct chan {
     struct chan *next;      /* in its bucket */
     struct chan_state *s;   /* the api's channel state it is in */
     char *trial_id;
-    char *queue[MAX_QUEUED];
-    int nqueued;
-    struct cconn *waiting; /* a pending GET */
-    struct event *timer;
+    struct tc_queue q;      /* its commands, its pending GET */
+    struct event *timer;    /* the pending GET's 408 */
 };
 
 struct pending_metric {
-    struct cconn *r;
+    struct tc_conn *r;
     char *trial_id;
     struct metric_in m;
     void *owned;
@@ -92,11 +90,6 @@ static int closed(struct api *a)
     return a->stopping || a->detach;
 }
 
-static void reply_empty(struct cconn *c, int code)
-{
-    cconn_reply(c, code, "");
-}
-
 static struct chan **chan_slot(struct chan_state *s, const char *trial_id)
 {
     uint32_t h = 2166136261u;
@@ -123,16 +116,18 @@ static void chan_free(struct chan *c)
 {
     if (c->timer)
         event_free(c->timer);
-    for (int i = 0; i < c->nqueued; i++)
-        free(c->queue[i]);
+    tc_queue_close(&c->q);
     free(c->trial_id);
     free(c);
 }
 
-/* Frees c when nothing waits on it. */
-static void chan_release(struct chan *c)
+/* After a change of c's queue: its timer stopped when no GET waits; c freed when
+ * nothing waits on it. */
+static void chan_settle(struct chan *c)
 {
-    if (c->waiting || c->nqueued)
+    if (!c->q.waiting && c->timer)
+        event_del(c->timer);
+    if (c->q.waiting || c->q.n)
         return;
     struct chan **pp = chan_slot(c->s, c->trial_id);
     if (*pp == c) {
@@ -141,57 +136,20 @@ static void chan_release(struct chan *c)
     }
 }
 
-/* Answers the pending GET with the first queued command, if both exist. */
-static void chan_deliver(struct chan *c)
-{
-    if (!c->waiting || c->nqueued == 0)
-        return;
-    if (!cconn_alive(c->waiting)) {
-        /* the poller went away: the command waits for the next poll; the reply only
-         * frees the request (or goes nowhere) */
-        struct cconn *gone = c->waiting;
-        c->waiting = NULL;
-        if (c->timer)
-            event_del(c->timer);
-        reply_empty(gone, 408);
-        return;
-    }
-    char *cmd = c->queue[0];
-    memmove(c->queue, c->queue + 1, (size_t)(c->nqueued - 1) * sizeof c->queue[0]);
-    c->nqueued--;
-    struct cconn *r = c->waiting;
-    c->waiting = NULL;
-    if (c->timer)
-        event_del(c->timer);
-    cconn_reply(r, 200, cmd);
-    free(cmd);
-    chan_release(c);
-}
-
 static void on_poll_timeout(evutil_socket_t fd, short ev, void *arg)
 {
     (void)fd; (void)ev;
     struct chan *c = arg;
-    struct chan_state *s = c->s;
-    if (!c->waiting)
-        return;
-    struct cconn *r = c->waiting;
-    c->waiting = NULL;
-    reply_empty(r, closed(s->a) ? 410 : 408);
-    chan_release(c);
+    tc_queue_expire(&c->q, INT64_MAX, closed(c->s->a));
+    chan_settle(c);
 }
 
 static void chan_push(struct chan *c, char *cmd)
 {
-    if (c->nqueued == MAX_QUEUED) { /* a trial that asks and never reads: keep the newest */
+    if (tc_queue_push(&c->q, cmd))
         log_limited(LOG_WARN, "trial channel: trial %s has %d commands unread; the oldest is dropped", c->trial_id,
-                    MAX_QUEUED);
-        free(c->queue[0]);
-        memmove(c->queue, c->queue + 1, (size_t)(MAX_QUEUED - 1) * sizeof c->queue[0]);
-        c->nqueued--;
-    }
-    c->queue[c->nqueued++] = cmd;
-    chan_deliver(c);
+                    TC_MAX_QUEUED);
+    chan_settle(c);
 }
 
 /* ---------------- group commit of metrics ----------------
@@ -270,7 +228,7 @@ static void batch_reply(struct chan_state *s, struct batch *b)
         else if (!b->found[i])
             cconn_error(p->r, 404, "trial %.40s: not in this experiment", p->trial_id);
         else
-            cconn_reply(p->r, 200, "");
+            tc_reply(p->r, 200, "");
         free(p->trial_id);
         metric_owned_free(p->owned);
     }
@@ -298,7 +256,7 @@ static void batch_ready(evutil_socket_t fd, short ev, void *arg)
     dispatch_open(arg);
 }
 
-static void batch_add(struct chan_state *s, struct cconn *r, const char *trial_id,
+static void batch_add(struct chan_state *s, struct tc_conn *r, const char *trial_id,
                       const struct metric_in *m, void *owned)
 {
     struct batch *b = &s->open;
@@ -329,91 +287,67 @@ static void batch_add(struct chan_state *s, struct cconn *r, const char *trial_i
 
 /* ---------------- requests ---------------- */
 
-static void on_put(struct chan_state *s, struct cconn *r, const char *trial_id, const struct chan_req *q)
+static void on_parameter(struct chan_state *s, struct tc_conn *r, const char *trial_id)
 {
-    struct api *a = s->a;
-    if (!q->json_body) {
-        cconn_error(r, 415, "PUT %s: Content-Type must be application/json", trial_id);
+    struct trial t;
+    struct errbuf e;
+    int rc = trial_load(s->a->db, trial_id, &t, &e);
+    if (rc <= 0) {
+        cconn_error(r, rc < 0 ? 500 : 404, "trial %s: %s", trial_id, rc < 0 ? e.msg : "not found");
         return;
     }
-    cJSON *cmd = q->body_len ? cJSON_ParseWithLength(q->body, q->body_len) : NULL;
-    if (!cJSON_IsObject(cmd)) {
-        cJSON_Delete(cmd);
-        cconn_error(r, 400, "body: not a JSON object (a trial command)");
-        return;
-    }
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(cmd, "type");
-    if (!cJSON_IsString(type)) {
-        cconn_error(r, 400, "body: the command has no string \"type\"");
-    } else if (strcmp(type->valuestring, "request_parameter") == 0) {
-        struct trial t;
-        struct errbuf e;
-        int rc = trial_load(a->db, trial_id, &t, &e);
-        if (rc <= 0) {
-            cconn_error(r, rc < 0 ? 500 : 404, "trial %s: %s", trial_id, rc < 0 ? e.msg : "not found");
-        } else {
-            char *rec = nni_param_record(&t);
-            struct strbuf sb;
-            sb_init(&sb);
-            sb_puts(&sb, "{\"type\":\"parameter\",\"parameter\":");
-            nj_str(&sb, rec);
-            sb_puts(&sb, "}");
-            free(rec);
-            chan_push(chan_get(s, trial_id), sb_detach(&sb));
-            reply_empty(r, 200);
-            trial_clear(&t);
-        }
-    } else if (strcmp(type->valuestring, "metric") == 0) {
-        const cJSON *metric = cJSON_GetObjectItemCaseSensitive(cmd, "metric");
-        struct metric_in m;
-        void *owned = NULL;
-        struct errbuf e;
-        if (!cJSON_IsString(metric)) {
-            cconn_error(r, 400, "body: a metric command needs \"metric\": the metric record as a JSON string");
-        } else if (metric_parse(metric->valuestring, strlen(metric->valuestring), &m, &owned, &e) < 0) {
-            cconn_error(r, 400, "%s", e.msg);
-        } else {
-            /* the record names its trial: only this URL's own */
-            const char *tj = NULL;
-            if (metric_trial_job_id(owned, &tj) && !(tj && strcmp(tj, trial_id) == 0)) {
-                cconn_error(r, 403, "metric of trial %.40s refused on the channel of trial %s", tj ? tj : "?",
-                            trial_id);
-                metric_owned_free(owned);
-            } else {
-                batch_add(s, r, trial_id, &m, owned);
-            }
-        }
-    } else {
-        char shown[SNIPPET_SIZE];
-        char key[96];
-        snprintf(key, sizeof key, "trial channel %s", trial_id);
-        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s",
-                  snippet(shown, type->valuestring, strlen(type->valuestring)));
-        reply_empty(r, 200);
-    }
-    cJSON_Delete(cmd);
+    char *rec = nni_param_record(&t);
+    chan_push(chan_get(s, trial_id), tc_parameter_command(rec));
+    free(rec);
+    tc_reply(r, 200, "");
+    trial_clear(&t);
 }
 
-static void on_get(struct chan_state *s, struct cconn *r, const char *trial_id)
+static void on_metric(struct chan_state *s, struct tc_conn *r, const char *trial_id, const struct tc_cmd *cmd)
+{
+    struct metric_in m;
+    void *owned = NULL;
+    struct errbuf e;
+    const char *tj = NULL;
+    if (metric_parse(cmd->metric, cmd->metric_len, &m, &owned, &e) < 0) {
+        cconn_error(r, 400, "%s", e.msg);
+    } else if (metric_trial_job_id(owned, &tj) && !(tj && strcmp(tj, trial_id) == 0)) {
+        /* the record names its trial: only this URL's own */
+        cconn_error(r, 403, "metric of trial %.40s refused on the channel of trial %s", tj ? tj : "?", trial_id);
+        metric_owned_free(owned);
+    } else {
+        batch_add(s, r, trial_id, &m, owned);
+    }
+}
+
+static void on_put(struct chan_state *s, struct tc_conn *r, const char *trial_id, const struct chan_req *q)
+{
+    struct tc_cmd cmd;
+    tc_command(q->body, q->body_len, q->json_body, trial_id, "", &cmd);
+    if (cmd.kind == TC_CMD_REFUSED)
+        cconn_error(r, cmd.code, "%s", cmd.msg);
+    else if (cmd.kind == TC_CMD_PARAMETER)
+        on_parameter(s, r, trial_id);
+    else if (cmd.kind == TC_CMD_METRIC)
+        on_metric(s, r, trial_id, &cmd);
+    else
+        tc_reply(r, 200, "");
+    tc_cmd_free(&cmd);
+}
+
+static void on_get(struct chan_state *s, struct tc_conn *r, const char *trial_id)
 {
     struct chan *c = chan_get(s, trial_id);
-    if (c->waiting) { /* one poll at a time: the older one ends as if it timed out */
-        struct cconn *old = c->waiting;
-        c->waiting = NULL;
-        reply_empty(old, 408);
+    if (tc_queue_poll(&c->q, r, 0)) {
+        if (!c->timer)
+            c->timer = evtimer_new(s->a->base, on_poll_timeout, c);
+        struct timeval tv = {TC_POLL_MS / 1000, (TC_POLL_MS % 1000) * 1000};
+        evtimer_add(c->timer, &tv);
     }
-    c->waiting = r;
-    if (c->nqueued) {
-        chan_deliver(c);
-        return;
-    }
-    if (!c->timer)
-        c->timer = evtimer_new(s->a->base, on_poll_timeout, c);
-    struct timeval tv = {POLL_MS / 1000, (POLL_MS % 1000) * 1000};
-    evtimer_add(c->timer, &tv);
+    chan_settle(c);
 }
 
-void channel_request(struct api *a, struct cconn *r, const struct chan_req *q)
+void channel_request(struct api *a, struct tc_conn *r, const struct chan_req *q)
 {
     struct chan_state *s = state_of(a);
     if (q->method == CHAN_OTHER) {
@@ -426,7 +360,7 @@ void channel_request(struct api *a, struct cconn *r, const struct chan_req *q)
     }
     cconn_trust(r, q->trial_id);
     if (closed(a) || a->readonly) {
-        reply_empty(r, 410);
+        tc_reply(r, 410, "");
         return;
     }
     if (q->method == CHAN_PUT) {
@@ -457,7 +391,7 @@ void channel_handle(struct api *a, struct evhttp_request *r, const char *token, 
         .json_body = ct && strncasecmp(ct, "application/json", jl) == 0 && (ct[jl] == '\0' || ct[jl] == ';' || ct[jl] == ' '),
     };
     /* the connection is the channel's from now on (api/chan_http.c) */
-    struct cconn *c = cconn_adopt(a, r);
+    struct tc_conn *c = cconn_adopt(a, r);
     if (!c) {
         reply_error(r, 500, "trial channel: the connection could not be taken over");
         return;
@@ -473,9 +407,7 @@ void channel_shutdown(struct api *a)
     for (int b = 0; b < CHAN_BUCKETS; b++) {
         for (struct chan *c = s->chans[b], *next; c; c = next) {
             next = c->next;
-            if (c->waiting)
-                reply_empty(c->waiting, 410); /* sent at once: the loop has ended */
-            chan_free(c);
+            chan_free(c); /* a pending GET's 410 is sent at once: the loop has ended */
         }
         s->chans[b] = NULL;
     }

@@ -46,14 +46,7 @@ void reply_cjson(struct evhttp_request *r, cJSON *j)
 
 char *error_body(const char *fmt, va_list ap)
 {
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_puts(&sb, "{\"error\":");
-    nj_str(&sb, msg);
-    sb_puts(&sb, "}");
-    return sb_detach(&sb);
+    return json_error_body(fmt, ap);
 }
 
 void reply_error(struct evhttp_request *r, int code, const char *fmt, ...)

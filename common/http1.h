@@ -1,7 +1,7 @@
 /* http1.h: the one HTTP/1.1 request-head parser of trialq that libevent does not own
  * (common/http1.c). The api's front door (api/guard.c) reads every request's head with
- * it before evhttp does; the trial command channel's servers, the api's
- * (api/chan_http.c) and a trial leader's (supervise/chanserve.c), read their requests
+ * it before evhttp does; the trial command channel (common/trialchan.c, served by the
+ * api's api/chan_http.c and a trial leader's supervise/chanserve.c) reads its requests
  * with it: request line, Content-Length, Transfer-Encoding, Content-Type, Connection,
  * Expect, X-Trialq-Token. No allocation, libc only; the input is untrusted bytes
  * (tests/unit/test_common_http1.c, tests/fuzz/fuzz_http1.c). */

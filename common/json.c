@@ -25,47 +25,6 @@ void json_format_double(double d, char *buf, size_t size)
     }
 }
 
-void json_put_string(struct strbuf *sb, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    sb_add(sb, "\"", 1);
-    const unsigned char *run = s;
-    while (*s) {
-        unsigned char c = *s;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-            s++;
-            continue;
-        }
-        int n = c >= 0x80 ? utf8_len(s, SIZE_MAX) : 1;
-        if (c >= 0x80 && n > 0) {
-            s += n; /* a valid multi-byte character goes out as it is */
-            continue;
-        }
-        sb_add(sb, (const char *)run, (size_t)(s - run));
-        char esc[8];
-        switch (c) {
-        case '"': sb_add(sb, "\\\"", 2); break;
-        case '\\': sb_add(sb, "\\\\", 2); break;
-        case '\n': sb_add(sb, "\\n", 2); break;
-        case '\r': sb_add(sb, "\\r", 2); break;
-        case '\t': sb_add(sb, "\\t", 2); break;
-        case '\b': sb_add(sb, "\\b", 2); break;
-        case '\f': sb_add(sb, "\\f", 2); break;
-        default:
-            if (c < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", c);
-                sb_add(sb, esc, 6);
-            } else {
-                sb_add(sb, "\xEF\xBF\xBD", 3); /* U+FFFD for a byte that is not UTF-8 */
-            }
-        }
-        s++;
-        run = s;
-    }
-    sb_add(sb, (const char *)run, (size_t)(s - run));
-    sb_add(sb, "\"", 1);
-}
-
 static void put_value(struct strbuf *sb, const cJSON *j)
 {
     char num[40];

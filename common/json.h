@@ -8,15 +8,14 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "common/minijson.h" /* json_put_string */
+
 struct strbuf;
 
 /* Like cJSON_PrintUnformatted, with each number printed in the fewest significant digits
  * (15, 16 or 17) that read back as the same double, as Python's repr does; NaN and
  * infinities print as null (cJSON's choice). Caller frees. */
 char *json_print_exact(const cJSON *j);
-/* A JSON string literal of s: the escapes JSON needs, valid UTF-8 kept as it is, a byte
- * that is not UTF-8 replaced by U+FFFD (the text stays valid JSON). */
-void json_put_string(struct strbuf *sb, const char *s);
 /* One number into buf (at least 32 bytes), as json_print_exact prints it. */
 void json_format_double(double d, char *buf, size_t size);
 

@@ -32,8 +32,10 @@ execs the command with the api's channel, as before.
 
 Any other path: 404. 415 without a JSON content type, 400 for a body that is not a
 command or a metric that is not a metric record, 403 for a record of another trial, 405
-for other methods; heads over 8 kB get 431, bodies over 4 MB 413, chunked bodies 501, and
-the connection closes after each of these."""
+for other methods; heads over 8 kB get 431, bodies over 4 MB 413, a body on a GET 400,
+chunked bodies 501, and the connection closes after each of these. tests/chan/cases.txt
+holds the cases it answers as the api and a local trial's leader do (common/trialchan.c:
+the channel's one implementation in C), tests/sdk/test_chanrelay.py runs them here."""
 import hmac
 import json
 import os
@@ -165,6 +167,8 @@ def parse_head(raw):
             h.expect = True
     if h.length < 0:
         h.length = 0
+    if h.length and h.method not in (b'POST', b'PUT', b'PATCH'):  # no reader takes it for the next request
+        raise BadRequest(400, 'a body on a method that has none')
     return h
 
 

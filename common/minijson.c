@@ -1,8 +1,10 @@
 /* minijson.c: see minijson.h. A recursive-descent check of RFC 8259 syntax, bounded in
  * depth, that remembers where one member's value lies. */
-#include "supervise/minijson.h"
+#include "common/minijson.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,19 +294,55 @@ char *mj_string(const char *v, size_t n, size_t *len)
     return sb_detach(&sb);
 }
 
-void mj_put_string(struct strbuf *sb, const char *s)
+void json_put_string(struct strbuf *sb, const char *str)
 {
+    const unsigned char *s = (const unsigned char *)str;
     sb_add(sb, "\"", 1);
-    for (const char *p = s; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\') {
-            char e[2] = {'\\', (char)ch};
-            sb_add(sb, e, 2);
-        } else if (ch < 0x20) {
-            sb_printf(sb, "\\u%04x", ch);
-        } else {
-            sb_add(sb, p, 1);
+    const unsigned char *run = s;
+    while (*s) {
+        unsigned char c = *s;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            s++;
+            continue;
         }
+        int n = c >= 0x80 ? utf8_len(s, SIZE_MAX) : 1;
+        if (c >= 0x80 && n > 0) {
+            s += n; /* a valid multi-byte character goes out as it is */
+            continue;
+        }
+        sb_add(sb, (const char *)run, (size_t)(s - run));
+        char esc[8];
+        switch (c) {
+        case '"': sb_add(sb, "\\\"", 2); break;
+        case '\\': sb_add(sb, "\\\\", 2); break;
+        case '\n': sb_add(sb, "\\n", 2); break;
+        case '\r': sb_add(sb, "\\r", 2); break;
+        case '\t': sb_add(sb, "\\t", 2); break;
+        case '\b': sb_add(sb, "\\b", 2); break;
+        case '\f': sb_add(sb, "\\f", 2); break;
+        default:
+            if (c < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                sb_add(sb, esc, 6);
+            } else {
+                sb_add(sb, "\xEF\xBF\xBD", 3); /* U+FFFD for a byte that is not UTF-8 */
+            }
+        }
+        s++;
+        run = s;
     }
+    sb_add(sb, (const char *)run, (size_t)(s - run));
     sb_add(sb, "\"", 1);
+}
+
+char *json_error_body(const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    struct strbuf sb;
+    sb_init(&sb);
+    sb_puts(&sb, "{\"error\":");
+    json_put_string(&sb, msg);
+    sb_puts(&sb, "}");
+    return sb_detach(&sb);
 }
