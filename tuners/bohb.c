@@ -401,21 +401,20 @@ static cJSON *draw_config(struct bohb *st, int64_t counter)
 static int bohb_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                        struct errbuf *e)
 {
-    static const char *const modes[] = {"maximize", "minimize", NULL};
     int mode = 0, min_budget = 1, max_budget = 3, eta = 3, min_points = -1, top = 15, samples = 64;
     double frac = 1.0 / 3, bw_factor = 3, min_bw = 1e-3;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, "tuner", "BOHB", bohb_args, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", modes, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "min_budget", 1, 1000000000, &min_budget, e) < 0 ||
-        classargs_int(args, "tuner", "max_budget", 1, 1000000000, &max_budget, e) < 0 ||
-        classargs_int(args, "tuner", "eta", 2, 9999, &eta, e) < 0 ||
-        classargs_int(args, "tuner", "min_points_in_model", 0, 9999, &min_points, e) < 0 ||
-        classargs_int(args, "tuner", "top_n_percent", 1, 99, &top, e) < 0 ||
-        classargs_int(args, "tuner", "num_samples", 1, 9999, &samples, e) < 0 ||
-        classargs_number(args, "tuner", "random_fraction", 0, 1, &frac, e) < 0 ||
-        classargs_number(args, "tuner", "bandwidth_factor", 0, 9999, &bw_factor, e) < 0 ||
-        classargs_number(args, "tuner", "min_bandwidth", 0, 9999, &min_bw, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "BOHB", bohb_args, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_int(args, CA_TUNER, "min_budget", 1, 1000000000, &min_budget, e) < 0 ||
+        classargs_int(args, CA_TUNER, "max_budget", 1, 1000000000, &max_budget, e) < 0 ||
+        classargs_int(args, CA_TUNER, "eta", 2, 9999, &eta, e) < 0 ||
+        classargs_int(args, CA_TUNER, "min_points_in_model", 0, 9999, &min_points, e) < 0 ||
+        classargs_int(args, CA_TUNER, "top_n_percent", 1, 99, &top, e) < 0 ||
+        classargs_int(args, CA_TUNER, "num_samples", 1, 9999, &samples, e) < 0 ||
+        classargs_number(args, CA_TUNER, "random_fraction", 0, 1, &frac, e) < 0 ||
+        classargs_number(args, CA_TUNER, "bandwidth_factor", 0, 9999, &bw_factor, e) < 0 ||
+        classargs_number(args, CA_TUNER, "min_bandwidth", 0, 9999, &min_bw, e) < 0 ||
         classargs_seed(args, &own_seed, e) < 0)
         return -1;
     const cJSON *cs = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "config_space") : NULL;

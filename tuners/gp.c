@@ -124,7 +124,6 @@ static double dist(const double *a, const double *b, int d)
 
 static const char *const gp_keys[] = {"optimize_mode", "utility", "kappa", "xi", "nu", "alpha", "cold_start_num",
                                       "selection_num_warm_up", "selection_num_starting_points", "seed", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 static const char *const utility_names[] = {"ei", "ucb", "poi", NULL};
 
 static void gp_destroy(void *state)
@@ -141,16 +140,16 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
 {
     int mode = 0, utility = UT_EI, cold = 10, warm = 100000, starts = 250;
     double kappa = 5, xi = 0, nu = 2.5, alpha = 1e-6;
-    if (classargs_keys(args, "tuner", "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_choice(args, "tuner", "utility", utility_names, &utility, e) < 0 ||
-        classargs_number(args, "tuner", "kappa", 0, 1e9, &kappa, e) < 0 ||
-        classargs_number(args, "tuner", "xi", 0, 1e9, &xi, e) < 0 ||
-        classargs_number(args, "tuner", "nu", 0, 1e9, &nu, e) < 0 ||
-        classargs_number(args, "tuner", "alpha", 0, 1e9, &alpha, e) < 0 ||
-        classargs_int(args, "tuner", "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
-        classargs_int(args, "tuner", "selection_num_warm_up", 1, 1000000000, &warm, e) < 0 ||
-        classargs_int(args, "tuner", "selection_num_starting_points", 1, 1000000000, &starts, e) < 0)
+    if (classargs_keys(args, CA_TUNER, "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "utility", utility_names, &utility, e) < 0 ||
+        classargs_number(args, CA_TUNER, "kappa", 0, 1e9, &kappa, e) < 0 ||
+        classargs_number(args, CA_TUNER, "xi", 0, 1e9, &xi, e) < 0 ||
+        classargs_number(args, CA_TUNER, "nu", 0, 1e9, &nu, e) < 0 ||
+        classargs_number(args, CA_TUNER, "alpha", 0, 1e9, &alpha, e) < 0 ||
+        classargs_int(args, CA_TUNER, "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
+        classargs_int(args, CA_TUNER, "selection_num_warm_up", 1, 1000000000, &warm, e) < 0 ||
+        classargs_int(args, CA_TUNER, "selection_num_starting_points", 1, 1000000000, &starts, e) < 0)
         return -1;
     if (nu != 0.5 && nu != 1.5 && nu != 2.5)
         return errf(e, "tuner.classArgs.nu: must be 0.5, 1.5 or 2.5 (the Matern kernels trialq implements)");
