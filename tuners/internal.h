@@ -219,6 +219,8 @@ struct ranked {
     int i;
 };
 void ranked_sort(struct ranked *a, int n);
+/* Reorders a so that a[0 .. k) are the k least (in any order), 0 <= k <= n. */
+void ranked_select(struct ranked *a, int n, int k);
 
 struct pz_dim {
     int n_cat;                     /* > 0: categorical, values are option indexes */
