@@ -37,24 +37,12 @@
 
 enum liar { LIAR_MIN, LIAR_MAX, LIAR_MEAN };
 
-struct an_dim {
-    const struct ss_param *p;
-    int label;
-    int *child;  /* nested choice: the group of each option; else NULL */
-};
-
-struct an_group {
-    int d;
-    struct an_dim *dims;
-};
-
 struct anneal_state {
     struct ss_space *space;  /* own copy: the groups point into it */
     uint64_t seed;
     int maximize, parallel;
     enum liar liar;
-    int n_groups, n_labels;
-    struct an_group *groups;
+    struct space_groups sg;
     int may_repeat;
 };
 
@@ -70,6 +58,7 @@ struct an_ctx {
     const struct anneal_state *st;
     struct label_obs *obs;  /* n_labels */
     double *loss;           /* per observed trial */
+    int n_obs;              /* observed trials */
     int *best;              /* hyperopt's best_tids: the parents chosen so far */
     int n_best;
     struct rng *r;
@@ -79,42 +68,13 @@ struct an_ctx {
 
 static const char *const anneal_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type", "seed", NULL};
 static const char *const liar_names[] = {"min", "max", "mean", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
-
-/* ---- the labels of the search space ---- */
-
-static int add_group(struct anneal_state *t, const struct ss_space *s)
-{
-    int g = t->n_groups++;
-    t->groups = xrealloc(t->groups, sizeof *t->groups * (size_t)t->n_groups);
-    t->groups[g].d = s->n;
-    t->groups[g].dims = xcalloc((size_t)(s->n ? s->n : 1), sizeof *t->groups[g].dims);
-    /* t->groups[g], not a pointer kept across the loop: the recursion moves t->groups */
-    for (int i = 0; i < s->n; i++) {
-        const struct ss_param *p = &s->params[i];
-        t->groups[g].dims[i].p = p;
-        t->groups[g].dims[i].label = t->n_labels++;
-        if (p->sub) {
-            int *child = xmalloc(sizeof *child * (size_t)p->n_choices);
-            for (int k = 0; k < p->n_choices; k++)
-                child[k] = add_group(t, p->sub[k]);
-            t->groups[g].dims[i].child = child;
-        }
-    }
-    return g;
-}
 
 static void anneal_destroy(void *state)
 {
     struct anneal_state *t = state;
     if (!t)
         return;
-    for (int g = 0; g < t->n_groups; g++) {
-        for (int i = 0; i < t->groups[g].d; i++)
-            free(t->groups[g].dims[i].child);
-        free(t->groups[g].dims);
-    }
-    free(t->groups);
+    space_groups_free(&t->sg);
     ss_free(t->space);
     free(t);
 }
@@ -125,10 +85,10 @@ static int anneal_create(const cJSON *args, const struct ss_space *space, uint64
     /* NNI's defaults: HyperoptTuner(optimize_mode='minimize', parallel_optimize=False,
      * constant_liar_type='min') */
     int mode = 1, parallel = 0, liar = LIAR_MIN;
-    if (classargs_keys(args, "tuner", "Anneal", anneal_keys, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_bool(args, "tuner", "parallel_optimize", &parallel, e) < 0 ||
-        classargs_choice(args, "tuner", "constant_liar_type", liar_names, &liar, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "Anneal", anneal_keys, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_bool(args, CA_TUNER, "parallel_optimize", &parallel, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "constant_liar_type", liar_names, &liar, e) < 0 ||
         classargs_seed(args, &seed, e) < 0)
         return -1;
     struct anneal_state *t = xcalloc(1, sizeof *t);
@@ -140,7 +100,7 @@ static int anneal_create(const cJSON *args, const struct ss_space *space, uint64
     t->maximize = mode == 0;
     t->parallel = parallel;
     t->liar = (enum liar)liar;
-    add_group(t, t->space);
+    space_groups_init(&t->sg, t->space);
     t->may_repeat = space_may_repeat(t->space);
     *state = t;
     return 0;
@@ -150,27 +110,17 @@ static int anneal_create(const cJSON *args, const struct ss_space *space, uint64
 
 /* The value a trial gave parameter p, as the label stores it; -1 when it does not
  * fit (such a trial is not an observation of this label). */
-static int observed_value(const struct ss_param *p, const cJSON *v, double *out)
+static int label_value(const struct ss_param *p, const cJSON *v, double *out)
 {
-    if (p->type == SS_CHOICE) {
-        int k = choice_index(p, v);
-        *out = k;
-        return k < 0 ? -1 : 0;
-    }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+    if (observed_value(p, v, out) < 0)
         return -1;
-    double x = v->valuedouble;
-    if (p->type == SS_RANDINT) {
-        if (x != floor(x) || x < p->a || x >= p->b)
-            return -1;
-        *out = x - p->a;
+    if (p->type == SS_CHOICE || p->type == SS_RANDINT)
         return 0;
-    }
+    double x = *out;
     /* the log of the parent's value is taken when sampling: hyperopt adds 1e-16
      * for qlognormal only, whose rounding makes 0 a legal value */
     if ((p->type == SS_QLOGNORMAL && x < 0) || (ss_type_is_log(p->type) && p->type != SS_QLOGNORMAL && x <= 0))
         return -1;
-    *out = x;
     return 0;
 }
 
@@ -192,17 +142,25 @@ static void observe(struct an_ctx *c, int g, const cJSON *obj, int t)
 {
     if (!cJSON_IsObject(obj))
         return;
-    const struct an_group *G = &c->st->groups[g];
+    const struct sg_group *G = &c->st->sg.g[g];
     for (int j = 0; j < G->d; j++) {
-        const struct an_dim *dim = &G->dims[j];
+        const struct sg_dim *dim = &G->dims[j];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, dim->p->name);
         double x;
-        if (observed_value(dim->p, v, &x) < 0)
+        if (label_value(dim->p, v, &x) < 0)
             continue;
         label_add(&c->obs[dim->label], t, x);
         if (dim->child)
             observe(c, dim->child[(int)x], v, t);
     }
+}
+
+/* history_visit: the next observed trial */
+static void observe_trial(void *ctx, const cJSON *parameters, double loss)
+{
+    struct an_ctx *c = ctx;
+    c->loss[c->n_obs] = loss;
+    observe(c, 0, parameters, c->n_obs++);
 }
 
 /* ---- sampling ---- */
@@ -233,7 +191,7 @@ static double parent_value(struct an_ctx *c, int label)
 
 static void gen_group(struct an_ctx *c, int g, cJSON *obj);
 
-static cJSON *option_value(struct an_ctx *c, const struct an_dim *dim, int k)
+static cJSON *option_value(struct an_ctx *c, const struct sg_dim *dim, int k)
 {
     const struct ss_param *p = dim->p;
     if (p->type == SS_RANDINT)
@@ -246,7 +204,7 @@ static cJSON *option_value(struct an_ctx *c, const struct an_dim *dim, int k)
     return v;
 }
 
-static cJSON *gen_value(struct an_ctx *c, const struct an_dim *dim)
+static cJSON *gen_value(struct an_ctx *c, const struct sg_dim *dim)
 {
     const struct ss_param *p = dim->p;
     const struct label_obs *o = &c->obs[dim->label];
@@ -289,25 +247,9 @@ static cJSON *gen_value(struct an_ctx *c, const struct an_dim *dim)
 
 static void gen_group(struct an_ctx *c, int g, cJSON *obj)
 {
-    const struct an_group *G = &c->st->groups[g];
+    const struct sg_group *G = &c->st->sg.g[g];
     for (int j = 0; j < G->d; j++)
         cJSON_AddItemToObject(obj, G->dims[j].p->name, gen_value(c, &G->dims[j]));
-}
-
-/* NNI compares a suggestion with every parameter set it generated or imported. */
-static int in_history(const struct tuner_history *hist, const cJSON *params)
-{
-    char *canon = json_canonical(params);
-    int found = 0;
-    for (int i = 0; hist && i < hist->n && !found; i++) {
-        if (!hist->items[i].parameters)
-            continue;
-        char *other = json_canonical(hist->items[i].parameters);
-        found = strcmp(canon, other) == 0;
-        free(other);
-    }
-    free(canon);
-    return found;
 }
 
 /* Differences from NNI 3.0, each for a reason:
@@ -339,37 +281,25 @@ static int anneal_suggest(void *state, int64_t index, const struct tuner_history
                                              : rs.sum / (rs.n_results ? rs.n_results : 1);
 
     struct an_ctx c = {.st = t};
-    c.obs = xcalloc((size_t)t->n_labels, sizeof *c.obs);
+    c.obs = xcalloc((size_t)t->sg.n_labels, sizeof *c.obs);
     c.loss = xmalloc(sizeof *c.loss * (size_t)(n ? n : 1));
-    c.best = xmalloc(sizeof *c.best * (size_t)(t->n_labels ? t->n_labels : 1));
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        const struct tuner_result *it = &hist->items[i];
-        if (!it->has_value || !isfinite(it->value))
-            continue;
-        c.loss[m] = t->maximize ? -it->value : it->value;
-        observe(&c, 0, it->parameters, m++);
-    }
+    c.best = xmalloc(sizeof *c.best * (size_t)(t->sg.n_labels ? t->sg.n_labels : 1));
+    history_each_result(hist, t->maximize ? -1 : 1, observe_trial, &c);
     /* the lies join after the real results, as NNI inserts them into a copy */
-    for (int i = 0; lie && i < n; i++) {
-        const struct tuner_result *it = &hist->items[i];
-        if (it->has_value || trial_status_final(it->status))
-            continue;
-        c.loss[m] = t->maximize ? -lie_value : lie_value;
-        observe(&c, 0, it->parameters, m++);
-    }
+    if (lie)
+        history_each_pending(hist, t->maximize ? -lie_value : lie_value, observe_trial, &c);
 
     struct rng r;
     rng_init(&r, t->seed, (uint64_t)index);
     c.r = &r;
     *params = cJSON_CreateObject();
     gen_group(&c, 0, *params);
-    if (t->may_repeat && in_history(hist, *params)) {
+    if (t->may_repeat && history_has(hist, *params)) {  /* NNI compares with all it generated or imported */
         cJSON_Delete(*params);
         *params = ss_sample(t->space, &r);
     }
 
-    for (int l = 0; l < t->n_labels; l++) {
+    for (int l = 0; l < t->sg.n_labels; l++) {
         free(c.obs[l].trial);
         free(c.obs[l].val);
     }

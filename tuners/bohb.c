@@ -242,6 +242,43 @@ struct budget_count {
     int n;
 };
 
+/* CG_BOHB's sizes of the good and bad parts of n results */
+static void split_sizes(const struct bohb *st, int n, int *n_good, int *n_bad)
+{
+    int mp = st->min_points;
+    *n_good = mp > st->top_n_percent * n / 100 ? mp : st->top_n_percent * n / 100;
+    *n_bad = mp > (100 - st->top_n_percent) * n / 100 ? mp : (100 - st->top_n_percent) * n / 100;
+}
+
+/* Fits the good and bad KDEs to the nk kept results ob (rows x, in history order)
+ * at budget `budget`, best first. */
+static void fit_at_budget(struct bohb *st, const struct obs *ob, int nk, const double *x, double budget)
+{
+    int d = st->d;
+    struct obs *sel = xmalloc(sizeof *sel * (size_t)(nk ? nk : 1));
+    double *rows = xmalloc(sizeof *rows * (size_t)(nk ? nk : 1) * (size_t)(d ? d : 1));
+    int n = 0;
+    for (int i = 0; i < nk; i++)
+        if (ob[i].budget == budget) {
+            sel[n] = ob[i];
+            sel[n].k = i; /* now: its row in x, in history order */
+            n++;
+        }
+    qsort(sel, (size_t)n, sizeof *sel, obs_by_loss);
+    for (int i = 0; i < n; i++)
+        memcpy(&rows[i * d], &x[sel[i].k * d], sizeof *rows * (size_t)d);
+    int n_good, n_bad;
+    split_sizes(st, n, &n_good, &n_bad);
+    if (n_good + n_bad > n)
+        n_bad = n - n_good;
+    kde_fit(&st->good, rows, n_good, d, st->min_bandwidth);
+    kde_fit(&st->bad, rows + n_good * d, n_bad, d, st->min_bandwidth);
+    st->has_model = 1;
+    st->model_budget = budget;
+    free(sel);
+    free(rows);
+}
+
 /* Rebuilds (when its inputs changed) the model new configurations of bracket b are
  * drawn from. */
 static void model_for(struct bohb *st, const struct tuner_history *h, int64_t bracket)
@@ -295,8 +332,8 @@ static void model_for(struct bohb *st, const struct tuner_history *h, int64_t br
         nk++;
         if (n <= mp - 1)
             continue;
-        int n_good = mp > st->top_n_percent * n / 100 ? mp : st->top_n_percent * n / 100;
-        int n_bad = mp > (100 - st->top_n_percent) * n / 100 ? mp : (100 - st->top_n_percent) * n / 100;
+        int n_good, n_bad;
+        split_sizes(st, n, &n_good, &n_bad);
         int good_rows = n_good < n ? n_good : n;
         int bad_rows = n - n_good < n_bad ? n - n_good : n_bad;
         if (good_rows <= d || bad_rows <= d)
@@ -304,32 +341,8 @@ static void model_for(struct bohb *st, const struct tuner_history *h, int64_t br
         if (ob[i].budget > best_model)
             best_model = ob[i].budget;
     }
-    if (best_model > -INFINITY) {
-        /* the results kept at that budget, best first */
-        struct obs *sel = xmalloc(sizeof *sel * (size_t)nk);
-        double *rows = xmalloc(sizeof *rows * (size_t)nk * (size_t)d);
-        int n = 0;
-        for (int i = 0; i < nk; i++)
-            if (ob[i].budget == best_model) {
-                sel[n] = ob[i];
-                sel[n].k = i; /* now: its row in x, in history order */
-                n++;
-            }
-        qsort(sel, (size_t)n, sizeof *sel, obs_by_loss);
-        for (int i = 0; i < n; i++) {
-            memcpy(&rows[i * d], &x[sel[i].k * d], sizeof *rows * (size_t)d);
-        }
-        int n_good = mp > st->top_n_percent * n / 100 ? mp : st->top_n_percent * n / 100;
-        int n_bad = mp > (100 - st->top_n_percent) * n / 100 ? mp : (100 - st->top_n_percent) * n / 100;
-        if (n_good + n_bad > n)
-            n_bad = n - n_good;
-        kde_fit(&st->good, rows, n_good, d, st->min_bandwidth);
-        kde_fit(&st->bad, rows + n_good * d, n_bad, d, st->min_bandwidth);
-        st->has_model = 1;
-        st->model_budget = best_model;
-        free(sel);
-        free(rows);
-    }
+    if (best_model > -INFINITY)
+        fit_at_budget(st, ob, nk, x, best_model);
     free(bc);
     free(x);
     free(ob);
@@ -401,21 +414,20 @@ static cJSON *draw_config(struct bohb *st, int64_t counter)
 static int bohb_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                        struct errbuf *e)
 {
-    static const char *const modes[] = {"maximize", "minimize", NULL};
     int mode = 0, min_budget = 1, max_budget = 3, eta = 3, min_points = -1, top = 15, samples = 64;
     double frac = 1.0 / 3, bw_factor = 3, min_bw = 1e-3;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, "tuner", "BOHB", bohb_args, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", modes, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "min_budget", 1, 1000000000, &min_budget, e) < 0 ||
-        classargs_int(args, "tuner", "max_budget", 1, 1000000000, &max_budget, e) < 0 ||
-        classargs_int(args, "tuner", "eta", 2, 9999, &eta, e) < 0 ||
-        classargs_int(args, "tuner", "min_points_in_model", 0, 9999, &min_points, e) < 0 ||
-        classargs_int(args, "tuner", "top_n_percent", 1, 99, &top, e) < 0 ||
-        classargs_int(args, "tuner", "num_samples", 1, 9999, &samples, e) < 0 ||
-        classargs_number(args, "tuner", "random_fraction", 0, 1, &frac, e) < 0 ||
-        classargs_number(args, "tuner", "bandwidth_factor", 0, 9999, &bw_factor, e) < 0 ||
-        classargs_number(args, "tuner", "min_bandwidth", 0, 9999, &min_bw, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "BOHB", bohb_args, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_int(args, CA_TUNER, "min_budget", 1, 1000000000, &min_budget, e) < 0 ||
+        classargs_int(args, CA_TUNER, "max_budget", 1, 1000000000, &max_budget, e) < 0 ||
+        classargs_int(args, CA_TUNER, "eta", 2, 9999, &eta, e) < 0 ||
+        classargs_int(args, CA_TUNER, "min_points_in_model", 0, 9999, &min_points, e) < 0 ||
+        classargs_int(args, CA_TUNER, "top_n_percent", 1, 99, &top, e) < 0 ||
+        classargs_int(args, CA_TUNER, "num_samples", 1, 9999, &samples, e) < 0 ||
+        classargs_number(args, CA_TUNER, "random_fraction", 0, 1, &frac, e) < 0 ||
+        classargs_number(args, CA_TUNER, "bandwidth_factor", 0, 9999, &bw_factor, e) < 0 ||
+        classargs_number(args, CA_TUNER, "min_bandwidth", 0, 9999, &min_bw, e) < 0 ||
         classargs_seed(args, &own_seed, e) < 0)
         return -1;
     const cJSON *cs = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "config_space") : NULL;

@@ -33,13 +33,13 @@ static int cf_create(const cJSON *args, void **state, struct errbuf *e)
      * float threshold, and so rejects "threshold: 1"; JSON does not tell 1 from 1.0,
      * so any number in range is accepted. */
     struct curvefitting c = {.epoch_num = 20, .start_step = 6, .gap = 1, .threshold = 0.95};
-    if (classargs_keys(args, "assessor", "Curvefitting", cf_keys, e) < 0 ||
-        classargs_require(args, "assessor", "Curvefitting", "epoch_num", "the number of epochs a trial runs",
+    if (classargs_keys(args, CA_ASSESSOR, "Curvefitting", cf_keys, e) < 0 ||
+        classargs_require(args, CA_ASSESSOR, "Curvefitting", "epoch_num", "the number of epochs a trial runs",
                           e) < 0 ||
-        classargs_int(args, "assessor", "epoch_num", 0, 9999, &c.epoch_num, e) < 0 ||
-        classargs_int(args, "assessor", "start_step", 0, 9999, &c.start_step, e) < 0 ||
-        classargs_number(args, "assessor", "threshold", 0, 9999, &c.threshold, e) < 0 ||
-        classargs_int(args, "assessor", "gap", 1, 9999, &c.gap, e) < 0)
+        classargs_int(args, CA_ASSESSOR, "epoch_num", 0, 9999, &c.epoch_num, e) < 0 ||
+        classargs_int(args, CA_ASSESSOR, "start_step", 0, 9999, &c.start_step, e) < 0 ||
+        classargs_number(args, CA_ASSESSOR, "threshold", 0, 9999, &c.threshold, e) < 0 ||
+        classargs_int(args, CA_ASSESSOR, "gap", 1, 9999, &c.gap, e) < 0)
         return -1;
     struct curvefitting *s = xmalloc(sizeof *s);
     *s = c;

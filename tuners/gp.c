@@ -124,7 +124,6 @@ static double dist(const double *a, const double *b, int d)
 
 static const char *const gp_keys[] = {"optimize_mode", "utility", "kappa", "xi", "nu", "alpha", "cold_start_num",
                                       "selection_num_warm_up", "selection_num_starting_points", "seed", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 static const char *const utility_names[] = {"ei", "ucb", "poi", NULL};
 
 static void gp_destroy(void *state)
@@ -141,16 +140,16 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
 {
     int mode = 0, utility = UT_EI, cold = 10, warm = 100000, starts = 250;
     double kappa = 5, xi = 0, nu = 2.5, alpha = 1e-6;
-    if (classargs_keys(args, "tuner", "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_choice(args, "tuner", "utility", utility_names, &utility, e) < 0 ||
-        classargs_number(args, "tuner", "kappa", 0, 1e9, &kappa, e) < 0 ||
-        classargs_number(args, "tuner", "xi", 0, 1e9, &xi, e) < 0 ||
-        classargs_number(args, "tuner", "nu", 0, 1e9, &nu, e) < 0 ||
-        classargs_number(args, "tuner", "alpha", 0, 1e9, &alpha, e) < 0 ||
-        classargs_int(args, "tuner", "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
-        classargs_int(args, "tuner", "selection_num_warm_up", 1, 1000000000, &warm, e) < 0 ||
-        classargs_int(args, "tuner", "selection_num_starting_points", 1, 1000000000, &starts, e) < 0)
+    if (classargs_keys(args, CA_TUNER, "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "utility", utility_names, &utility, e) < 0 ||
+        classargs_number(args, CA_TUNER, "kappa", 0, 1e9, &kappa, e) < 0 ||
+        classargs_number(args, CA_TUNER, "xi", 0, 1e9, &xi, e) < 0 ||
+        classargs_number(args, CA_TUNER, "nu", 0, 1e9, &nu, e) < 0 ||
+        classargs_number(args, CA_TUNER, "alpha", 0, 1e9, &alpha, e) < 0 ||
+        classargs_int(args, CA_TUNER, "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
+        classargs_int(args, CA_TUNER, "selection_num_warm_up", 1, 1000000000, &warm, e) < 0 ||
+        classargs_int(args, CA_TUNER, "selection_num_starting_points", 1, 1000000000, &starts, e) < 0)
         return -1;
     if (nu != 0.5 && nu != 1.5 && nu != 2.5)
         return errf(e, "tuner.classArgs.nu: must be 0.5, 1.5 or 2.5 (the Matern kernels trialq implements)");
@@ -398,16 +397,15 @@ static int obs_by_seq(const void *a, const void *b)
     return ((const struct gp_obs *)a)->seq - ((const struct gp_obs *)b)->seq;
 }
 
-static int gp_suggest(void *state, int64_t index, const struct tuner_history *hist, cJSON **params, struct errbuf *e)
+/* The model of hist's results (at most GP_MAX_OBS: the best half, then the most
+ * recent of the rest). 0 with *model fitted (it borrows *xrows; the caller frees
+ * *xrows and *yrows after the model) and *y_max set; -1 when there is nothing to model
+ * yet (cold start, no dimension) or no length scale fits. */
+static int fit_history(const struct gp_state *t, const struct tuner_history *hist, struct gp_model *model,
+                       double **xrows, double **yrows, double *y_max)
 {
-    struct gp_state *t = state;
-    *params = NULL;
-    if (index < 0)
-        return errf(e, "GP: negative tuner index %lld", (long long)index);
     int n = hist ? hist->n : 0, d = t->d;
-    struct rng r;
-    rng_init(&r, t->seed, (uint64_t)index);
-
+    *xrows = *yrows = NULL;
     /* the observations, as rows of scaled values */
     double *xall = xmalloc(sizeof *xall * (size_t)(n ? n : 1) * (size_t)(d ? d : 1));
     struct gp_obs *obs = xmalloc(sizeof *obs * (size_t)(n ? n : 1));
@@ -422,10 +420,8 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
     if (m < t->cold_start || m == 0 || d == 0) {
         free(xall);
         free(obs);
-        *params = ss_sample(t->space, &r);
-        return 1;
+        return -1;
     }
-    /* the cap: the best half, then the most recent of the rest; then in order */
     if (m > GP_MAX_OBS) {
         qsort(obs, (size_t)m, sizeof *obs, obs_by_y_desc);
         int keep_best = GP_MAX_OBS / 2;
@@ -435,11 +431,12 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
         qsort(obs, (size_t)m, sizeof *obs, obs_by_seq);
     }
     double *x = xmalloc(sizeof *x * (size_t)m * (size_t)d), *y = xmalloc(sizeof *y * (size_t)m);
-    double sum = 0, y_max = -INFINITY;
+    double sum = 0;
+    *y_max = -INFINITY;
     for (int i = 0; i < m; i++) {
         memcpy(x + (size_t)i * d, xall + (size_t)obs[i].seq * d, sizeof *x * (size_t)d);
         sum += obs[i].y;
-        y_max = fmax(y_max, obs[i].y);
+        *y_max = fmax(*y_max, obs[i].y);
     }
     double mean = sum / m, var = 0;
     for (int i = 0; i < m; i++)
@@ -451,26 +448,28 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
         y[i] = (obs[i].y - mean) / sd;
     free(xall);
     free(obs);
+    *xrows = x;
+    *yrows = y;
+    if (gp_model_fit(model, t->d, t->nu, t->alpha, x, y, m) < 0)
+        return -1;
+    model->ymean = mean;
+    model->ystd = sd;
+    return 0;
+}
 
-    struct gp_model model = {0};
-    if (gp_model_fit(&model, t->d, t->nu, t->alpha, x, y, m) < 0) {
-        free(x);
-        free(y);
-        *params = ss_sample(t->space, &r);
-        return 1;
-    }
-    model.ymean = mean;
-    model.ystd = sd;
-
-    /* warm-up: random points; keep the best `starts` of them */
-    int ks = t->starts;
+/* The point u (scaled) with the best acquisition found: random warm-up points, the
+ * best `starts` of them refined by random steps that shrink on failure. */
+static void maximize_acquisition(const struct gp_state *t, struct gp_model *model, double y_max, struct rng *r,
+                                 double *u)
+{
+    int d = t->d, ks = t->starts;
     double *top = xmalloc(sizeof *top * (size_t)ks * (size_t)d), *top_a = xmalloc(sizeof *top_a * (size_t)ks);
     int n_top = 0;
-    double *u = xmalloc(sizeof *u * (size_t)d), *cand = xmalloc(sizeof *cand * (size_t)d);
+    double *cand = xmalloc(sizeof *cand * (size_t)d);
     for (int w = 0; w < t->warm_up; w++) {
         for (int k = 0; k < d; k++)
-            u[k] = rng_uniform(&r);
-        double a = acquisition(t, &model, u, y_max);
+            u[k] = rng_uniform(r);
+        double a = acquisition(t, model, u, y_max);
         if (!isfinite(a))
             a = -INFINITY;
         int pos = n_top < ks ? n_top++ : ks;
@@ -487,17 +486,16 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
         top_a[pos] = a;
         memcpy(top + (size_t)pos * d, u, sizeof *u * (size_t)d);
     }
-    /* local refinement: random steps that shrink on failure */
     double best_a = top_a[0];
     memcpy(u, top, sizeof *u * (size_t)d);
     for (int s = 0; s < n_top; s++) {
         double *p = top + (size_t)s * d, pa = top_a[s], step = 0.05;
         for (int it = 0; it < GP_LOCAL_STEPS; it++) {
             for (int k = 0; k < d; k++) {
-                double v = p[k] + step * rng_normal(&r);
+                double v = p[k] + step * rng_normal(r);
                 cand[k] = v < 0 ? 0 : v > 1 ? 1 : v;
             }
-            double a = acquisition(t, &model, cand, y_max);
+            double a = acquisition(t, model, cand, y_max);
             if (a > pa) {
                 pa = a;
                 memcpy(p, cand, sizeof *p * (size_t)d);
@@ -510,13 +508,33 @@ static int gp_suggest(void *state, int64_t index, const struct tuner_history *hi
             memcpy(u, p, sizeof *u * (size_t)d);
         }
     }
-    *params = cJSON_CreateObject();
-    for (int k = 0; k < d; k++)
-        cJSON_AddItemToObject(*params, t->dims[k].p->name, unit_dim_value(&t->dims[k], u[k]));
     free(top);
     free(top_a);
-    free(u);
     free(cand);
+}
+
+static int gp_suggest(void *state, int64_t index, const struct tuner_history *hist, cJSON **params, struct errbuf *e)
+{
+    struct gp_state *t = state;
+    *params = NULL;
+    if (index < 0)
+        return errf(e, "GP: negative tuner index %lld", (long long)index);
+    struct rng r;
+    rng_init(&r, t->seed, (uint64_t)index);
+    struct gp_model model = {0};
+    double *x, *y, y_max;
+    if (fit_history(t, hist, &model, &x, &y, &y_max) < 0) {
+        free(x);
+        free(y);
+        *params = ss_sample(t->space, &r);
+        return 1;
+    }
+    double *u = xmalloc(sizeof *u * (size_t)t->d);
+    maximize_acquisition(t, &model, y_max, &r, u);
+    *params = cJSON_CreateObject();
+    for (int k = 0; k < t->d; k++)
+        cJSON_AddItemToObject(*params, t->dims[k].p->name, unit_dim_value(&t->dims[k], u[k]));
+    free(u);
     gp_model_free(&model);
     free(x);
     free(y);

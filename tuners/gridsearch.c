@@ -17,7 +17,9 @@ static const char *const gridsearch_args[] = {"optimize_mode", NULL};
 static int gridsearch_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                              struct errbuf *e)
 {
-    if (classargs_check_keys(args, "GridSearch", gridsearch_args, e) < 0 || classargs_optimize_mode(args, e) < 0)
+    int maximize;  /* ignored */
+    if (classargs_keys(args, CA_TUNER, "GridSearch", gridsearch_args, e) < 0 ||
+        classargs_maximize(args, &maximize, e) < 0)
         return -1;
     if (space->n == 0)
         return errf(e, "searchSpace: GridSearch needs at least one parameter (the search space is empty)");

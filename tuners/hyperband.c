@@ -28,15 +28,14 @@ static const char *const hyperband_args[] = {"optimize_mode", "R", "eta", "exec_
 static int hyperband_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                             struct errbuf *e)
 {
-    static const char *const modes[] = {"maximize", "minimize", NULL};
     static const char *const exec_modes[] = {"parallelism", "serial", NULL};
     int mode = 0, exec_mode = 0, R = 60, eta = 3;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, "tuner", "Hyperband", hyperband_args, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", modes, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "R", 1, 1000000000, &R, e) < 0 ||
-        classargs_int(args, "tuner", "eta", 2, 1000000000, &eta, e) < 0 ||
-        classargs_choice(args, "tuner", "exec_mode", exec_modes, &exec_mode, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "Hyperband", hyperband_args, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_int(args, CA_TUNER, "R", 1, 1000000000, &R, e) < 0 ||
+        classargs_int(args, CA_TUNER, "eta", 2, 1000000000, &eta, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "exec_mode", exec_modes, &exec_mode, e) < 0 ||
         classargs_seed(args, &own_seed, e) < 0)
         return -1;
     for (int i = 0; i < space->n; i++)

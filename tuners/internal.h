@@ -73,15 +73,6 @@ int grid_point(struct grid *g, int64_t index, cJSON **out);
 /* Inverse error function on [-1, 1] (±inf at ±1, NaN outside), to ~1 ulp. */
 double ss_erfinv(double y);
 
-/* ---- classargs.c: classArgs checks shared by the tuners ---- */
-/* Accepts NULL, JSON null or an object whose keys are all in `allowed`
- * (NULL-terminated, may be NULL for "none"). */
-int classargs_check_keys(const cJSON *args, const char *tuner, const char *const *allowed, struct errbuf *e);
-/* seed: a non-negative integer. Returns 1 and sets *seed when present, 0 when absent. */
-int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
-/* optimize_mode: "maximize" or "minimize" when present (some tuners ignore it). */
-int classargs_optimize_mode(const cJSON *args, struct errbuf *e);
-
 /* ---- evolution.c: the state of the two evolution tuners (Evolution, regevo.c) ---- */
 struct evo_state {
     struct ss_space *space;  /* own copy */
@@ -108,27 +99,56 @@ void result_stats(const struct tuner_history *hist, double sign, struct result_s
 /* 1 when the space is finite-valued (no unquantized numeric parameter anywhere), so
  * that a suggestion can repeat an earlier one exactly. */
 int space_may_repeat(const struct ss_space *s);
+/* What a model-based tuner with a constant liar observes, in sequence order: every
+ * result that is a finite number (loss = sign * value), then, with a liar, every
+ * pending trial (loss = the lie). */
+typedef void (*history_visit)(void *ctx, const cJSON *parameters, double loss);
+void history_each_result(const struct tuner_history *hist, double sign, history_visit visit, void *ctx);
+void history_each_pending(const struct tuner_history *hist, double loss, history_visit visit, void *ctx);
+/* 1 when a trial of the history (any status) ran exactly these parameters, compared
+ * as NNI does (canonical texts). */
+int history_has(const struct tuner_history *hist, const cJSON *params);
 /* The option of choice parameter p that value v is (for a nested choice: whose
  * "_name" v carries), or -1. */
 int choice_index(const struct ss_param *p, const cJSON *v);
+/* The value v that a trial gave parameter p, as the model-based tuners observe it:
+ * the option index of a choice, the offset from low of a randint, else the number
+ * itself. Returns 0 with *out set, or -1 when v does not fit (not a finite number,
+ * not an option, not an integer in the range). */
+int observed_value(const struct ss_param *p, const cJSON *v, double *out);
 
-/* ---- classargs_typed.c: typed classArgs checks for either section ---- */
-/* section is "tuner" or "assessor"; errors read "<section>.classArgs.<key>: ...".
- * Absent and JSON null leave *out alone and return 0; a valid value sets *out and
- * returns 1; anything else returns -1. */
-int classargs_keys(const cJSON *args, const char *section, const char *algo, const char *const *allowed,
+/* ---- classargs.c: the checks of classArgs, for tuners and assessors ---- */
+/* `where` is the path of the mapping checked (CA_TUNER, CA_ASSESSOR, or a nested
+ * mapping such as CA_TUNER ".tpe_args"); errors read "<where>.<key>: ...".
+ * The typed checks: absent and JSON null leave *out alone and return 0; a valid value
+ * sets *out and returns 1; anything else returns -1. */
+#define CA_TUNER "tuner.classArgs"
+#define CA_ASSESSOR "assessor.classArgs"
+/* Accepts NULL, JSON null or an object whose keys are all in `allowed` (NULL-terminated;
+ * NULL or empty: the algorithm takes none). algo (may be NULL inside a nested mapping)
+ * names the algorithm in the error. */
+int classargs_keys(const cJSON *args, const char *where, const char *algo, const char *const *allowed,
                    struct errbuf *e);
 /* -1 unless key is present and not null; `what` tells the user what to put there. */
-int classargs_require(const cJSON *args, const char *section, const char *algo, const char *key, const char *what,
+int classargs_require(const cJSON *args, const char *where, const char *algo, const char *key, const char *what,
                       struct errbuf *e);
-int classargs_int(const cJSON *args, const char *section, const char *key, int min, int max, int *out,
+int classargs_int(const cJSON *args, const char *where, const char *key, int min, int max, int *out,
                   struct errbuf *e);
-int classargs_number(const cJSON *args, const char *section, const char *key, double min, double max, double *out,
+/* max INFINITY: no upper bound */
+int classargs_number(const cJSON *args, const char *where, const char *key, double min, double max, double *out,
                      struct errbuf *e);
-int classargs_bool(const cJSON *args, const char *section, const char *key, int *out, struct errbuf *e);
+int classargs_bool(const cJSON *args, const char *where, const char *key, int *out, struct errbuf *e);
 /* choices is NULL-terminated; *out receives the index of the one given. */
-int classargs_choice(const cJSON *args, const char *section, const char *key, const char *const *choices, int *out,
+int classargs_choice(const cJSON *args, const char *where, const char *key, const char *const *choices, int *out,
                      struct errbuf *e);
+/* The options of optimize_mode, in NNI's order: {"maximize", "minimize", NULL}. */
+extern const char *const classargs_modes[];
+/* tuner.classArgs.optimize_mode: sets *maximize (1: "maximize", 0: "minimize") when
+ * given; returns as classargs_choice. */
+int classargs_maximize(const cJSON *args, int *maximize, struct errbuf *e);
+/* tuner.classArgs.seed: a non-negative integer. Returns 1 and sets *seed when present,
+ * 0 when absent, -1 on error. */
+int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);
 
 /* ---- gp.c: the dense linear algebra and the model of the GP tuner (Metis uses them) ---- */
 /* In-place Cholesky factorisation of the n x n row-major symmetric matrix a: on
@@ -171,6 +191,26 @@ int unit_dims_scale(const struct unit_dim *dims, int d, const cJSON *obj, double
 /* A scaled value -> the parameter's value (nearest option, rounded, inside the range). */
 cJSON *unit_dim_value(const struct unit_dim *g, double u);
 
+/* ---- groups.c: a search space cut into groups (TPE, Anneal) ---- */
+/* Group 0 holds the top-level parameters; every option of a nested choice has the
+ * group of its sub-space, numbered depth first. */
+struct sg_dim {
+    const struct ss_param *p;
+    int label;   /* the parameter's number in the whole tree, depth first */
+    int *child;  /* nested choice: the group of each option; else NULL */
+};
+struct sg_group {
+    int d;
+    struct sg_dim *dims;
+};
+struct space_groups {
+    int n, n_labels;  /* groups; parameters in all of them */
+    struct sg_group *g;
+};
+/* s is borrowed and must outlive the groups. */
+void space_groups_init(struct space_groups *sg, const struct ss_space *s);
+void space_groups_free(struct space_groups *sg);
+
 /* ---- parzen.c: the Parzen estimators of TPE ---- */
 /* (value, index) pairs; ranked_sort orders them by value, equal values by index
  * (the order Python's stable sort gives). */
@@ -179,6 +219,8 @@ struct ranked {
     int i;
 };
 void ranked_sort(struct ranked *a, int n);
+/* Reorders a so that a[0 .. k) are the k least (in any order), 0 <= k <= n. */
+void ranked_select(struct ranked *a, int n, int k);
 
 struct pz_dim {
     int n_cat;                     /* > 0: categorical, values are option indexes */

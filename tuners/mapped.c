@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
 /* ---- TPE_legacy: optimize_mode (minimize), parallel_optimize (false),
  * constant_liar_type (min, max, mean) ---- */
@@ -20,10 +19,10 @@ static int legacy_create(const cJSON *args, const struct ss_space *space, uint64
 {
     int mode = 1, parallel = 0, liar = 0;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, "tuner", "TPE_legacy", legacy_keys, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_bool(args, "tuner", "parallel_optimize", &parallel, e) < 0 ||
-        classargs_choice(args, "tuner", "constant_liar_type", hyperopt_liars, &liar, e) < 0)
+    if (classargs_keys(args, CA_TUNER, "TPE_legacy", legacy_keys, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_bool(args, CA_TUNER, "parallel_optimize", &parallel, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "constant_liar_type", hyperopt_liars, &liar, e) < 0)
         return -1;
     int has_seed = classargs_seed(args, &own_seed, e);
     if (has_seed < 0)
@@ -34,7 +33,7 @@ static int legacy_create(const cJSON *args, const struct ss_space *space, uint64
                        "Anneal for the others)");
     /* HyperoptTuner lies about running trials only with parallel_optimize */
     cJSON *tpe = cJSON_CreateObject();
-    cJSON_AddStringToObject(tpe, "optimize_mode", mode_names[mode]);
+    cJSON_AddStringToObject(tpe, "optimize_mode", classargs_modes[mode]);
     if (has_seed)
         cJSON_AddNumberToObject(tpe, "seed", (double)own_seed);
     cJSON *ta = cJSON_AddObjectToObject(tpe, "tpe_args");

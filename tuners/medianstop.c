@@ -19,14 +19,13 @@ struct medianstop {
 };
 
 static const char *const ms_keys[] = {"optimize_mode", "start_step", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
 static int ms_create(const cJSON *args, void **state, struct errbuf *e)
 {
     int mode = 0, start_step = 0;  /* NNI's defaults: maximize, 0 */
-    if (classargs_keys(args, "assessor", "Medianstop", ms_keys, e) < 0 ||
-        classargs_choice(args, "assessor", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_int(args, "assessor", "start_step", 0, 9999, &start_step, e) < 0)
+    if (classargs_keys(args, CA_ASSESSOR, "Medianstop", ms_keys, e) < 0 ||
+        classargs_choice(args, CA_ASSESSOR, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_int(args, CA_ASSESSOR, "start_step", 0, 9999, &start_step, e) < 0)
         return -1;
     struct medianstop *m = xcalloc(1, sizeof *m);
     m->maximize = mode == 0;

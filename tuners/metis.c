@@ -67,7 +67,6 @@ struct metis_state {
 static const char *const metis_keys[] = {"optimize_mode",    "no_resampling",           "no_candidates",
                                          "selection_num_starting_points", "cold_start_num",
                                          "exploration_probability", "seed", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
 static void metis_destroy(void *state)
 {
@@ -104,13 +103,13 @@ static int metis_create(const cJSON *args, const struct ss_space *space, uint64_
 {
     int mode = 0, no_resampling = 1, no_candidates = 0, starts = 600, cold = 10;
     double explore_p = 0.9;
-    if (classargs_keys(args, "tuner", "Metis", metis_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_bool(args, "tuner", "no_resampling", &no_resampling, e) < 0 ||
-        classargs_bool(args, "tuner", "no_candidates", &no_candidates, e) < 0 ||
-        classargs_int(args, "tuner", "selection_num_starting_points", 1, 1000000000, &starts, e) < 0 ||
-        classargs_int(args, "tuner", "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
-        classargs_number(args, "tuner", "exploration_probability", 0, 1, &explore_p, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "Metis", metis_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_bool(args, CA_TUNER, "no_resampling", &no_resampling, e) < 0 ||
+        classargs_bool(args, CA_TUNER, "no_candidates", &no_candidates, e) < 0 ||
+        classargs_int(args, CA_TUNER, "selection_num_starting_points", 1, 1000000000, &starts, e) < 0 ||
+        classargs_int(args, CA_TUNER, "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
+        classargs_number(args, CA_TUNER, "exploration_probability", 0, 1, &explore_p, e) < 0 ||
         check_space(space, e) < 0)
         return -1;
     struct metis_state *t = xcalloc(1, sizeof *t);
@@ -148,20 +147,6 @@ static void snap(const struct metis_state *t, double *u)
     cJSON *o = unscale(t, u);
     unit_dims_scale(t->dims, t->d, o, u);
     cJSON_Delete(o);
-}
-
-/* 1 when a trial of the history (any status) ran exactly these parameters */
-static int in_history(const struct tuner_history *hist, const cJSON *params)
-{
-    char *want = json_canonical(params);
-    int found = 0;
-    for (int i = 0; hist && i < hist->n && !found; i++) {
-        char *c = json_canonical(hist->items[i].parameters);
-        found = c && strcmp(c, want) == 0;
-        free(c);
-    }
-    free(want);
-    return found;
 }
 
 /* ---- the model and its searches ---- */
@@ -463,7 +448,7 @@ static int metis_suggest(void *state, int64_t index, const struct tuner_history 
             search(&model, g == 0 ? GOAL_SD : GOAL_LCB, pts, np, &r, u);
             snap(t, u);
             cJSON *p = unscale(t, u);
-            if (!in_history(hist, p)) {
+            if (!history_has(hist, p)) {
                 double sd;
                 gp_model_predict(&model, u, &mu[nc], &sd);
                 memcpy(rows + (size_t)nc++ * d, u, sizeof *u * (size_t)d);
@@ -476,7 +461,7 @@ static int metis_suggest(void *state, int64_t index, const struct tuner_history 
     int next = best_candidate(&o, rows, mu, nc, lm, pts, np, &r);
     cJSON *out = unscale(t, u_lm);
     double ap = rng_uniform(&r);
-    if (in_history(hist, out) || ap <= t->explore_p) {
+    if (history_has(hist, out) || ap <= t->explore_p) {
         cJSON_Delete(out);
         out = next >= 0 ? unscale(t, rows + (size_t)next * d) : ss_sample(t->space, &r);
     }

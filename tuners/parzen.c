@@ -53,6 +53,54 @@ void ranked_sort(struct ranked *a, int n)
     free(tmp);
 }
 
+static void ranked_swap(struct ranked *a, int i, int j)
+{
+    struct ranked t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* Quickselect (Hoare's partition, median-of-three pivot); a range that takes more
+ * than 2 log2(n) + 8 rounds is sorted instead, so the work stays O(n log n) at
+ * worst. The set of the k least is the same whatever the order: ranked_less is a
+ * strict total order (values, then indexes). */
+void ranked_select(struct ranked *a, int n, int k)
+{
+    int lo = 0, hi = n - 1, budget = 8;
+    for (int m = n; m > 1; m /= 2)
+        budget += 2;
+    while (lo < hi && k > lo && k <= hi) {
+        if (budget-- == 0) {
+            ranked_sort(a + lo, hi - lo + 1);
+            return;
+        }
+        int mid = lo + (hi - lo) / 2;
+        if (ranked_less(&a[mid], &a[lo]))
+            ranked_swap(a, mid, lo);
+        if (ranked_less(&a[hi], &a[lo]))
+            ranked_swap(a, hi, lo);
+        if (ranked_less(&a[hi], &a[mid]))
+            ranked_swap(a, hi, mid);
+        struct ranked pivot = a[mid];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (ranked_less(&a[i], &pivot))
+                i++;
+            while (ranked_less(&pivot, &a[j]))
+                j--;
+            if (i <= j)
+                ranked_swap(a, i++, j--);
+        }
+        /* now a[lo .. j] <= pivot <= a[i .. hi], and j < i */
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
 /* Normal CDF via erfc, which keeps its relative precision in the lower tail. */
 static double norm_cdf(double z)
 {

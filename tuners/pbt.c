@@ -48,7 +48,6 @@ struct pbt_state {
 
 static const char *const pbt_keys[] = {"optimize_mode", "all_checkpoint_dir", "population_size", "factor",
                                        "factors", "resample_probability", "fraction", "seed", NULL};
-static const char *const mode_names[] = {"maximize", "minimize", NULL};
 
 /* all_checkpoint_dir: absolute, or under ~; NULL when absent */
 static int checkpoint_arg(const cJSON *args, char **out, struct errbuf *e)
@@ -76,14 +75,14 @@ static int pbt_create(const cJSON *args, const struct ss_space *space, uint64_t 
     double factor = 0.2, resample = 0.25, fraction = 0.2;
     /* NNI's PBTClassArgsValidator requires optimize_mode; population_size is an int in
      * [0, 99999] there, and 0 never yields a trial, so trialq asks for at least 1. */
-    if (classargs_keys(args, "tuner", "PBT", pbt_keys, e) < 0 ||
-        classargs_require(args, "tuner", "PBT", "optimize_mode", "\"maximize\" or \"minimize\"", e) < 0 ||
-        classargs_choice(args, "tuner", "optimize_mode", mode_names, &mode, e) < 0 ||
-        classargs_int(args, "tuner", "population_size", 1, 99999, &population_size, e) < 0 ||
-        classargs_number(args, "tuner", "factors", 0, 1, &factor, e) < 0 ||
-        classargs_number(args, "tuner", "factor", 0, 1, &factor, e) < 0 ||
-        classargs_number(args, "tuner", "resample_probability", 0, 1, &resample, e) < 0 ||
-        classargs_number(args, "tuner", "fraction", 0, 0.5, &fraction, e) < 0 ||
+    if (classargs_keys(args, CA_TUNER, "PBT", pbt_keys, e) < 0 ||
+        classargs_require(args, CA_TUNER, "PBT", "optimize_mode", "\"maximize\" or \"minimize\"", e) < 0 ||
+        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
+        classargs_int(args, CA_TUNER, "population_size", 1, 99999, &population_size, e) < 0 ||
+        classargs_number(args, CA_TUNER, "factors", 0, 1, &factor, e) < 0 ||
+        classargs_number(args, CA_TUNER, "factor", 0, 1, &factor, e) < 0 ||
+        classargs_number(args, CA_TUNER, "resample_probability", 0, 1, &resample, e) < 0 ||
+        classargs_number(args, CA_TUNER, "fraction", 0, 0.5, &fraction, e) < 0 ||
         classargs_seed(args, &seed, e) < 0)
         return -1;
     const cJSON *f1 = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "factor") : NULL;

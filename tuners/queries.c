@@ -1,9 +1,9 @@
 /* queries.c: small questions about a tuner history and a search space that several
- * tuners ask (Anneal, Evolution). */
+ * tuners ask (TPE, Anneal, Evolution, Metis, Random). */
 #include "tuners/internal.h"
 
 #include <math.h>
-
+#include <stdlib.h>
 #include <string.h>
 
 void result_stats(const struct tuner_history *hist, double sign, struct result_stats *out)
@@ -36,6 +36,60 @@ int space_may_repeat(const struct ss_space *s)
                 return 0;
     }
     return 1;
+}
+
+void history_each_result(const struct tuner_history *hist, double sign, history_visit visit, void *ctx)
+{
+    for (int i = 0; hist && i < hist->n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (it->has_value && isfinite(it->value))
+            visit(ctx, it->parameters, sign * it->value);
+    }
+}
+
+void history_each_pending(const struct tuner_history *hist, double loss, history_visit visit, void *ctx)
+{
+    for (int i = 0; hist && i < hist->n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (!it->has_value && !trial_status_final(it->status))
+            visit(ctx, it->parameters, loss);
+    }
+}
+
+int observed_value(const struct ss_param *p, const cJSON *v, double *out)
+{
+    if (p->type == SS_CHOICE) {
+        int k = choice_index(p, v);
+        if (k < 0)
+            return -1;
+        *out = k;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return -1;
+    double x = v->valuedouble;
+    if (p->type == SS_RANDINT) {
+        if (x != floor(x) || x < p->a || x >= p->b)
+            return -1;
+        x -= p->a;
+    }
+    *out = x;
+    return 0;
+}
+
+int history_has(const struct tuner_history *hist, const cJSON *params)
+{
+    char *want = json_canonical(params);
+    int found = 0;
+    for (int i = 0; hist && i < hist->n && !found; i++) {
+        if (!hist->items[i].parameters)
+            continue;
+        char *other = json_canonical(hist->items[i].parameters);
+        found = strcmp(other, want) == 0;
+        free(other);
+    }
+    free(want);
+    return found;
 }
 
 int choice_index(const struct ss_param *p, const cJSON *v)

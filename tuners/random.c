@@ -27,27 +27,13 @@ struct random_state {
 
 static const char *const random_args[] = {"seed", "optimize_mode", NULL};
 
-/* NNI's _spec_never_dup: one unquantized numeric parameter anywhere (even inside a
- * nested choice, as NNI has it) makes repeats practically impossible. */
-static int never_repeats(const struct ss_space *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        const struct ss_param *p = &s->params[i];
-        if (p->type != SS_CHOICE && p->type != SS_RANDINT && p->q == 0)
-            return 1;
-        for (int k = 0; p->sub && k < p->n_choices; k++)
-            if (never_repeats(p->sub[k]))
-                return 1;
-    }
-    return 0;
-}
-
 static int random_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                          struct errbuf *e)
 {
     uint64_t own_seed = seed;
-    if (classargs_check_keys(args, "Random", random_args, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
-        classargs_optimize_mode(args, e) < 0)
+    int maximize;  /* ignored */
+    if (classargs_keys(args, CA_TUNER, "Random", random_args, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
+        classargs_maximize(args, &maximize, e) < 0)
         return -1;
     struct random_state *st = xcalloc(1, sizeof *st);
     if (ss_parse(space->json, &st->space, NULL, 0, e) < 0) {
@@ -55,7 +41,7 @@ static int random_create(const cJSON *args, const struct ss_space *space, uint64
         return -1;
     }
     st->seed = own_seed;
-    st->may_repeat = !never_repeats(st->space);
+    st->may_repeat = space_may_repeat(st->space);
     seen_init(&st->seen);
     *state = st;
     return 0;

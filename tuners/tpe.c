@@ -22,6 +22,11 @@
 
 enum liar { LIAR_NONE, LIAR_BEST, LIAR_WORST, LIAR_MEAN };
 
+/* The most results a suggestion models, and how many of them are the best ones
+ * (observe_results). */
+#define TPE_MAX_RESULTS 2000
+#define TPE_KEEP_BEST 400
+
 struct tpe_args {
     int maximize;
     enum liar liar;
@@ -29,23 +34,12 @@ struct tpe_args {
     double prior_weight, gamma;  /* gamma 0: trialq's split (model_choose) */
 };
 
-struct tpe_dim {
-    const struct ss_param *p;
-    int *child;  /* nested choice: the group of each option; else NULL */
-};
-
-struct tpe_group {
-    int d;
-    struct tpe_dim *dims;
-    struct pz_dim *pz;  /* the estimators' view of each dimension */
-};
-
 struct tpe_state {
     struct ss_space *space;  /* own copy: the groups point into it */
     uint64_t seed;
     struct tpe_args args;
-    int n_groups;
-    struct tpe_group *groups;
+    struct space_groups sg;
+    struct pz_dim **pz;      /* per group: the estimators' view of each dimension */
     int may_repeat;          /* the space is finite: suggestions can repeat */
     struct grid *grid;       /* for replacing a repeat, created at the first one */
 };
@@ -63,38 +57,15 @@ static const char *const tpe_keys[] = {"optimize_mode", "seed", "tpe_args", NULL
 static const char *const tpe_arg_keys[] = {"constant_liar_type", "n_startup_jobs", "n_ei_candidates",
                                            "linear_forgetting", "prior_weight", "gamma", NULL};
 
-#define ARG_PATH "tuner.classArgs.tpe_args."
-
-/* An integer in [min, max]; absent or null keeps *out. */
-static int arg_int(const cJSON *args, const char *key, double min, double max, int *out, struct errbuf *e)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return errf(e, ARG_PATH "%s: must be an integer", key);
-    if (v->valuedouble < min || v->valuedouble > max)
-        return errf(e, ARG_PATH "%s: must be an integer between %.0f and %.0f, got %.17g", key, min, max,
-                    v->valuedouble);
-    *out = (int)v->valuedouble;
-    return 0;
-}
+#define TPE_ARGS CA_TUNER ".tpe_args"
+#define ARG_PATH TPE_ARGS "."
 
 static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
 {
     if (!ta || cJSON_IsNull(ta))
         return 0;
-    if (!cJSON_IsObject(ta))
-        return errf(e, "tuner.classArgs.tpe_args: must be a mapping of argument names to values");
-    const cJSON *item;
-    cJSON_ArrayForEach(item, ta) {
-        int ok = 0;
-        for (const char *const *k = tpe_arg_keys; *k && !ok; k++)
-            ok = strcmp(*k, item->string) == 0;
-        if (!ok)
-            return errf(e, ARG_PATH "%s: unknown argument (accepted: constant_liar_type, n_startup_jobs, "
-                           "n_ei_candidates, linear_forgetting, prior_weight, gamma)", item->string);
-    }
+    if (classargs_keys(ta, TPE_ARGS, NULL, tpe_arg_keys, e) < 0)
+        return -1;
     const cJSON *liar = cJSON_GetObjectItemCaseSensitive(ta, "constant_liar_type");
     if (liar && cJSON_IsNull(liar)) {
         a->liar = LIAR_NONE;
@@ -113,16 +84,11 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
                         liar->valuestring);
     }
     /* The upper bounds keep the values in an int and one suggestion's work bounded. */
-    if (arg_int(ta, "n_startup_jobs", 0, 1e9, &a->n_startup_jobs, e) < 0 ||
-        arg_int(ta, "n_ei_candidates", 1, 100000, &a->n_ei_candidates, e) < 0 ||
-        arg_int(ta, "linear_forgetting", 1, 1e9, &a->linear_forgetting, e) < 0)
+    if (classargs_int(ta, TPE_ARGS, "n_startup_jobs", 0, 1000000000, &a->n_startup_jobs, e) < 0 ||
+        classargs_int(ta, TPE_ARGS, "n_ei_candidates", 1, 100000, &a->n_ei_candidates, e) < 0 ||
+        classargs_int(ta, TPE_ARGS, "linear_forgetting", 1, 1000000000, &a->linear_forgetting, e) < 0 ||
+        classargs_number(ta, TPE_ARGS, "prior_weight", 0, INFINITY, &a->prior_weight, e) < 0)
         return -1;
-    const cJSON *pw = cJSON_GetObjectItemCaseSensitive(ta, "prior_weight");
-    if (pw && !cJSON_IsNull(pw)) {
-        if (!cJSON_IsNumber(pw) || !(pw->valuedouble >= 0))
-            return errf(e, ARG_PATH "prior_weight: must be a number >= 0");
-        a->prior_weight = pw->valuedouble;
-    }
     const cJSON *gamma = cJSON_GetObjectItemCaseSensitive(ta, "gamma");
     if (gamma && !cJSON_IsNull(gamma)) {
         if (!cJSON_IsNumber(gamma))
@@ -136,56 +102,23 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
 
 /* ---- the groups of the search space ---- */
 
-static int add_group(struct tpe_state *t, const struct ss_space *s)
+/* The estimators' view of one numeric or categorical parameter. */
+static void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
 {
-    int g = t->n_groups++;
-    t->groups = xrealloc(t->groups, sizeof *t->groups * (size_t)t->n_groups);
-    struct tpe_group *G = &t->groups[g];
-    G->d = s->n;
-    G->dims = xcalloc((size_t)(s->n ? s->n : 1), sizeof *G->dims);
-    G->pz = xcalloc((size_t)(s->n ? s->n : 1), sizeof *G->pz);
-    /* below, t->groups[g] rather than G: the recursion for nested choices moves t->groups */
-    for (int i = 0; i < s->n; i++) {
-        const struct ss_param *p = &s->params[i];
-        struct pz_dim *z = &t->groups[g].pz[i];
-        t->groups[g].dims[i].p = p;
-        if (p->type == SS_CHOICE || p->type == SS_RANDINT) {
-            z->n_cat = p->n_choices;  /* NNI's TPE treats randint as categorical too */
-        } else if (ss_type_is_normal(p->type)) {
-            z->lo = -INFINITY;
-            z->hi = INFINITY;
-            z->prior_mu = p->a;
-            z->prior_sigma = p->b;
-        } else {
-            int lg = ss_type_is_log(p->type);
-            z->lo = lg ? log(p->a) : p->a;
-            z->hi = lg ? log(p->b) : p->b;
-            z->prior_mu = 0.5 * (z->lo + z->hi);
-            z->prior_sigma = z->hi - z->lo;
-        }
-        if (p->sub) {
-            int *child = xmalloc(sizeof *child * (size_t)p->n_choices);
-            for (int k = 0; k < p->n_choices; k++)
-                child[k] = add_group(t, p->sub[k]);
-            t->groups[g].dims[i].child = child;
-        }
+    if (p->type == SS_CHOICE || p->type == SS_RANDINT) {
+        z->n_cat = p->n_choices;  /* NNI's TPE treats randint as categorical too */
+    } else if (ss_type_is_normal(p->type)) {
+        z->lo = -INFINITY;
+        z->hi = INFINITY;
+        z->prior_mu = p->a;
+        z->prior_sigma = p->b;
+    } else {
+        int lg = ss_type_is_log(p->type);
+        z->lo = lg ? log(p->a) : p->a;
+        z->hi = lg ? log(p->b) : p->b;
+        z->prior_mu = 0.5 * (z->lo + z->hi);
+        z->prior_sigma = z->hi - z->lo;
     }
-    return g;
-}
-
-/* NNI's Deduplicator (hpo_utils/dedup.py): one unquantized numeric parameter
- * anywhere makes repeats practically impossible. */
-static int never_repeats(const struct ss_space *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        const struct ss_param *p = &s->params[i];
-        if (p->type != SS_CHOICE && p->type != SS_RANDINT && p->q == 0)
-            return 1;
-        for (int k = 0; p->sub && k < p->n_choices; k++)
-            if (never_repeats(p->sub[k]))
-                return 1;
-    }
-    return 0;
 }
 
 static void tpe_destroy(void *state)
@@ -193,13 +126,10 @@ static void tpe_destroy(void *state)
     struct tpe_state *t = state;
     if (!t)
         return;
-    for (int g = 0; g < t->n_groups; g++) {
-        for (int i = 0; i < t->groups[g].d; i++)
-            free(t->groups[g].dims[i].child);
-        free(t->groups[g].dims);
-        free(t->groups[g].pz);
-    }
-    free(t->groups);
+    for (int g = 0; t->pz && g < t->sg.n; g++)
+        free(t->pz[g]);
+    free(t->pz);
+    space_groups_free(&t->sg);
     grid_free(t->grid);
     ss_free(t->space);
     free(t);
@@ -217,15 +147,10 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
         .linear_forgetting = 25, .prior_weight = 1.0, .gamma = 0,
     };
     uint64_t own_seed = seed;
-    if (classargs_check_keys(args, "TPE", tpe_keys, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
-        classargs_optimize_mode(args, e) < 0)
+    if (classargs_keys(args, CA_TUNER, "TPE", tpe_keys, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
+        classargs_maximize(args, &a.maximize, e) < 0 ||
+        parse_tpe_args(cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "tpe_args") : NULL, &a, e) < 0)
         return -1;
-    if (cJSON_IsObject(args)) {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(args, "optimize_mode");
-        a.maximize = cJSON_IsString(m) && strcmp(m->valuestring, "maximize") == 0;
-        if (parse_tpe_args(cJSON_GetObjectItemCaseSensitive(args, "tpe_args"), &a, e) < 0)
-            return -1;
-    }
     struct tpe_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {
         free(t);
@@ -233,8 +158,14 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
     }
     t->seed = own_seed;
     t->args = a;
-    add_group(t, t->space);
-    t->may_repeat = !never_repeats(t->space);
+    space_groups_init(&t->sg, t->space);
+    t->pz = xcalloc((size_t)t->sg.n, sizeof *t->pz);
+    for (int g = 0; g < t->sg.n; g++) {
+        t->pz[g] = xcalloc((size_t)(t->sg.g[g].d ? t->sg.g[g].d : 1), sizeof *t->pz[g]);
+        for (int j = 0; j < t->sg.g[g].d; j++)
+            pz_dim_init(&t->pz[g][j], t->sg.g[g].dims[j].p);
+    }
+    t->may_repeat = space_may_repeat(t->space);  /* NNI's Deduplicator (hpo_utils/dedup.py) */
     *state = t;
     return 0;
 }
@@ -244,41 +175,14 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
 /* NNI's format_parameters for one value: the option index of a choice or randint,
  * the log of a log type. Returns 0 and sets *out, or -1 when the value does not fit
  * the parameter (such a trial is left out of that parameter's group). */
-static int internal_value(const struct tpe_dim *dim, const struct pz_dim *z, const cJSON *v, double *out)
+static int internal_value(const struct sg_dim *dim, const struct pz_dim *z, const cJSON *v, double *out)
 {
     const struct ss_param *p = dim->p;
-    if (!v)
+    if (observed_value(p, v, out) < 0)
         return -1;
-    if (p->type == SS_CHOICE) {
-        if (p->sub) {
-            const cJSON *name = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "_name") : NULL;
-            if (!cJSON_IsString(name))
-                return -1;
-            for (int k = 0; k < p->n_choices; k++) {
-                const cJSON *opt = cJSON_GetObjectItemCaseSensitive(p->choices[k], "_name");
-                if (strcmp(opt->valuestring, name->valuestring) == 0) {
-                    *out = k;
-                    return 0;
-                }
-            }
-            return -1;
-        }
-        for (int k = 0; k < p->n_choices; k++)
-            if (cJSON_Compare(p->choices[k], v, 1)) {
-                *out = k;
-                return 0;
-            }
-        return -1;
-    }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return -1;
-    double x = v->valuedouble;
-    if (p->type == SS_RANDINT) {
-        if (x != floor(x) || x < p->a || x >= p->b)
-            return -1;
-        *out = x - p->a;
+    if (p->type == SS_CHOICE || p->type == SS_RANDINT)
         return 0;
-    }
+    double x = *out;
     if (ss_type_is_log(p->type)) {
         /* qlognormal rounds every exp(x) below q / 2 to 0: the boundary stands for it */
         if (x == 0 && p->type == SS_QLOGNORMAL)
@@ -300,7 +204,8 @@ static int internal_value(const struct tpe_dim *dim, const struct pz_dim *z, con
  * made, to the groups of the chosen branches. */
 static void add_observation(const struct tpe_state *t, struct obs *sets, int g, const cJSON *obj, double loss)
 {
-    const struct tpe_group *G = &t->groups[g];
+    const struct sg_group *G = &t->sg.g[g];
+    const struct pz_dim *pz = t->pz[g];
     struct obs *o = &sets[g];
     if (!cJSON_IsObject(obj))
         return;
@@ -311,7 +216,7 @@ static void add_observation(const struct tpe_state *t, struct obs *sets, int g, 
     }
     double *row = o->x + (size_t)o->n * o->d;
     for (int j = 0; j < G->d; j++)
-        if (internal_value(&G->dims[j], &G->pz[j], cJSON_GetObjectItemCaseSensitive(obj, G->dims[j].p->name),
+        if (internal_value(&G->dims[j], &pz[j], cJSON_GetObjectItemCaseSensitive(obj, G->dims[j].p->name),
                            &row[j]) < 0)
             return;
     o->loss[o->n++] = loss;
@@ -319,6 +224,56 @@ static void add_observation(const struct tpe_state *t, struct obs *sets, int g, 
         if (G->dims[j].child)
             add_observation(t, sets, G->dims[j].child[(int)row[j]],
                             cJSON_GetObjectItemCaseSensitive(obj, G->dims[j].p->name), loss);
+}
+
+struct obs_ctx {
+    const struct tpe_state *t;
+    struct obs *sets;
+};
+
+/* history_visit: one trial of the history into the groups it was active in */
+static void observe_trial(void *ctx, const cJSON *parameters, double loss)
+{
+    struct obs_ctx *c = ctx;
+    add_observation(c->t, c->sets, 0, parameters, loss);
+}
+
+/* The results the model sees. Up to TPE_MAX_RESULTS, all of them; beyond, the
+ * TPE_KEEP_BEST best (least loss, then earliest) and the most recent others, up to
+ * TPE_MAX_RESULTS in all, so that a suggestion's work stays bounded however long the
+ * experiment runs (issue 33: <= 20 ms at 100,000 finished trials). Either way they
+ * enter in sequence order, and the choice depends on the history alone. */
+static void observe_results(const struct tpe_state *t, const struct tuner_history *hist, int n_results,
+                            struct obs_ctx *oc)
+{
+    double sign = t->args.maximize ? -1 : 1;
+    if (n_results <= TPE_MAX_RESULTS) {
+        history_each_result(hist, sign, observe_trial, oc);
+        return;
+    }
+    int n = hist->n, m = 0;
+    struct ranked *r = xmalloc(sizeof *r * (size_t)n_results);
+    for (int i = 0; i < n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (it->has_value && isfinite(it->value))
+            r[m++] = (struct ranked){sign * it->value, i};
+    }
+    ranked_select(r, m, TPE_KEEP_BEST);
+    unsigned char *keep = xcalloc((size_t)n, 1);
+    for (int k = 0; k < TPE_KEEP_BEST; k++)
+        keep[r[k].i] = 1;
+    free(r);
+    for (int i = n - 1, kept = TPE_KEEP_BEST; i >= 0 && kept < TPE_MAX_RESULTS; i--) {
+        const struct tuner_result *it = &hist->items[i];
+        if (!keep[i] && it->has_value && isfinite(it->value)) {
+            keep[i] = 1;
+            kept++;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (keep[i])
+            observe_trial(oc, hist->items[i].parameters, sign * hist->items[i].value);
+    free(keep);
 }
 
 /* ---- the model ---- */
@@ -364,7 +319,8 @@ static void forgetting_weights(int n, int lf, double *w)
 static void model_choose(const struct tpe_state *t, int g, const struct obs *o, int n_results, struct rng *r,
                          double *out)
 {
-    const struct tpe_group *G = &t->groups[g];
+    const struct sg_group *G = &t->sg.g[g];
+    const struct pz_dim *pz = t->pz[g];
     const struct tpe_args *a = &t->args;
     int n = o->n, d = G->d;
     if (d == 0)
@@ -399,8 +355,8 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
             w[i] = 1.0 - 0.9 * i / n_below;
 
     struct pz_mixture below, above;
-    pz_build(&below, G->pz, d, xs, w, n_below, n_spread, n, a->prior_weight);
-    pz_build(&above, G->pz, d, xs + (size_t)n_below * d, w + n_below, n - n_below, n - n_below, n, a->prior_weight);
+    pz_build(&below, pz, d, xs, w, n_below, n_spread, n, a->prior_weight);
+    pz_build(&above, pz, d, xs + (size_t)n_below * d, w + n_below, n - n_below, n - n_below, n, a->prior_weight);
     double *cand = xmalloc(sizeof *cand * (size_t)d);
     double best = -INFINITY;
     for (int c = 0; c < a->n_ei_candidates; c++) {
@@ -430,7 +386,7 @@ struct gen_ctx {
 /* Fills obj with group g's parameters (and those of the branches chosen). */
 static void gen_group(struct gen_ctx *c, int g, cJSON *obj)
 {
-    const struct tpe_group *G = &c->t->groups[g];
+    const struct sg_group *G = &c->t->sg.g[g];
     double *x = xmalloc(sizeof *x * (size_t)(G->d ? G->d : 1));
     /* NNI counts the liar's trials toward n_startup_jobs; with no result at all there
      * is nothing to model (every observation would be the same lie) */
@@ -574,7 +530,6 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
     *params = NULL;
     if (index < 0)
         return errf(e, "TPE: negative tuner index %lld", (long long)index);
-    int n = hist ? hist->n : 0;
 
     /* The constant liar's value: best, worst or mean loss of the results so far; 0
      * before any (NNI: "all of history is the same lie, so the value does not
@@ -589,30 +544,23 @@ static int tpe_suggest(void *state, int64_t index, const struct tuner_history *h
     else if (rs.n_results && t->args.liar == LIAR_MEAN)
         lie = rs.sum / rs.n_results;
 
-    struct obs *sets = xcalloc((size_t)t->n_groups, sizeof *sets);
-    for (int g = 0; g < t->n_groups; g++)
-        sets[g].d = t->groups[g].d;
-    for (int i = 0; i < n; i++) {
-        const struct tuner_result *it = &hist->items[i];
-        if (it->has_value && isfinite(it->value))
-            add_observation(t, sets, 0, it->parameters, t->args.maximize ? -it->value : it->value);
-    }
-    int *n_results = xcalloc((size_t)t->n_groups, sizeof *n_results);
-    for (int g = 0; g < t->n_groups; g++)
+    struct obs *sets = xcalloc((size_t)t->sg.n, sizeof *sets);
+    for (int g = 0; g < t->sg.n; g++)
+        sets[g].d = t->sg.g[g].d;
+    struct obs_ctx oc = {t, sets};
+    observe_results(t, hist, rs.n_results, &oc);
+    int *n_results = xcalloc((size_t)t->sg.n, sizeof *n_results);
+    for (int g = 0; g < t->sg.n; g++)
         n_results[g] = sets[g].n;
     if (t->args.liar != LIAR_NONE)
-        for (int i = 0; i < n; i++) {
-            const struct tuner_result *it = &hist->items[i];
-            if (!it->has_value && !trial_status_final(it->status))
-                add_observation(t, sets, 0, it->parameters, lie);
-        }
+        history_each_pending(hist, lie, observe_trial, &oc);
 
     struct rng r;
     rng_init(&r, t->seed, (uint64_t)index);
     struct gen_ctx c = {t, sets, &r, n_results};
     *params = cJSON_CreateObject();
     gen_group(&c, 0, *params);
-    for (int g = 0; g < t->n_groups; g++) {
+    for (int g = 0; g < t->sg.n; g++) {
         free(sets[g].x);
         free(sets[g].loss);
     }

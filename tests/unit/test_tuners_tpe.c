@@ -832,6 +832,110 @@ static void test_no_drift(void **state)
     ss_free(s);
 }
 
+/* ---- a bounded model (issue 33: a suggestion's work does not grow with the history) ---- */
+
+struct vi {
+    double v;
+    int i;
+};
+
+static int vi_cmp(const void *a, const void *b)
+{
+    const struct vi *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* ranked_select leaves the k least (values, then indexes) in front, as a full sort
+ * would, ties and already-sorted input included. */
+static void test_ranked_select(void **state)
+{
+    (void)state;
+    struct rng r;
+    rng_init(&r, 7, 0);
+    for (int round = 0; round < 60; round++) {
+        int n = 1 + (int)rng_below(&r, 3000), k = (int)rng_below(&r, (uint64_t)n + 1);
+        struct ranked *a = xmalloc(sizeof *a * (size_t)n), *b = xmalloc(sizeof *b * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            double v = round % 3 == 0 ? (double)rng_below(&r, 5) : round % 3 == 1 ? i : rng_uniform(&r);
+            a[i] = b[i] = (struct ranked){v, i};
+        }
+        ranked_select(a, n, k);
+        ranked_sort(b, n);
+        char *in = xcalloc((size_t)n, 1);
+        for (int i = 0; i < k; i++)
+            in[b[i].i] = 1;
+        for (int i = 0; i < k; i++)
+            assert_true(in[a[i].i]);
+        free(in);
+        free(a);
+        free(b);
+    }
+}
+
+/* Past 2,000 results TPE models the 400 best (least loss, then earliest) and the most
+ * recent others up to 2,000, in sequence order: its suggestion equals the one for a
+ * history of just those trials, so a suggestion's work stays bounded. */
+static void test_bounded_model(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space("{\"x\": {\"_type\": \"uniform\", \"_value\": [0, 1]},"
+                                     " \"y\": {\"_type\": \"loguniform\", \"_value\": [0.001, 1]},"
+                                     " \"c\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\", \"c\"]}}");
+    enum { N = 6000, MAX_RESULTS = 2000, KEEP_BEST = 400 };
+    struct hist all = {0}, kept = {0};
+    struct vi *order = xmalloc(sizeof *order * N);
+    struct rng r;
+    rng_init(&r, 11, 0);
+    int n_results = 0;
+    for (int i = 0; i < N; i++) {
+        double x = rng_uniform(&r), y = exp(log(0.001) * rng_uniform(&r));
+        int c = (int)rng_below(&r, 3);
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "x", x);
+        cJSON_AddNumberToObject(p, "y", y);
+        cJSON_AddStringToObject(p, "c", c == 0 ? "a" : c == 1 ? "b" : "c");
+        /* rounded, so that many losses tie; every 7th trial failed */
+        double v = round(100 * ((x - 0.3) * (x - 0.3) + fabs(log10(y) + 2) / 4 + 0.1 * c)) / 100;
+        int ok = i % 7 != 3;
+        hist_add(&all, i, p, ok, ok ? v : 0, ok ? "SUCCEEDED" : "FAILED");
+        if (ok)
+            order[n_results++] = (struct vi){v, i};
+    }
+    assert_true(n_results > MAX_RESULTS);
+    qsort(order, (size_t)n_results, sizeof *order, vi_cmp);
+    char *keep = xcalloc(N, 1);
+    for (int k = 0; k < KEEP_BEST; k++)
+        keep[order[k].i] = 1;
+    for (int i = N - 1, n = KEEP_BEST; i >= 0 && n < MAX_RESULTS; i--)
+        if (all.items[i].has_value && !keep[i]) {
+            keep[i] = 1;
+            n++;
+        }
+    for (int i = 0; i < N; i++)
+        if (keep[i])
+            hist_add(&kept, i, cJSON_Duplicate(all.params[i], 1), 1, all.items[i].value, "SUCCEEDED");
+    assert_int_equal(kept.n, MAX_RESULTS);
+
+    void *st = create(&tuner_tpe, NULL, s, 5);
+    for (int64_t index = N; index < N + 4; index++) {
+        cJSON *a = suggest(&tuner_tpe, st, index, &all), *b = suggest(&tuner_tpe, st, index, &kept);
+        char *ta = text(a), *tb = text(b);
+        assert_string_equal(ta, tb);
+        free(ta);
+        free(tb);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    tuner_tpe.destroy(st);
+    free(keep);
+    free(order);
+    hist_free(&all);
+    hist_free(&kept);
+    ss_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -851,6 +955,8 @@ int main(void)
         cmocka_unit_test(test_objectives_check_points),
         cmocka_unit_test(test_quality_smoke),
         cmocka_unit_test(test_no_drift),
+        cmocka_unit_test(test_ranked_select),
+        cmocka_unit_test(test_bounded_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
