@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "workers/job_listing.h"
+#include "workers/rest_client.h"
 #include "workers/worker.h"
 
 /* With trialCommandChannel: http and the launch scripts on the shared storage: the
@@ -30,10 +31,7 @@ struct kube_conn {
     char *username, *password;
     int insecure;     /* insecure-skip-tls-verify */
     char *namespace;  /* the context's namespace, NULL if none */
-    CURL *curl;
-    long timeout_ms;
-    /* back-off after transport errors / 5xx: no request before retry_at */
-    int64_t retry_at_ms, backoff_ms;
+    struct rest_client rest; /* made by the first request; its back-off after transport errors, 5xx, 429 */
 };
 
 /* Reads $KUBECONFIG (a ':' list, merged as kubectl does) or ~/.kube/config. */
@@ -41,9 +39,9 @@ int kube_config_load(struct kube_conn *k, struct errbuf *e);
 void kube_conn_clear(struct kube_conn *k);
 
 /* One request. Returns 0 when the server answered (*status holds the HTTP status and
- * *resp the parsed JSON body or NULL), -1 on a transport error (e says what). body may
- * be NULL. A transport error, 5xx or 429 sets the back-off (a 429's Retry-After: that
- * long, up to a minute); kube_backing_off() tells. */
+ * *resp the parsed JSON body or NULL), -1 on a transport error or while backing off (e
+ * says what). body may be NULL. A transport error, 5xx or 429 sets rest_client's back-off
+ * (a 429's Retry-After: that long, up to a minute); kube_backing_off() tells. */
 int kube_request(struct kube_conn *k, const char *method, const char *path, const cJSON *body, long *status,
                  cJSON **resp, struct errbuf *e);
 int kube_backing_off(const struct kube_conn *k);

@@ -1,58 +1,27 @@
-/* kube_client.c: a small Kubernetes REST client on libcurl: JSON in, JSON out, one
- * keep-alive handle per connection, TLS with the kubeconfig's CA and client
- * certificate or bearer token, and a back-off after transport errors, 5xx and 429 (for
- * the time its Retry-After asks) so that a struggling API server is not hammered. */
+/* kube_client.c: the Kubernetes API over the one REST client (workers/rest_client.h):
+ * JSON in, JSON out, one keep-alive handle per connection, TLS with the kubeconfig's CA
+ * and client certificate or bearer token, and rest_client's back-off (transport errors,
+ * 5xx and 429, for the time its Retry-After asks) so that a struggling API server is not
+ * hammered. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "workers/kube.h"
 #include "workers/rest_client.h"
 
-#define BACKOFF_MIN_MS 250
-#define BACKOFF_MAX_MS 8000
 #define MAX_BODY (64 << 20)
-
-static size_t on_data(char *p, size_t sz, size_t n, void *ud)
-{
-    struct strbuf *sb = ud;
-    if (sb->len + sz * n > MAX_BODY)
-        return 0;
-    sb_add(sb, p, sz * n);
-    return sz * n;
-}
 
 int kube_backing_off(const struct kube_conn *k)
 {
-    return k->retry_at_ms && mono_ms() < k->retry_at_ms;
+    return rest_backing_off(&k->rest);
 }
 
-static void backoff(struct kube_conn *k)
+/* The connection's TLS and basic auth, on every call (rest_client's setup). */
+static void tls_setup(CURL *c, void *ud)
 {
-    k->backoff_ms = k->backoff_ms ? k->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (k->backoff_ms > BACKOFF_MAX_MS)
-        k->backoff_ms = BACKOFF_MAX_MS;
-    k->retry_at_ms = mono_ms() + k->backoff_ms;
-}
-
-static void setup(struct kube_conn *k)
-{
-    CURL *c = k->curl = curl_easy_init();
-    if (!c)
-        abort();
-    long t = k->timeout_ms;
-    if (t <= 0) {
-        const char *env = getenv("TRIALQ_KUBE_TIMEOUT_MS");
-        t = env && atol(env) > 0 ? atol(env) : 15000;
-        k->timeout_ms = t;
-    }
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, t < 5000 ? t : 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, t);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    const struct kube_conn *k = ud;
     if (k->insecure) {
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+        /* rest_call turned verification off (rest.insecure_tls) */
     } else if (k->ca_pem) {
         struct curl_blob b = {.data = k->ca_pem, .len = k->ca_len, .flags = CURL_BLOB_COPY};
         curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
@@ -80,72 +49,52 @@ static void setup(struct kube_conn *k)
     }
 }
 
+static void setup(struct kube_conn *k)
+{
+    struct rest_client *r = &k->rest;
+    r->curl = curl_easy_init();
+    if (!r->curl)
+        abort();
+    if (r->timeout_ms <= 0) {
+        const char *env = getenv("TRIALQ_KUBE_TIMEOUT_MS");
+        r->timeout_ms = env && atol(env) > 0 ? atol(env) : 15000;
+    }
+    r->insecure_tls = k->insecure;
+    r->reuse_always = 1; /* one keep-alive connection; a create sent twice answers 409 (adopted) */
+    r->max_body = MAX_BODY;
+    r->setup = tls_setup;
+    r->setup_ud = k;
+}
+
 int kube_request(struct kube_conn *k, const char *method, const char *path, const cJSON *body, long *status,
                  cJSON **resp, struct errbuf *e)
 {
     *status = 0;
     if (resp)
         *resp = NULL;
-    if (!k->curl)
+    if (!k->rest.curl)
         setup(k);
-    CURL *c = k->curl;
     char *url = xasprintf("%s%s", k->server, path);
     char *payload = body ? cJSON_PrintUnformatted(body) : NULL;
-    struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Accept: application/json");
+    char *auth = k->token ? xasprintf("Authorization: Bearer %s", k->token) : NULL;
+    const char *headers[5];
+    int nh = 0;
+    headers[nh++] = "Accept: application/json";
     if (payload) /* a PATCH is a JSON merge patch (RFC 7386), the only kind sent */
-        h = curl_slist_append(h, strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
-                                                                : "Content-Type: application/json");
-    char *auth = NULL;
-    if (k->token) {
-        auth = xasprintf("Authorization: Bearer %s", k->token);
-        h = curl_slist_append(h, auth);
-    }
-    h = curl_slist_append(h, "User-Agent: trialq");
-    struct strbuf sb;
-    sb_init(&sb);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 0L);
-    if (payload) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
-    } else {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-        if (strcmp(method, "GET") == 0)
-            curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    }
-    CURLcode cc = curl_easy_perform(c);
-    int rc = 0;
-    if (cc != CURLE_OK) {
-        errf(e, "%s %s: %s", method, url, curl_easy_strerror(cc));
-        backoff(k);
-        rc = -1;
-    } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        if (resp && sb.len)
-            *resp = cJSON_ParseWithLength(sb.buf, sb.len);
-        int64_t hold = http_retry_after_ms(c, *status);
-        if (hold > 0) {
-            /* Too Many Requests: no request before the server's Retry-After */
-            k->backoff_ms = hold;
-            k->retry_at_ms = mono_ms() + k->backoff_ms;
-        } else if (*status >= 500 || *status == 429)
-            backoff(k);
-        else {
-            k->backoff_ms = 0;
-            k->retry_at_ms = 0;
-        }
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(h);
+        headers[nh++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                      : "Content-Type: application/json";
+    if (auth)
+        headers[nh++] = auth;
+    headers[nh++] = "User-Agent: trialq";
+    headers[nh] = NULL;
+    char *answer = NULL;
+    int rc = rest_call(&k->rest, method, url, url, headers, payload, status, &answer, e);
+    if (rc == 0 && resp && answer && answer[0])
+        *resp = cJSON_Parse(answer);
+    free(answer);
     free(auth);
     free(payload);
     free(url);
-    sb_free(&sb);
     return rc;
 }
 

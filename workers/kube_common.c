@@ -1288,6 +1288,7 @@ int kube_cleanup(struct worker *w, struct errbuf *e)
                 break;
             }
             usleep((useconds_t)(300000 * tries));
+            ks->conn.rest.down_until = 0; /* this loop paces itself */
         }
         if (st == 401 || st == 403)
             rc = explain(ks, "deleting the experiment's jobs", st, r, e);

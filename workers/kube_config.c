@@ -113,8 +113,8 @@ static int decode_data(const char *what, const char *file, const char *b64, char
 
 void kube_conn_clear(struct kube_conn *k)
 {
-    if (k->curl)
-        curl_easy_cleanup(k->curl);
+    if (k->rest.curl)
+        curl_easy_cleanup(k->rest.curl);
     free(k->source); free(k->context); free(k->cluster); free(k->user); free(k->server);
     free(k->ca_file); free(k->ca_pem); free(k->cert_file); free(k->key_file);
     free(k->cert_pem); free(k->key_pem); free(k->token); free(k->username); free(k->password);

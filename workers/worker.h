@@ -128,6 +128,9 @@ struct platform_ops {
     /* Optional: at most this many new jobs per second per worker (0: no limit), the
      * default of a service shared with others; TRIALQ_SUBMIT_RATE overrides it. */
     int submit_rate;
+    /* A family's table for the ops it shares (workers/rest_platform.h: struct
+     * rest_flavour), or NULL. */
+    const void *flavour;
 };
 
 struct worker_trial {
