@@ -116,36 +116,14 @@ static int explain(struct kube_state *ks, const char *what, long status, const c
                 kube_status_message(resp, status));
 }
 
-static int check_api(struct kube_state *ks, struct errbuf *e)
+/* The API group's answer serves ks->version: 0, or -1 with e. */
+static int served_version(struct kube_state *ks, const cJSON *group, struct errbuf *e)
 {
-    struct kube_conn *k = &ks->conn;
-    long st;
-    cJSON *r = NULL;
-    struct errbuf ee;
-    char *path = xasprintf("/apis/%s", ks->group);
-    int rc = -1;
-    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
-        errf(e, "cannot reach the Kubernetes API server %s (cluster \"%s\" of context \"%s\" in %s): %s; check "
-                "clusters[].cluster.server and that the cluster is up",
-             k->server, k->cluster, k->context, k->source, ee.msg);
-        goto out;
-    }
-    if (st == 404) {
-        errf(e, "the Kubernetes API server %s does not serve the API group %s (no %s custom resource definition): "
-                "%s",
-             k->server, ks->group, ks->kindname, ks->fl->operator_hint(ks));
-        goto out;
-    }
-    if (st != 200) {
-        explain(ks, path, st, r, e);
-        goto out;
-    }
-    /* the version must be served */
-    const cJSON *versions = cJSON_GetObjectItemCaseSensitive(r, "versions"), *v;
+    const cJSON *v;
     int found = 0;
     struct strbuf served;
     sb_init(&served);
-    cJSON_ArrayForEach(v, versions) {
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(group, "versions")) {
         const char *ver = kube_jstr(v, "version", NULL);
         if (!ver)
             continue;
@@ -155,51 +133,79 @@ static int check_api(struct kube_state *ks, struct errbuf *e)
         if (strcmp(ver, ks->version) == 0)
             found = 1;
     }
-    if (!found) {
+    if (!found)
         errf(e, "the API group %s on %s serves version(s) %s, not %s; set apiVersion to a served version (or "
                 "upgrade the operator)",
-             ks->group, k->server, served.len ? served.buf : "none", ks->version);
-        sb_free(&served);
-        goto out;
-    }
+             ks->group, ks->conn.server, served.len ? served.buf : "none", ks->version);
     sb_free(&served);
-    cJSON_Delete(r);
-    r = NULL;
+    return found ? 0 : -1;
+}
+
+/* The group's version has the resource ks->plural: 0, or -1 with e. */
+static int has_resource(struct kube_state *ks, struct errbuf *e)
+{
+    long st;
+    cJSON *r = NULL;
+    struct errbuf ee;
+    char *path = xasprintf("/apis/%s/%s", ks->group, ks->version);
+    int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ee);
     free(path);
-    path = xasprintf("/apis/%s/%s", ks->group, ks->version);
-    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
-        errf(e, "Kubernetes API server %s: %s", k->server, ee.msg);
-        goto out;
-    }
-    found = 0;
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "resources");
-    cJSON_ArrayForEach(v, res) {
-        const char *name = kube_jstr(v, "name", "");
-        if (strcmp(name, ks->plural) == 0)
+    if (rc < 0)
+        return errf(e, "Kubernetes API server %s: %s", ks->conn.server, ee.msg);
+    int found = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(r, "resources"))
+        if (strcmp(kube_jstr(v, "name", ""), ks->plural) == 0)
             found = 1;
-    }
-    if (st != 200 || !found) {
-        errf(e, "%s/%s on %s has no resource %s: %s", ks->group, ks->version, k->server, ks->plural,
-             ks->fl->operator_hint(ks));
-        goto out;
-    }
     cJSON_Delete(r);
-    r = NULL;
+    if (st != 200 || !found)
+        return errf(e, "%s/%s on %s has no resource %s: %s", ks->group, ks->version, ks->conn.server, ks->plural,
+                    ks->fl->operator_hint(ks));
+    return 0;
+}
+
+/* May we list (and so, with the same role, create and delete) in the namespace? */
+static int may_list(struct kube_state *ks, struct errbuf *e)
+{
+    long st;
+    cJSON *r = NULL;
+    struct errbuf ee;
+    char *path = xasprintf("/apis/%s/%s/namespaces/%s/%s?limit=1", ks->group, ks->version, ks->ns, ks->plural);
+    int rc = kube_request(&ks->conn, "GET", path, NULL, &st, &r, &ee);
     free(path);
-    /* may we list (and so, with the same role, create and delete) in the namespace? */
-    path = xasprintf("/apis/%s/%s/namespaces/%s/%s?limit=1", ks->group, ks->version, ks->ns, ks->plural);
-    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0) {
-        errf(e, "Kubernetes API server %s: %s", k->server, ee.msg);
-        goto out;
-    }
+    if (rc < 0)
+        return errf(e, "Kubernetes API server %s: %s", ks->conn.server, ee.msg);
     if (st != 200) {
         char *what = xasprintf("list %s in namespace %s", ks->plural, ks->ns);
         explain(ks, what, st, r, e);
         free(what);
-        goto out;
+        rc = -1;
     }
-    rc = 0;
-out:
+    cJSON_Delete(r);
+    return rc;
+}
+
+/* The API server, the API group and version, the resource and the right to list it. */
+static int check_api(struct kube_state *ks, struct errbuf *e)
+{
+    struct kube_conn *k = &ks->conn;
+    long st;
+    cJSON *r = NULL;
+    struct errbuf ee;
+    char *path = xasprintf("/apis/%s", ks->group);
+    int rc = -1;
+    if (kube_request(k, "GET", path, NULL, &st, &r, &ee) < 0)
+        errf(e, "cannot reach the Kubernetes API server %s (cluster \"%s\" of context \"%s\" in %s): %s; check "
+                "clusters[].cluster.server and that the cluster is up",
+             k->server, k->cluster, k->context, k->source, ee.msg);
+    else if (st == 404)
+        errf(e, "the Kubernetes API server %s does not serve the API group %s (no %s custom resource definition): "
+                "%s",
+             k->server, ks->group, ks->kindname, ks->fl->operator_hint(ks));
+    else if (st != 200)
+        explain(ks, path, st, r, e);
+    else
+        rc = served_version(ks, r, e) < 0 || has_resource(ks, e) < 0 || may_list(ks, e) < 0 ? -1 : 0;
     cJSON_Delete(r);
     free(path);
     return rc;
@@ -855,11 +861,69 @@ static int create_job(struct kube_state *ks, struct worker *w, const struct tria
     return errf(e, "no free job name for trial %s", t->id);
 }
 
+/* The trial's files on the shared storage: .nni/ (0700), parameter.cfg, the attempt,
+ * the channel's relay and URL, the launch scripts, and links to the chief role's
+ * output. 0, or -1 with e. */
+static int write_trial_files(struct kube_state *ks, struct worker *w, const struct trial *t, const char *dir,
+                             const char *att, struct errbuf *e)
+{
+    /* 0700: .nni/ holds the channel's URL and token (the pods run as trialq's user, or
+     * as root, as they must to write .nni/metrics) */
+    char *nni = xasprintf("%s/.nni", dir);
+    int made = mkdir_p(dir, 0755) == 0 && (mkdir(nni, 0700) == 0 || errno == EEXIST) && chmod(nni, 0700) == 0;
+    if (!made)
+        errf(e, "cannot create %s on the shared storage: %s", nni, strerror(errno));
+    free(nni);
+    if (!made)
+        return -1;
+    char *rec = nni_param_record(t);
+    int wr = write_text(dir, "parameter.cfg", rec, 0644, e);
+    free(rec);
+    if (wr < 0 || write_text(dir, ".nni/attempt", att, 0644, e) < 0)
+        return -1;
+    if (nas_channel_wanted(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
+        return -1;
+    if (nas_channel_wanted(w) && ks->fl->scripts_on_share) {
+        char *url = nas_channel_url(w, t), *line = xasprintf("%s\n", url);
+        int wc = write_text(dir, KUBE_API_CHANNEL_FILE, line, 0600, e);
+        free(url);
+        free(line);
+        if (wc < 0)
+            return -1;
+    }
+    if (ks->fl->scripts_on_share) {
+        if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)
+            return -1;
+        for (int i = 0; i < ks->nroles; i++) {
+            char *s = kube_role_script(ks, w, t, &ks->roles[i]);
+            char *fname = xasprintf("run_%s.sh", ks->roles[i].name);
+            int r = write_text(dir, fname, s, 0755, e);
+            free(s);
+            free(fname);
+            if (r < 0)
+                return -1;
+        }
+    }
+    /* the chief role's output where nnictl and the web UI look for a trial's logs */
+    for (int i = 0; i < 2; i++) {
+        const char *f = i ? "trial.stderr" : "trial.stdout";
+        char *link = xasprintf("%s/%s", dir, f);
+        char *out = kube_output_dir(ks, dir, ks->roles[ks->chief].name);
+        char *target = xasprintf("%s/%s", out + strlen(dir) + 1, f); /* relative to dir */
+        free(out);
+        unlink(link);
+        if (symlink(target, link) < 0)
+            log_debug("cannot link %s: %s", link, strerror(errno));
+        free(link);
+        free(target);
+    }
+    return 0;
+}
+
 int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
 {
     struct kube_state *ks = w->platform;
     char *dir = trial_local_dir(ks, t->id);
-    char *nni = xasprintf("%s/.nni", dir);
     char *attfile = xasprintf("%s/.nni/attempt", dir);
     int rc = -1;
     char att[16];
@@ -886,53 +950,8 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
         rc = 0;
         goto out;
     }
-    /* 0700: .nni/ holds the channel's URL and token (the pods run as trialq's user, or
-     * as root, as they must to write .nni/metrics) */
-    if (mkdir_p(dir, 0755) < 0 || (mkdir(nni, 0700) < 0 && errno != EEXIST) || chmod(nni, 0700) < 0) {
-        errf(e, "cannot create %s on the shared storage: %s", nni, strerror(errno));
+    if (write_trial_files(ks, w, t, dir, att, e) < 0)
         goto out;
-    }
-    char *rec = nni_param_record(t);
-    int wr = write_text(dir, "parameter.cfg", rec, 0644, e);
-    free(rec);
-    if (wr < 0 || write_text(dir, ".nni/attempt", att, 0644, e) < 0)
-        goto out;
-    if (nas_channel_wanted(w) && write_text(dir, ".nni/chanrelay.py", trialq_chanrelay_py, 0644, e) < 0)
-        goto out;
-    if (nas_channel_wanted(w) && ks->fl->scripts_on_share) {
-        char *url = nas_channel_url(w, t), *line = xasprintf("%s\n", url);
-        int wc = write_text(dir, KUBE_API_CHANNEL_FILE, line, 0600, e);
-        free(url);
-        free(line);
-        if (wc < 0)
-            goto out;
-    }
-    if (ks->fl->scripts_on_share) {
-        if (write_text(dir, "install_nni.sh", install_nni, 0755, e) < 0)
-            goto out;
-        for (int i = 0; i < ks->nroles; i++) {
-            char *s = kube_role_script(ks, w, t, &ks->roles[i]);
-            char *fname = xasprintf("run_%s.sh", ks->roles[i].name);
-            int r = write_text(dir, fname, s, 0755, e);
-            free(s);
-            free(fname);
-            if (r < 0)
-                goto out;
-        }
-    }
-    /* the chief role's output where nnictl and the web UI look for a trial's logs */
-    for (int i = 0; i < 2; i++) {
-        const char *f = i ? "trial.stderr" : "trial.stdout";
-        char *link = xasprintf("%s/%s", dir, f);
-        char *out = kube_output_dir(ks, dir, ks->roles[ks->chief].name);
-        char *target = xasprintf("%s/%s", out + strlen(dir) + 1, f); /* relative to dir */
-        free(out);
-        unlink(link);
-        if (symlink(target, link) < 0)
-            log_debug("cannot link %s: %s", link, strerror(errno));
-        free(link);
-        free(target);
-    }
     char *name = NULL;
     int cr = create_job(ks, w, t, dir, &name, e);
     if (cr < 0)
@@ -950,7 +969,6 @@ int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_d
 out:
     free(prev);
     free(dir);
-    free(nni);
     free(attfile);
     return rc;
 }
