@@ -2,11 +2,9 @@
  * XML is read by common/nvsmi.c. */
 #include "queue/gpu.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---------------- what a trial asks for ---------------- */
 

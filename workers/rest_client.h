@@ -1,5 +1,5 @@
 /* rest_client.h: the one HTTP(S) client of the cluster platforms (OpenPAI, PAI-DLC, DLTS,
- * Azure ML and its token endpoint, the Kubernetes API: workers/kube_client.c), with the
+ * Azure ML and its token endpoint, the Kubernetes API: workers/kube/client.c), with the
  * back-off the worker loop needs, one rule for all: when the service does not answer,
  * or answers 5xx or 429, no call is made before down_until (one timeout per back-off
  * period, not one per job, so the loop keeps renewing its leases): 500 ms after the

@@ -1,22 +1,10 @@
-/* kube_api.c: the checks of the Kubernetes API at start (workers/kube_skeleton.h): the
+/* kube/api.c: the checks of the Kubernetes API at start (workers/kube/skeleton.h): the
  * server answers, serves the flavour's API group, version and resource, and lets us
  * list it in the namespace; a refusal explained with the context's user. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "schema/nnijson.h"
-#include "common/trialenv.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "workers/kube_skeleton.h"
-#include "workers/nas_trial.h"
-#include "workers/nniignore.h"
+#include "workers/kube/skeleton.h"
 
 /* ---------------- API checks at start ---------------- */
 

@@ -1,4 +1,4 @@
-/* kube_client.c: the Kubernetes API over the one REST client (workers/rest_client.h):
+/* kube/client.c: the Kubernetes API over the one REST client (workers/rest_client.h):
  * JSON in, JSON out, one keep-alive handle per connection, TLS with the kubeconfig's CA
  * and client certificate or bearer token, and rest_client's back-off (transport errors,
  * 5xx and 429, for the time its Retry-After asks) so that a struggling API server is not
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 #include "workers/rest_client.h"
 
 #define MAX_BODY (64 << 20)

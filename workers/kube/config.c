@@ -1,4 +1,4 @@
-/* kube_config.c: the kubeconfig, read as kubectl reads it. $KUBECONFIG may list several
+/* kube/config.c: the kubeconfig, read as kubectl reads it. $KUBECONFIG may list several
  * files (':'-separated): the first file that sets current-context wins, and a named
  * context, cluster or user is taken from the first file that defines it. Relative
  * certificate paths are relative to the file that names them. */
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 struct kfile {
     char *path;

@@ -56,10 +56,11 @@ char *kube_escape(const char *s);
  * existing dst is kept. */
 int kube_copy_code(const char *src, const char *dst, const char *leave_out, struct errbuf *e);
 
-/* ---------------- the platforms: workers/kube_common.c plus one flavour each ----------------
- * workers/kube_common.c holds what kubeflow, frameworkcontroller and adl share (storage,
- * API checks, create with adoption, poll, kill, collect, cleanup, the launch script);
- * workers/kubeflow.c, frameworkcontroller.c and adl.c each define their platform_ops with
+/* ---------------- the platforms: the skeleton plus one flavour each ----------------
+ * The skeleton (workers/kube/skeleton.h names its files) holds what kubeflow,
+ * frameworkcontroller and adl share (storage, API checks, create with adoption, poll,
+ * kill, collect, cleanup, the launch script);
+ * workers/kube/kubeflow.c, frameworkcontroller.c and adl.c each define their platform_ops with
  * KUBE_PLATFORM_OPS and a struct kube_flavour: their custom resource, job spec and the
  * specifics of their launch script. */
 
@@ -92,7 +93,7 @@ struct kube_state {
     int list_limit;                 /* items per page (TRIALQ_KUBE_LIST_LIMIT, 500) */
 };
 
-/* What one Kubernetes platform adds to kube_common.c. */
+/* What one Kubernetes platform adds to the skeleton. */
 struct kube_flavour {
     /* From the trainingService entry: group, version, plural, kindname and container
      * (xstrdup'ed), and the roles (kube_add_role); or a message naming what is wrong. */

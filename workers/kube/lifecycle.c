@@ -1,7 +1,7 @@
-/* kube_common.c: the Kubernetes platforms' setup: the state of a platform from its
+/* kube/lifecycle.c: the Kubernetes platforms' setup: the state of a platform from its
  * flavour and trainingService entry, init, preflight, destroy and cleanup (nnictl stop);
- * the rest of what they share is in the files workers/kube_skeleton.h names
- * (workers/kubeflow.c, frameworkcontroller.c and adl.c hold what is theirs, in a struct
+ * the rest of what they share is in the files workers/kube/skeleton.h names
+ * (workers/kube/kubeflow.c, frameworkcontroller.c and adl.c hold what is theirs, in a struct
  * kube_flavour): one custom resource per trial, named as NNI names it, labelled
  * app=nni-kubernetes-trial, expId, trialId.
  *
@@ -18,20 +18,12 @@
  * transient failure (no answer, 5xx) does not fail the trial: poll creates the job
  * later, with back-off; ".nni/created" tells "never created" from "vanished". */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "schema/nnijson.h"
-#include "common/trialenv.h"
-#include "queue/worker_queue.h"
 #include "schema/worker_rows.h"
-#include "workers/kube_skeleton.h"
-#include "workers/nas_trial.h"
+#include "workers/kube/skeleton.h"
 #include "workers/nniignore.h"
 
 /* ---------------- small helpers ---------------- */

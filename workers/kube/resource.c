@@ -1,21 +1,8 @@
-/* kube_resource.c: the custom resource of a trial (workers/kube_skeleton.h): its name
+/* kube/resource.c: the custom resource of a trial (workers/kube/skeleton.h): its name
  * as NNI names it, its metadata and labels, its roles' pod specs and resources. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "schema/nnijson.h"
-#include "common/trialenv.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "workers/kube_skeleton.h"
-#include "workers/nas_trial.h"
-#include "workers/nniignore.h"
+#include "workers/kube/skeleton.h"
 
 /* ---------------- the custom resources ---------------- */
 

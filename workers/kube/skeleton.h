@@ -1,12 +1,12 @@
-/* kube_skeleton.h: the Kubernetes platforms' shared skeleton (workers/kube.h's ops),
- * internal to its files: kube_common.c (setup, init, preflight, destroy, cleanup),
- * kube_api.c (the API's checks), kube_storage.c (the shared storage), kube_resource.c
- * (a trial's custom resource), kube_submit.c (its start) and kube_status.c (its state).
+/* kube/skeleton.h: the Kubernetes platforms' shared skeleton (workers/kube/kube.h's ops),
+ * internal to its files: kube/lifecycle.c (setup, init, preflight, destroy, cleanup),
+ * kube/api.c (the API's checks), kube/storage.c (the shared storage), kube/resource.c
+ * (a trial's custom resource), kube/submit.c (its start) and kube/status.c (its state).
  * The flavours (kubeflow.c, frameworkcontroller.c, adl.c) include kube.h only. */
 #ifndef TRIALQ_KUBE_SKELETON_H
 #define TRIALQ_KUBE_SKELETON_H
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 #define POD_MOUNT "/tmp/mount"
 #define APP_LABEL "nni-kubernetes-trial"

@@ -1,22 +1,11 @@
-/* kube_status.c: a Kubernetes trial's state (workers/kube_skeleton.h): one paged listing
+/* kube/status.c: a Kubernetes trial's state (workers/kube/skeleton.h): one paged listing
  * of the experiment's jobs a poll interval, each trial's poll answered from it (or its
  * own GET), kill, and its metrics and logs from the shared storage. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "schema/nnijson.h"
-#include "common/trialenv.h"
 #include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "workers/kube_skeleton.h"
-#include "workers/nas_trial.h"
-#include "workers/nniignore.h"
+#include "workers/kube/skeleton.h"
 
 /* ---------------- status ---------------- */
 

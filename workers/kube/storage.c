@@ -1,4 +1,4 @@
-/* kube_storage.c: the Kubernetes platforms' shared storage (workers/kube_skeleton.h):
+/* kube/storage.c: the Kubernetes platforms' shared storage (workers/kube/skeleton.h):
  * an NFS export mounted here (by us when it is not), or an Azure file share, and the
  * volume pods see it by; and shipping the trial code directory to it, once per
  * experiment: the entries that workers/nniignore.c's walk keeps (every .nniignore on
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workers/kube_skeleton.h"
+#include "workers/kube/skeleton.h"
 #include "workers/nniignore.h"
 
 /* ---------------- storage ---------------- */

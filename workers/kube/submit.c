@@ -1,23 +1,17 @@
-/* kube_submit.c: a trial's start on the Kubernetes platforms (workers/kube_skeleton.h):
+/* kube/submit.c: a trial's start on the Kubernetes platforms (workers/kube/skeleton.h):
  * its files on the shared storage (parameter.cfg, the roles' launch scripts, the
  * channel's relay), then its custom resource, created or adopted (a 409 with our
  * trialId label); a transient failure leaves the creation to a later poll. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "schema/nnijson.h"
 #include "common/trialenv.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "workers/kube_skeleton.h"
+#include "workers/kube/skeleton.h"
 #include "workers/nas_trial.h"
-#include "workers/nniignore.h"
 
 int kube_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e);
 

@@ -1,25 +1,12 @@
-/* remote_conn.c: the remote platform's connections (workers/remote.h): a machine's
+/* remote/conn.c: the remote platform's connections (workers/remote/remote.h): a machine's
  * settings and row, one SSH connection and one runner shell per machine, reopened with
  * back-off when it drops; who the host is (its home, shared or not), and the runs of
  * other attempts or workers found there at connect time. */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "common/trialenv.h"
-#include "queue/gpu.h"
-#include "queue/worker_queue.h"
 #include "schema/worker_rows.h"
-#include "schema/nnijson.h"
-#include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 /* The machine's row (shared by every experiment of the database, like GPU rows). */
 int remote_machine_row(struct db *db, struct rmachine *m, struct errbuf *e)

@@ -1,24 +1,10 @@
-/* remote_gpu.c: the remote platform's GPUs (workers/remote.h): nvidia-smi over SSH
+/* remote/gpu.c: the remote platform's GPUs (workers/remote/remote.h): nvidia-smi over SSH
  * into each machine's inventory, and the claim of a trial on the machine whose GPUs
  * it gets (queue_claim_on). */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "common/trialenv.h"
-#include "queue/gpu.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "schema/nnijson.h"
-#include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 /* The machine's GPUs from nvidia-smi over SSH (NNI's collector runs it every 5 s),
  * into the gpu table; a failure is stored as the machine's GPU error. */

@@ -1,24 +1,14 @@
-/* remote_status.c: one exec per machine and poll (workers/remote.h): the queued starts
+/* remote/poll.c: one exec per machine and poll (workers/remote/remote.h): the queued starts
  * and the state of every trial held there, with the bytes its files gained, applied
  * to the local mirrors and the trials' states. */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/trialenv.h"
-#include "queue/gpu.h"
-#include "queue/worker_queue.h"
 #include "schema/worker_rows.h"
-#include "schema/nnijson.h"
-#include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 static int append_file(const char *path, const char *buf, size_t n)
 {

@@ -1,11 +1,11 @@
 /* remote.c: the remote platform (NNI's `remote` training service) over SSH with
  * libssh2: its ops (init, poll, kill, collect, preflight) and shared helpers; the rest
- * in the files workers/remote.h names. One connection per machine, reused for every exec and SFTP transfer, reopened
+ * in the files workers/remote/remote.h names. One connection per machine, reused for every exec and SFTP transfer, reopened
  * with back-off when it drops. The worker connects out; the remote hosts never reach
  * the manager.
  *
  * On each machine, under E = $HOME/nni-experiments/<experiment>:
- *   runner.sh          the POSIX sh runner (remote_runner.c), shipped at every start
+ *   runner.sh          the POSIX sh runner (remote/runner.c), shipped at every start
  *   nni-code/          the trial code directory, shipped once (tar.gz over SFTP,
  *                      .nniignore honoured, NNI's 2000 entries / 300 MB limits)
  *   .trialq-sdk/       our stdlib `nni` package, used when the host has no nni
@@ -24,23 +24,11 @@
  * bytes each file gained beyond the mirror's size. Metrics are then parsed from the
  * mirrors from the offsets stored in the database (no network I/O inside a transaction),
  * and the logs are where the API and nnictl look for a local trial's logs. */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include "common/trialenv.h"
-#include "queue/gpu.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "schema/nnijson.h"
 #include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 static int remote_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e);
 

@@ -1,8 +1,8 @@
 /* remote.h: internals of the remote (SSH) platform shared by its files: remote.c (the
- * platform's ops: init, poll, kill, collect, preflight), remote_conn.c (connections),
- * remote_ship.c (code and runner shipped), remote_gpu.c (GPUs and claims),
- * remote_submit.c (starts), remote_status.c (one exec per machine and poll) and
- * remote_runner.c (the runner itself). */
+ * platform's ops: init, poll, kill, collect, preflight), remote/conn.c (connections),
+ * remote/ship.c (code and runner shipped), remote/gpu.c (GPUs and claims),
+ * remote/start.c (starts), remote/poll.c (one exec per machine and poll) and
+ * remote/runner.c (the runner itself). */
 #ifndef TRIALQ_REMOTE_H
 #define TRIALQ_REMOTE_H
 
@@ -13,7 +13,7 @@
 #include "workers/ssh.h"
 #include "workers/worker.h"
 
-/* The POSIX sh runner shipped to every machine (remote_runner.c). */
+/* The POSIX sh runner shipped to every machine (remote/runner.c). */
 extern const char remote_runner_sh[];
 
 /* One trial's header line of the runner's tq_status answer: "<state> <rc> <end>

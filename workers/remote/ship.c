@@ -1,24 +1,13 @@
-/* remote_ship.c: what the remote platform ships to each machine (workers/remote.h):
+/* remote/ship.c: what the remote platform ships to each machine (workers/remote/remote.h):
  * the trial code and our SDK packed once (tar.gz, .nniignore honoured), the runner at
  * every start, unpacked under the experiment's dir E. */
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "common/trialenv.h"
-#include "queue/gpu.h"
-#include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
-#include "schema/nnijson.h"
 #include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 /* ---------------- shipping ---------------- */
 

@@ -1,24 +1,14 @@
-/* remote_submit.c: starting a trial on a machine (workers/remote.h): the machine it goes
+/* remote/start.c: starting a trial on a machine (workers/remote/remote.h): the machine it goes
  * to, its launch script, its local mirror dir, and the start queued for the machine's
  * next batch. */
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/trialenv.h"
-#include "queue/gpu.h"
 #include "queue/worker_queue.h"
-#include "schema/worker_rows.h"
 #include "schema/nnijson.h"
-#include "workers/nniignore.h"
-#include "workers/remote.h"
-#include "workers/ssh.h"
-#include "workers/worker.h"
+#include "workers/remote/remote.h"
 
 struct rmachine *remote_place(struct worker *w)
 {

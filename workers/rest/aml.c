@@ -2,7 +2,7 @@
  * workspace, made through the Azure ML v2 REST API on Azure Resource Manager
  * ({managementEndpoint}/subscriptions/{s}/resourceGroups/{rg}/providers/
  * Microsoft.MachineLearningServices/workspaces/{ws}/...), every request with a bearer
- * token of workers/aml_auth.h (a service principal's, or the Azure CLI's).
+ * token of workers/rest/aml_auth.h (a service principal's, or the Azure CLI's).
  *
  * Files go through a datastore (trainingService.datastore, default workspaceblobstore)
  * that this host has mounted at localStorageMountPoint (e.g. with blobfuse2), as on the
@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/aml_auth.h"
-#include "workers/rest_platform.h"
+#include "workers/rest/aml_auth.h"
+#include "workers/rest/rest.h"
 
 #define API_VERSION "2023-04-01"
 #define FAULT_KEY "aml"

@@ -33,7 +33,7 @@
 
 #include "common/acs_sign.h"
 #include "schema/worker_rows.h"
-#include "workers/rest_platform.h"
+#include "workers/rest/rest.h"
 
 #define API_VERSION "2020-12-03"
 #define LIST_PAGE 100 /* jobs per ListJobs page of the batched poll (TRIALQ_DLC_LIST_PAGE) */

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/rest_platform.h"
+#include "workers/rest/rest.h"
 
 /* NNI polls DLTS every 3 s; the skeleton, every second (REST_PLATFORM_OPS) */
 #define FAULT_KEY "dlts dashboard"

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "workers/openpai.h"
-#include "workers/rest_platform.h"
+#include "workers/rest/openpai.h"
+#include "workers/rest/rest.h"
 
 /* NNI polls PAI every 3 s; the skeleton, every second (REST_PLATFORM_OPS) */
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "workers/openpai.h"
+#include "workers/rest/openpai.h"
 
 /* ---------------- YAML ---------------- */
 

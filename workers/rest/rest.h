@@ -1,7 +1,7 @@
-/* rest_platform.h: what the REST cluster platforms (openpai, dlc, dlts, aml) share: one
+/* rest/rest.h: what the REST cluster platforms (openpai, dlc, dlts, aml) share: one
  * job per trial on a service reached over HTTP(S) (workers/rest_client.h), the trial's
  * files on a storage mounted on this host and in the jobs (workers/nas_trial.h). The
- * skeleton (workers/rest_platform.c) does init, preflight, submit, poll, the batched
+ * skeleton (workers/rest/skeleton.c) does init, preflight, submit, poll, the batched
  * poll, kill, collect, pending and cleanup; each platform file holds only its own: a
  * struct rest_flavour with its HTTP calls and its status mapping, and its platform_ops
  * made with REST_PLATFORM_OPS. Internal to workers/. */

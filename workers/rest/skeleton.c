@@ -1,18 +1,17 @@
-/* rest_platform.c: the skeleton of the REST cluster platforms (workers/rest_platform.h).
+/* rest/skeleton.c: the skeleton of the REST cluster platforms (workers/rest/rest.h).
  *
  * Crash safety (all of them): the job's name is the trial's (nas_job_name), so a submit
  * first looks for it and re-attaches; the service's id of a job, where it has one, is
  * kept in the trial's dir once known. No call is retried in a blocking loop: a failed
  * one returns -1 and the worker loop tries again after its back-off, so the worker keeps
  * renewing its leases while the service is down. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workers/rest_platform.h"
+#include "workers/rest/rest.h"
 
 #define PROBE_TRIES 4
 #define PROBE_WAIT_MS 500 /* before the second try, doubled each time */

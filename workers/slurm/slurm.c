@@ -1,6 +1,6 @@
 /* slurm.c: the Slurm platform (docs/platforms/slurm.md). One batch job per trial attempt,
  * named nni-<exp>-<trial> with the comment trialq:<exp>:<trial>:<attempt>
- * (workers/slurm_cmd.c builds the command line and the batch script and reads squeue's
+ * (workers/slurm/slurm_cmd.c builds the command line and the batch script and reads squeue's
  * answer).
  *
  * Two modes, one seam (sl_exec: run this argv here or on the login node; sl_put: write
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "schema/nnijson.h"
-#include "workers/slurm_cmd.h"
+#include "workers/slurm/slurm_cmd.h"
 #include "workers/ssh.h"
 #include "workers/worker.h"
 
