@@ -160,6 +160,9 @@ void close_fds_from(int lowfd); /* in a child before exec */
  * exec, gives it back the soft limit the process started with. */
 long fd_limit_raise(void);
 void fd_limit_restore(void);
+/* The first executable file `name` on PATH (/usr/local/bin:/usr/bin:/bin when unset),
+ * or NULL. Caller frees. */
+char *find_on_path(const char *name);
 /* Runs argv (PATH searched; stdin /dev/null, its own process group), capturing stdout
  * and stderr (up to 1 MiB each; out/err may be NULL, else the caller frees them).
  * timeout_ms > 0: its group is killed after that long. Returns the exit status (128 +

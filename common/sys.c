@@ -335,6 +335,26 @@ int proc_terminate(pid_t pid, uint64_t start_time, int grace_ms)
     return -1;
 }
 
+char *find_on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = xstrdup(path), *save = NULL;
+    char *found = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *f = xasprintf("%s/%s", *d ? d : ".", name);
+        struct stat st;
+        if (stat(f, &st) == 0 && S_ISREG(st.st_mode) && access(f, X_OK) == 0)
+            found = f;
+        else
+            free(f);
+    }
+    free(copy);
+    return found;
+}
+
+
 int run_capture(char *const argv[], int timeout_ms, char **out, char **err)
 {
     if (out)

@@ -391,14 +391,14 @@ static const struct field aml_fields[] = {
     {.name = "computeTarget", .type = FT_STR, .flags = F_REQUIRED | F_NONEMPTY},
     {.name = "dockerImage", .type = FT_STR, .flags = F_NONEMPTY, .def = DOCKER_IMAGE},
     {.name = "maxTrialNumberPerGpu", .type = FT_INT, .def = "1", .min = 1, .max = 1000},
-    /* trialq (workers/aml.c): the endpoints (a private cloud, a proxy, a test server), the
+    /* trialq (workers/rest/aml.c): the endpoints (a private cloud, a proxy, a test server), the
      * datastore the jobs mount and where this host has mounted it, a CA bundle, and plain
      * http:// beyond 127.0.0.1 */
     {.name = "managementEndpoint", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://management.azure.com\""},
     {.name = "authorityHost", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"https://login.microsoftonline.com\""},
     {.name = "datastore", .type = FT_STR, .flags = F_NONEMPTY, .def = "\"workspaceblobstore\""},
     /* not in NNI's AmlConfig, so not required here (an NNI config still validates):
-     * nnictl create requires it (workers/aml.c) */
+     * nnictl create requires it (workers/rest/aml.c) */
     {.name = "localStorageMountPoint", .type = FT_PATH},
     {.name = "caBundle", .type = FT_FILE},
     {.name = "insecure", .type = FT_BOOL, .def = "false"},
@@ -416,7 +416,7 @@ static const struct field dlc_fields[] = {
     {.name = "workspaceId", .type = FT_STR},
     {.name = "nasDataSourceId", .type = FT_STR},
     {.name = "ossDataSourceId", .type = FT_STR},
-    /* else ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (workers/dlc.c) */
+    /* else ALIBABA_CLOUD_ACCESS_KEY_ID / ALIBABA_CLOUD_ACCESS_KEY_SECRET (workers/rest/dlc.c) */
     {.name = "accessKeyId", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "accessKeySecret", .type = FT_STR, .flags = F_NONEMPTY},
     {.name = "localStorageMountPoint", .type = FT_PATH, .flags = F_REQUIRED},

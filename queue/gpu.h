@@ -1,5 +1,5 @@
 /* gpu.h: GPU inventory and GPU slots. nvidia-smi's output is parsed from a text buffer
- * (the local worker runs the tool itself; the remote one over SSH), stored per machine
+ * (common/nvsmi.h: the local worker runs the tool itself; the remote one over SSH), stored per machine
  * in the gpu table, and claimed in the same transaction as the trial (queue_claim_on),
  * so two trials - of one experiment or of two sharing the database - never hold more
  * of a GPU than maxTrialNumberPerGpu allows.
@@ -19,35 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/nvsmi.h"
 #include "schema/db.h"
 
 struct trial;
 
-/* What NNI's GPU collector runs; its stdout is what gpu_parse_nvsmi reads. */
-#define GPU_NVSMI_COMMAND "nvidia-smi -q -x"
 #define GPU_INDEX_MAX 4096 /* the config validator's bound of a gpuIndices entry */
 /* How often a worker runs nvidia-smi (NNI's collector: every 5 s). */
 #define GPU_REFRESH_MS 5000
-
-struct gpu_info {
-    int index;             /* order of the <gpu> element (NNI's index) */
-    char uuid[96];
-    char name[96];         /* product_name */
-    int64_t mem_total;     /* MiB; -1 unknown */
-    int64_t mem_used;      /* MiB; -1 unknown */
-    double util;           /* gpu_util %; -1 unknown (N/A) */
-    double mem_util;       /* memory_util %; -1 unknown */
-    int active_procs;      /* number of <process_info> */
-};
-
-/* Parses the XML of `nvidia-smi -q -x`. Returns 0 with *out (caller frees; NULL when
- * *n is 0) or -1 with e naming what is wrong (not nvidia-smi's XML, e.g. its "couldn't
- * communicate with the NVIDIA driver" text). */
-int gpu_parse_nvsmi(const char *buf, size_t len, struct gpu_info **out, int *n, struct errbuf *e);
-
-/* Runs nvidia-smi -q -x from PATH on this host (killed after timeout_ms) and parses it.
- * -1 with e: not found on PATH, failed (its first output line), timed out, bad output. */
-int gpu_collect_local(int timeout_ms, struct gpu_info **out, int *n, struct errbuf *e);
 
 /* The create-time check of a trainingService entry whose platform places trials on this
  * host's GPUs (the single one, at -1, or entry `at` of a hybrid list) with trialGpuNumber

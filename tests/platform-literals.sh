@@ -1,9 +1,10 @@
 #!/bin/bash
 # A platform is one file behind one table (issue 15, docs/architecture.md "Adding a
 # platform"): its name, as a C string literal ("remote", or "local:..."), appears only in
-# workers/<platform>.c (and workers/<platform>_*.c; the Kubernetes platforms share
-# workers/kube_common.c, which names none of them), in the registry (workers/platforms.c), in config/ (the
-# schema) and in tests/. Everything else asks the table (platform_find, struct
+# its own files: workers/<family>/<platform>.c and workers/<family>/<platform>_*.c (a
+# family's folder: workers/kube/, workers/rest/; their skeletons name none of them), or
+# the folder of its own, workers/<platform>/ (remote, local, slurm, hybrid); in the
+# registry (workers/platforms.c), in config/ (the schema) and in tests/. Everything else asks the table (platform_find, struct
 # platform_ops). Usage: platform-literals.sh SRC_DIR
 set -u
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -16,7 +17,7 @@ known=(
 )
 
 own_files() { # the files that may name platform $1
-    echo "workers/$1.c workers/$1_*.c workers/$1.h"
+    echo "workers/*/$1.c workers/*/$1_*.c workers/*/$1.h workers/$1/*"
 }
 
 fail=0

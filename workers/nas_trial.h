@@ -3,7 +3,7 @@
  * filesystem): the code once per experiment (<root>/nni-code, our SDK in
  * <root>/nni-sdk), and per trial <root>/<trial>[.attemptN] holding parameter.cfg,
  * run.sh, the trial's output, metrics and .nni/state; the job's name and what the worker
- * knows of each held trial's job. workers/nas_trial.c; used by workers/openpai.c, dlc.c,
+ * knows of each held trial's job. workers/nas_trial.c; used by workers/rest/openpai.c, dlc.c,
  * dlts.c and aml.c. */
 #ifndef TRIALQ_NAS_TRIAL_H
 #define TRIALQ_NAS_TRIAL_H
@@ -33,7 +33,7 @@ int nas_write_trial_files(const char *dir, const struct trial *t, const char *la
 char *nas_job_command(struct worker *w, const char *cont_root, const struct trial *t, const char *nni_platform,
                       const char *cmd);
 /* trialCommandChannel: http, and the api has a channel to name (its token and port).
- * Also the Kubernetes platforms' (kube_common.c). */
+ * Also the Kubernetes platforms' (workers/kube/submit.c). */
 int nas_channel_wanted(struct worker *w);
 /* When nas_channel_wanted: NNI v3's HTTP channel URL of trial t, the api's at
  * nniManagerIp with the trial's own token in its path; else NULL. New string. */

@@ -8,25 +8,64 @@
 #define BACKOFF_MAX_MS 10000
 #define MAX_BODY (8 << 20)
 
+struct body {
+    struct strbuf sb;
+    size_t max;
+};
+
 static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
 {
-    struct strbuf *sb = ud;
-    if (sb->len + size * n > MAX_BODY)
+    struct body *b = ud;
+    if (b->sb.len + size * n > b->max)
         return 0;
-    sb_add(sb, ptr, size * n);
+    sb_add(&b->sb, ptr, size * n);
     return size * n;
+}
+
+int rest_backing_off(const struct rest_client *r)
+{
+    return r->down_until && mono_ms() < r->down_until;
+}
+
+/* One more failure in a row: no call for 500 ms, doubled each time, at most 10 s. */
+static void back_off(struct rest_client *r)
+{
+    int64_t d = BACKOFF_MIN_MS;
+    for (int i = 0; i < r->down_failures && d < BACKOFF_MAX_MS; i++)
+        d *= 2;
+    r->down_failures++;
+    r->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
+}
+
+/* The answer's part in the back-off: a 429's Retry-After holds the calls that long, a
+ * 5xx or a 429 without one backs off, anything else ends it. */
+static void answered(struct rest_client *r, long status)
+{
+    int64_t hold = http_retry_after_ms(r->curl, status);
+    if (hold > 0) {
+        snprintf(r->down_why, sizeof r->down_why, "429 Too Many Requests, Retry-After %lld s",
+                 (long long)(hold / 1000));
+        r->down_until = mono_ms() + hold;
+    } else if (status >= 500 || status == 429) {
+        snprintf(r->down_why, sizeof r->down_why, "it answered HTTP %ld", status);
+        back_off(r);
+    } else {
+        r->down_failures = 0;
+        r->down_until = 0;
+    }
 }
 
 int rest_call(struct rest_client *r, const char *method, const char *url, const char *shown,
               const char *const *headers, const char *body, long *status, char **resp, struct errbuf *e)
 {
-    if (r->down_until && mono_ms() < r->down_until)
-        return errf(e, "%s %s: the server is not answering (%s); next try in %lld ms", method, shown, r->down_why,
+    r->held = rest_backing_off(r);
+    if (r->held)
+        return errf(e, "%s %s: held back after a failure (%s); next try in %lld ms", method, shown, r->down_why,
                     (long long)(r->down_until - mono_ms()));
     CURL *c = r->curl;
     curl_easy_reset(c);
-    struct strbuf sb;
-    sb_init(&sb);
+    struct body b = {.max = r->max_body > 0 ? (size_t)r->max_body : MAX_BODY};
+    sb_init(&b.sb);
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *h = NULL;
     for (int i = 0; headers && headers[i]; i++)
@@ -41,17 +80,20 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (r->ca_bundle)
         curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, r->insecure_tls ? 0L : 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, r->insecure_tls ? 0L : 2L);
+    if (r->setup)
+        r->setup(c, r->setup_ud);
     /* what changes something (a POST creates a job) never goes on a reused connection:
      * libcurl sends a request again, unchanged, when a reused connection closes before
      * any answer, and the server may have handled the first one (a second job, a signed
      * nonce refused as replayed). A lost answer is the caller's to handle. */
-    if (strcmp(method, "GET") != 0) {
+    if (strcmp(method, "GET") != 0 && !r->reuse_always) {
         curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     }
@@ -63,28 +105,16 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     curl_slist_free_all(h);
     r->tls_refused = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
     if (rc != CURLE_OK) {
-        sb_free(&sb);
+        sb_free(&b.sb);
         snprintf(r->down_why, sizeof r->down_why, "%s%s%s", errbuf[0] ? errbuf : curl_easy_strerror(rc),
                  rc == CURLE_PEER_FAILED_VERIFICATION && r->tls_hint ? ": " : "",
                  rc == CURLE_PEER_FAILED_VERIFICATION && r->tls_hint ? r->tls_hint : "");
-        int64_t d = BACKOFF_MIN_MS;
-        for (int i = 0; i < r->down_failures && d < BACKOFF_MAX_MS; i++)
-            d *= 2;
-        r->down_failures++;
-        r->down_until = mono_ms() + (d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS);
+        back_off(r);
         return errf(e, "%s %s: %s", method, shown, r->down_why);
     }
-    r->down_failures = 0;
-    r->down_until = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    int64_t hold = http_retry_after_ms(c, *status);
-    if (hold > 0) {
-        /* Too Many Requests with a Retry-After: no call before then */
-        snprintf(r->down_why, sizeof r->down_why, "429 Too Many Requests, Retry-After %lld s",
-                 (long long)(hold / 1000));
-        r->down_until = mono_ms() + hold;
-    }
-    *resp = sb_detach(&sb);
+    answered(r, *status);
+    *resp = sb_detach(&b.sb);
     return 0;
 }
 
@@ -94,4 +124,9 @@ int64_t http_retry_after_ms(CURL *c, long status)
     if (status != 429 || curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &secs) != CURLE_OK || secs <= 0)
         return 0;
     return secs > 60 ? 60000 : (int64_t)secs * 1000;
+}
+
+int rest_transient(long status)
+{
+    return status >= 500 || status == 429 || status == 408;
 }

@@ -128,6 +128,9 @@ struct platform_ops {
     /* Optional: at most this many new jobs per second per worker (0: no limit), the
      * default of a service shared with others; TRIALQ_SUBMIT_RATE overrides it. */
     int submit_rate;
+    /* A family's table for the ops it shares (workers/rest/rest.h: struct
+     * rest_flavour), or NULL. */
+    const void *flavour;
 };
 
 struct worker_trial {
@@ -206,7 +209,7 @@ struct trial_env;
 void worker_trial_env(const struct worker *w, const struct trial *t, const char *sys_dir, const char *out_dir,
                       const char *code_dir, struct trial_env *te);
 
-/* Hybrid mode (workers/hybrid.c): may this worker claim another trial now? Always 1 for
+/* Hybrid mode (workers/hybrid/hybrid.c): may this worker claim another trial now? Always 1 for
  * a single platform; in a hybrid experiment each live platform gets an equal share of
  * trialConcurrency first, more only for trials the others leave waiting. */
 int hybrid_may_claim(struct worker *w);

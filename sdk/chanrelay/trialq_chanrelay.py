@@ -8,7 +8,7 @@ are answered while the api is down or restarted: the same idea as a local trial'
 leader (supervise/chanserve.c), answering exactly as it does, in Python's standard
 library because a pod's image holds no trialq binary. The worker writes this file into
 the trial's dir on the shared storage as .nni/chanrelay.py and the role's launch script
-(workers/kube_common.c, kube_role_script) starts it when the image has python3 >= 3.5.
+(workers/kube/submit.c, kube_role_script) starts it when the image has python3 >= 3.5.
 
 It reads NNI_TRIAL_COMMAND_CHANNEL (the api's channel URL: its path names the trial and
 carries its token), NNI_TRIAL_JOB_ID and NNI_SYS_DIR, sets NNI_TRIAL_COMMAND_CHANNEL to

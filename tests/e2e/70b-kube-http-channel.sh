@@ -12,7 +12,7 @@
 # .nni/chanrelay.py (sdk/chanrelay/trialq_chanrelay.py). First that relay by hand: it
 # answers as a local trial's leader does (35b), and runs its command with the exit code
 # and signals passed through. AdaptDL trials get the same launch script
-# (workers/kube_common.c, kube_role_script).
+# (workers/kube/submit.c, kube_role_script).
 . "$(dirname "$0")/lib.sh"
 . "$TRIALQ_SRC/tests/servers/k8s_lib.sh"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real Slurm cluster of lib/slurm.sh (Debian's Slurm 22.05: slurmctld, three slurmd
 # nodes of 1 CPU and 2 fake GPUs each, munge), and the facts of Slurm the slurm platform
-# relies on (workers/slurm_cmd.c parses and maps what is asserted here):
+# relies on (workers/slurm/slurm_cmd.c parses and maps what is asserted here):
 #   - a batch job keeps its --job-name and --comment; its output lands where -o says
 #   - `squeue -t all --json` lists every job of the cluster with job_id, name, comment,
 #     job_state, state_reason, exit_code (the raw wait status: exit 3 is 768), start_time,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The slurm platform's sbatch command line and batch script (workers/slurm_cmd.c, through
+# The slurm platform's sbatch command line and batch script (workers/slurm/slurm_cmd.c, through
 # tests/servers/slurm_cmd_cli) on the real cluster of lib/slurm.sh, and squeue's answer
 # read back as the platform will: sbatch takes the command line; the job runs setupScript
 # and the trial command in the code dir with NNI's variables, its output in the trial dir

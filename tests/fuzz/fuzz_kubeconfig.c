@@ -1,11 +1,11 @@
-/* fuzz_kubeconfig.c: the kubeconfig reader (workers/kube_config.c) on any file: the
+/* fuzz_kubeconfig.c: the kubeconfig reader (workers/kube/config.c) on any file: the
  * input is written to <temp dir>/config, named by KUBECONFIG (with a second entry that
  * does not exist, which kubectl skips), and read as the Kubernetes platforms read it. */
 #include "tests/fuzz/fuzz.h"
 
 #include <stdio.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

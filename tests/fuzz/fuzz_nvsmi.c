@@ -1,9 +1,9 @@
-/* fuzz_nvsmi.c: the parser of `nvidia-smi -q -x` XML (queue/gpu.c), which the workers
+/* fuzz_nvsmi.c: the parser of `nvidia-smi -q -x` XML (common/nvsmi.c), which the workers
  * run on every host every 5 s, on any bytes. Every GPU it returns has its fields in
  * range: NUL-terminated strings, memory and utilisation either unknown (-1) or >= 0. */
 #include "tests/fuzz/fuzz.h"
 
-#include "queue/gpu.h"
+#include "common/nvsmi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
 /* fuzz_remote_state.c: the remote runner's state as the worker reads it
- * (workers/remote.c): the answer of `tq_status` for 1 to 4 trials ("status", one
+ * (workers/remote/remote.c): the answer of `tq_status` for 1 to 4 trials ("status", one
  * "<state> <rc> <end> <stopped> <n1> <n2> <n3>" line per trial, "data", then the new
  * bytes of each trial's files), on any bytes. The first byte picks how many trials the
  * worker asked about; the data part is walked as batch_apply walks it. */
 #include "tests/fuzz/fuzz.h"
 
-#include "workers/remote.h"
+#include "workers/remote/remote.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

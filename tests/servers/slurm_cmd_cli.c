@@ -1,4 +1,4 @@
-/* slurm_cmd_cli: workers/slurm_cmd.c on the command line, so that tests/e2e/91 can hand
+/* slurm_cmd_cli: workers/slurm/slurm_cmd.c on the command line, so that tests/e2e/91 can hand
  * its sbatch command line and batch script to a real Slurm and read squeue's answer as
  * the platform will.
  *   slurm_cmd_cli submit EXP TRIAL ATTEMPT SEQ TRIAL_DIR CODE_DIR MAX_TRIAL_SECONDS TS_JSON COMMAND
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/slurm_cmd.h"
+#include "workers/slurm/slurm_cmd.h"
 
 static const char *const outcome_names[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED",
                                             "CANCELED", "RETRY", "UNKNOWN"};

@@ -1,5 +1,5 @@
 /* test_workers_aml_auth.c: the pure parts of the aml platform's tokens
- * (workers/aml_auth.c): base64url, when a token is refreshed, the message of each
+ * (workers/rest/aml_auth.c): base64url, when a token is refreshed, the message of each
  * refusal of the identity platform (what to fix; never the secret), the Azure CLI's
  * output (expires_on, or expiresOn as local time), and which credential the environment
  * selects. */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "workers/aml_auth.h"
+#include "workers/rest/aml_auth.h"
 
 static void test_b64url(void **state)
 {

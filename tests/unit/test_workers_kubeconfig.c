@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 static char dir[256];
 

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "workers/nniignore.h"
-#include "workers/openpai.h"
+#include "workers/rest/openpai.h"
 
 static long long mb(const char *json)
 {

@@ -1,5 +1,5 @@
 /* test_workers_remote.c: the worker's reading of the remote runner's status answer
- * (remote_status_parse, workers/remote.c; tests/fuzz fuzz_remote_state runs it on any
+ * (remote_status_parse, workers/remote/remote.c; tests/fuzz fuzz_remote_state runs it on any
  * bytes): headers per trial, the data part's start, and answers it must refuse. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "workers/remote.h"
+#include "workers/remote/remote.h"
 
 static const char *parse(const char *text, int n, struct remote_status *h)
 {

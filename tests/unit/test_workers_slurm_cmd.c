@@ -1,5 +1,5 @@
 /* test_workers_slurm_cmd.c: the Slurm platform's parts that run nothing
- * (workers/slurm_cmd.c): sbatch's command line from the trainingService keys, the batch
+ * (workers/slurm/slurm_cmd.c): sbatch's command line from the trainingService keys, the batch
  * script (run here with bash, as a node would: NNI's variables, setupScript, the trial's
  * output and exit record, a stop), squeue --json as recorded from a real Slurm 22.05 by
  * tests/e2e/90-slurm-cluster.sh (tests/fixtures/slurm/), and job states -> trial outcomes. */
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "workers/slurm_cmd.h"
+#include "workers/slurm/slurm_cmd.h"
 
 static cJSON *ts_of(const char *json)
 {

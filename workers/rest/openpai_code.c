@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "workers/openpai.h"
+#include "workers/rest/openpai.h"
 
 /* ---------------- YAML ---------------- */
 
@@ -71,6 +71,22 @@ static int y_block(const cJSON *v)
     return (cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child;
 }
 
+static void y_node(struct strbuf *sb, const cJSON *v, int indent);
+
+/* The value of a mapping's key or a list's "-": a block on the lines below, or a
+ * scalar on the same line. */
+static void y_entry(struct strbuf *sb, const cJSON *it, int indent)
+{
+    if (y_block(it)) {
+        sb_puts(sb, "\n");
+        y_node(sb, it, indent + 2);
+    } else {
+        sb_puts(sb, " ");
+        y_scalar(sb, it);
+        sb_puts(sb, "\n");
+    }
+}
+
 static void y_node(struct strbuf *sb, const cJSON *v, int indent)
 {
     const cJSON *it;
@@ -78,26 +94,14 @@ static void y_node(struct strbuf *sb, const cJSON *v, int indent)
         cJSON_ArrayForEach(it, v) {
             y_indent(sb, indent);
             y_string(sb, it->string);
-            if (y_block(it)) {
-                sb_puts(sb, ":\n");
-                y_node(sb, it, indent + 2);
-            } else {
-                sb_puts(sb, ": ");
-                y_scalar(sb, it);
-                sb_puts(sb, "\n");
-            }
+            sb_puts(sb, ":");
+            y_entry(sb, it, indent);
         }
     } else if (cJSON_IsArray(v)) {
         cJSON_ArrayForEach(it, v) {
             y_indent(sb, indent);
-            if (y_block(it)) {
-                sb_puts(sb, "-\n");
-                y_node(sb, it, indent + 2);
-            } else {
-                sb_puts(sb, "- ");
-                y_scalar(sb, it);
-                sb_puts(sb, "\n");
-            }
+            sb_puts(sb, "-");
+            y_entry(sb, it, indent);
         }
     } else {
         y_indent(sb, indent);

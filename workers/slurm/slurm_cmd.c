@@ -1,7 +1,7 @@
 /* slurm_cmd.c: the Slurm platform's parts that run nothing (slurm_cmd.h): sbatch's
  * command line and the batch script of a trial, squeue --json read into job records, job
  * states mapped to trial outcomes. */
-#include "workers/slurm_cmd.h"
+#include "workers/slurm/slurm_cmd.h"
 #include "common/trialenv.h"
 
 #include <ctype.h>

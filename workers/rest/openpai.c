@@ -24,27 +24,19 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "workers/job_listing.h"
-#include "workers/nas_trial.h"
-#include "workers/rest_client.h"
-#include "workers/openpai.h"
-#include "workers/worker.h"
+#include "workers/rest/openpai.h"
+#include "workers/rest/rest.h"
 
-#define POLL_MS 1000          /* NNI polls PAI every 3 s */
-#define BACKOFF_MIN_MS 500
+/* NNI polls PAI every 3 s; the skeleton, every second (REST_PLATFORM_OPS) */
 
 struct pai {
+    struct rest_base b; /* redirects followed, as NNI; the token is not sent to other hosts */
     char *host, *user, *token, *auth_header;
-    char *local_root, *cont_root; /* <mount>/<exp> on this host / in the container */
     char *image, *vc, *storage;
     long long cpu, gpu, mem_mb;
     cJSON *protocol; /* openpaiConfig: the user's job protocol, or NULL */
-    struct rest_client rest; /* redirects followed, as NNI; the token is not sent to other hosts */
-    struct nas_jobs jobs;
-    struct job_listing listed; /* the user's jobs of this experiment (openpai_poll_all) */
 };
 
 /* ---------------- HTTP ---------------- */
@@ -56,7 +48,7 @@ static int http(struct pai *p, const char *method, const char *url, const char *
 {
     char *ct = xasprintf("Content-Type: %s", ctype ? ctype : "application/json");
     const char *headers[] = {p->auth_header, ct, NULL};
-    int rc = rest_call(&p->rest, method, url, url, headers, body, status, resp, e);
+    int rc = rest_call(&p->b.rest, method, url, url, headers, body, status, resp, e);
     free(ct);
     return rc;
 }
@@ -75,30 +67,21 @@ static void error_text(const char *body, char *out, size_t outlen)
 
 static char *job_url(struct pai *p, const char *name, const char *suffix)
 {
-    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
-    char *n = curl_easy_escape(p->rest.curl, name, 0);
+    char *u = curl_easy_escape(p->b.rest.curl, p->user, 0);
+    char *n = curl_easy_escape(p->b.rest.curl, name, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs/%s~%s%s", p->host, u, n, suffix);
     curl_free(u);
     curl_free(n);
     return url;
 }
 
-static int transient(long status)
-{
-    return status >= 500 || status == 429 || status == 408;
-}
-
 /* ---------------- configuration ---------------- */
 
-static const char *cfg_str(struct worker *w, const char *key)
+static long long cfg_int(const cJSON *ts, const cJSON *config, const char *key, long long def)
 {
-    const cJSON *v = worker_config_item(w, key);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
-}
-
-static long long cfg_int(struct worker *w, const char *key, long long def)
-{
-    const cJSON *v = worker_config_item(w, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ts, key);
+    if (!v || cJSON_IsNull(v))
+        v = cJSON_GetObjectItemCaseSensitive(config, key);
     return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
 }
 
@@ -121,73 +104,58 @@ static int check_protocol(const cJSON *proto, struct errbuf *e)
     return 0;
 }
 
-static void pai_free(struct pai *p)
+static void pai_close(struct rest_base *b)
 {
-    if (!p)
-        return;
+    struct pai *p = (struct pai *)b;
     free(p->host);
     free(p->user);
     free(p->token);
     free(p->auth_header);
-    free(p->local_root);
-    free(p->cont_root);
     free(p->image);
     free(p->vc);
     free(p->storage);
     cJSON_Delete(p->protocol);
-    if (p->rest.curl)
-        curl_easy_cleanup(p->rest.curl);
-    nas_jobs_free(&p->jobs);
-    job_listing_reset(&p->listed);
     free(p);
 }
 
-/* Checks the token with a call every user may make (the user's job list), trying a few
- * times when the server does not answer. 0 ok; -1 with e; *rejected set on 401/403. */
-static int probe_auth(struct pai *p, int *rejected, struct errbuf *e)
+/* Checks the token with a call every user may make (the user's job list): 0 ok; 1 no
+ * answer or a passing refusal (e); -1 with e (*fatal set on 401/403). */
+static int probe_once(struct rest_base *b, int *fatal, struct errbuf *e)
 {
-    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
+    struct pai *p = (struct pai *)b;
+    char *u = curl_easy_escape(p->b.rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
-    *rejected = 0;
-    int rc = -1;
-    int64_t wait = BACKOFF_MIN_MS;
-    for (int tries = 0; tries < 4; tries++) {
-        long status = 0;
-        char *body = NULL;
-        if (tries)
-            usleep((useconds_t)wait * 1000), wait *= 2;
-        p->rest.down_until = 0; /* this loop paces itself */
-        if (http(p, "GET", url, NULL, NULL, &status, &body, e) < 0) {
-            log_warn("OpenPAI at %s does not answer: %s", p->host, e->msg);
-            continue;
-        }
-        char msg[320];
-        error_text(body, msg, sizeof msg);
-        free(body);
-        if (status == 401 || status == 403) {
-            *rejected = 1;
-            errf(e, "openpai: %s rejected the token of user '%s' (HTTP %ld: %s); put a valid token (OpenPAI "
-                 "portal: Profile > Tokens) into trainingService.token", p->host, p->user, status, msg);
-            goto out;
-        }
-        if (transient(status)) {
-            errf(e, "OpenPAI at %s answered HTTP %ld: %s", p->host, status, msg);
-            log_warn("%s", e->msg);
-            continue;
-        }
-        if (status >= 300) {
-            errf(e, "openpai: GET %s answered HTTP %ld (%s); is trainingService.host the address of the "
-                 "OpenPAI portal?", url, status, msg);
-            goto out;
-        }
-        rc = 0;
+    long status = 0;
+    char *body = NULL, msg[320];
+    int rc = 1;
+    if (http(p, "GET", url, NULL, NULL, &status, &body, e) < 0) {
+        errprefix(e, "OpenPAI at %s does not answer", p->host);
         goto out;
     }
-    errprefix(e, "openpai: cannot reach the REST server at %s", p->host);
+    error_text(body, msg, sizeof msg);
+    if (status == 401 || status == 403) {
+        *fatal = 1;
+        rc = errf(e, "openpai: %s rejected the token of user '%s' (HTTP %ld: %s); put a valid token (OpenPAI "
+                  "portal: Profile > Tokens) into trainingService.token", p->host, p->user, status, msg);
+    } else if (rest_transient(status)) {
+        errf(e, "OpenPAI at %s answered HTTP %ld: %s", p->host, status, msg);
+    } else if (status >= 300) {
+        rc = errf(e, "openpai: GET %s answered HTTP %ld (%s); is trainingService.host the address of the "
+                  "OpenPAI portal?", url, status, msg);
+    } else {
+        rc = 0;
+    }
 out:
+    free(body);
     free(url);
     return rc;
+}
+
+static const char *unreachable(const struct rest_base *b, char *buf, size_t len)
+{
+    snprintf(buf, len, "openpai: cannot reach the REST server at %s", ((const struct pai *)b)->host);
+    return buf;
 }
 
 static char *host_url(const char *host)
@@ -198,131 +166,74 @@ static char *host_url(const char *host)
     return h;
 }
 
-static void set_timeout(struct pai *p)
+/* What only the worker needs: the job's resources and the user's job protocol. */
+static int open_jobs(struct pai *p, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
-    const char *tmo = getenv("TRIALQ_OPENPAI_TIMEOUT"); /* seconds; tests shorten it */
-    p->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
-}
-
-/* nnictl create: tries the OpenPAI token of a trainingService entry (one GET); fails with a
- * clear message when it is rejected or the REST server cannot be reached. */
-static int openpai_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
-{
-    (void)ops;
-    (void)config;
-    const cJSON *host = cJSON_GetObjectItemCaseSensitive(ts, "host");
-    const cJSON *user = cJSON_GetObjectItemCaseSensitive(ts, "username");
-    const cJSON *token = cJSON_GetObjectItemCaseSensitive(ts, "token");
-    if (!cJSON_IsString(host) || !cJSON_IsString(user) || !cJSON_IsString(token))
-        return errf(e, "openpai: host, username and token are required");
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct pai *p = xcalloc(1, sizeof *p);
-    p->host = host_url(host->valuestring);
-    p->user = xstrdup(user->valuestring);
-    p->auth_header = xasprintf("Authorization: Bearer %s", token->valuestring);
-    set_timeout(p);
-    p->rest.curl = curl_easy_init();
-    p->rest.follow_redirects = 1;
-    int rejected = 0;
-    int rc = p->rest.curl ? probe_auth(p, &rejected, e) : errf(e, "cannot initialise libcurl");
-    pai_free(p);
-    curl_global_cleanup();
-    return rc;
-}
-
-static int openpai_init(struct worker *w, struct errbuf *e)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct pai *p = xcalloc(1, sizeof *p);
-    w->platform = p;
-    const char *host = cfg_str(w, "host"), *user = cfg_str(w, "username"), *token = cfg_str(w, "token");
-    const char *lm = cfg_str(w, "localStorageMountPoint"), *cm = cfg_str(w, "containerStorageMountPoint");
-    const char *storage = cfg_str(w, "storageConfigName");
-    if (!host || !user || !token || !lm || !cm || !storage) {
-        errf(e, "trainingService (openpai): host, username, token, storageConfigName, localStorageMountPoint "
-                "and containerStorageMountPoint are required");
-        goto fail;
+    const char *storage = rest_str(ts, config, "storageConfigName");
+    if (!storage || !rest_str(ts, config, "localStorageMountPoint") ||
+        !rest_str(ts, config, "containerStorageMountPoint"))
+        return errf(e, "trainingService (openpai): host, username, token, storageConfigName, "
+                       "localStorageMountPoint and containerStorageMountPoint are required");
+    p->storage = xstrdup(storage);
+    const char *image = rest_str(ts, config, "dockerImage"), *vc = rest_str(ts, config, "virtualCluster");
+    p->image = xstrdup(image ? image : "msranni/nni:latest");
+    p->vc = vc ? xstrdup(vc) : NULL;
+    p->cpu = cfg_int(ts, config, "trialCpuNumber", 1);
+    p->gpu = cfg_int(ts, config, "trialGpuNumber", 0);
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(ts, "trialMemorySize");
+    p->mem_mb = pai_size_mb(mem && !cJSON_IsNull(mem) ? mem : cJSON_GetObjectItemCaseSensitive(config, "trialMemorySize"));
+    if (p->mem_mb <= 0)
+        return errf(e, "trainingService.trialMemorySize: not a size (e.g. \"8gb\")");
+    const cJSON *proto = cJSON_GetObjectItemCaseSensitive(ts, "openpaiConfig");
+    if (cJSON_IsObject(proto)) {
+        if (check_protocol(proto, e) < 0)
+            return -1;
+        p->protocol = cJSON_Duplicate(proto, 1);
     }
+    return 0;
+}
+
+/* The connection of a trainingService entry; w: also what the worker needs. */
+static struct rest_base *pai_open(struct worker *w, const cJSON *ts, const cJSON *config, struct errbuf *e)
+{
+    const char *host = rest_str(ts, config, "host"), *user = rest_str(ts, config, "username");
+    const char *token = rest_str(ts, config, "token");
+    if (!host || !user || !token) {
+        errf(e, w ? "trainingService (openpai): host, username, token, storageConfigName, localStorageMountPoint "
+                    "and containerStorageMountPoint are required"
+                  : "openpai: host, username and token are required");
+        return NULL;
+    }
+    struct pai *p = xcalloc(1, sizeof *p);
     p->host = host_url(host);
     p->user = xstrdup(user);
     p->token = xstrdup(token);
     p->auth_header = xasprintf("Authorization: Bearer %s", token);
-    p->storage = xstrdup(storage);
-    p->image = xstrdup(cfg_str(w, "dockerImage") ? cfg_str(w, "dockerImage") : "msranni/nni:latest");
-    p->vc = cfg_str(w, "virtualCluster") ? xstrdup(cfg_str(w, "virtualCluster")) : NULL;
-    p->cpu = cfg_int(w, "trialCpuNumber", 1);
-    p->gpu = cfg_int(w, "trialGpuNumber", 0);
-    p->mem_mb = pai_size_mb(worker_config_item(w, "trialMemorySize"));
-    if (p->mem_mb <= 0) {
-        errf(e, "trainingService.trialMemorySize: not a size (e.g. \"8gb\")");
-        goto fail;
+    const char *tmo = getenv("TRIALQ_OPENPAI_TIMEOUT"); /* seconds; tests shorten it */
+    p->b.rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+    p->b.rest.curl = curl_easy_init();
+    p->b.rest.follow_redirects = 1;
+    if (!p->b.rest.curl || (w && open_jobs(p, ts, config, e) < 0)) {
+        if (!p->b.rest.curl)
+            errf(e, "cannot initialise libcurl");
+        rest_base_clear(&p->b);
+        pai_close(&p->b);
+        return NULL;
     }
-    const cJSON *proto = worker_config_item(w, "openpaiConfig");
-    if (cJSON_IsObject(proto)) {
-        if (check_protocol(proto, e) < 0) {
-            nas_report_fatal(w, e->msg);
-            goto fail;
-        }
-        p->protocol = cJSON_Duplicate(proto, 1);
-    }
-    set_timeout(p);
-    p->rest.curl = curl_easy_init();
-    p->rest.follow_redirects = 1;
-    if (!p->rest.curl) {
-        errf(e, "cannot initialise libcurl");
-        goto fail;
-    }
-    struct stat st;
-    if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        char *m = xasprintf("trainingService.localStorageMountPoint: %s is not a directory (the OpenPAI storage "
-                            "'%s' must be mounted there on this host)", lm, storage);
-        nas_report_fatal(w, m);
-        errf(e, "%s", m);
-        free(m);
-        goto fail;
-    }
-    if (nas_exp_roots(w, lm, cm, &p->local_root, &p->cont_root, e) < 0)
-        goto fail;
-    int rejected = 0;
-    if (probe_auth(p, &rejected, e) < 0) {
-        if (rejected) /* it will not get better by itself: the experiment says why */
-            nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    if (nas_ship_code(w, p->local_root, e) < 0) {
-        nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->local_root, p->cont_root);
-    return 0;
-fail:
-    pai_free(p);
-    w->platform = NULL;
-    return -1;
+    return &p->b;
 }
 
-static void openpai_destroy(struct worker *w)
+static void describe(const struct rest_base *b)
 {
-    pai_free(w->platform);
-    w->platform = NULL;
-    curl_global_cleanup();
+    const struct pai *p = (const struct pai *)b;
+    log_info("OpenPAI %s as %s; storage %s -> %s", p->host, p->user, p->b.local_root, p->b.cont_root);
 }
 
 /* ---------------- jobs ---------------- */
 
-static char *local_dir(struct pai *p, const struct trial *t)
-{
-    return nas_trial_dir(p->local_root, t);
-}
-
-static struct nas_job *job_of(struct pai *p, const struct trial *t)
-{
-    return nas_job_of(&p->jobs, t, NULL);
-}
-
 static char *marker_path(struct pai *p, const struct trial *t)
 {
-    char *d = local_dir(p, t);
+    char *d = nas_trial_dir(p->b.local_root, t);
     char *m = xasprintf("%s/.nni/submitted", d);
     free(d);
     return m;
@@ -347,7 +258,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
                 sb_puts(&joined, c->valuestring);
             }
             char *jc = sb_detach(&joined);
-            char *line = nas_job_command(w, p->cont_root, t, "pai", jc);
+            char *line = nas_job_command(w, p->b.cont_root, t, "pai", jc);
             cJSON *cmds = cJSON_CreateArray();
             cJSON_AddItemToArray(cmds, cJSON_CreateString(line));
             cJSON_ReplaceItemInObjectCaseSensitive(r, "commands", cmds);
@@ -356,7 +267,7 @@ static char *protocol_yaml(struct worker *w, struct pai *p, const struct trial *
         }
     } else {
         const cJSON *tc = worker_config_item(w, "trialCommand");
-        char *line = nas_job_command(w, p->cont_root, t, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
+        char *line = nas_job_command(w, p->b.cont_root, t, "pai", cJSON_IsString(tc) ? tc->valuestring : "false");
         j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "protocolVersion", 2);
         cJSON_AddStringToObject(j, "name", name);
@@ -419,7 +330,7 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
     }
     if (status != 404) {
         error_text(body, msg, sizeof msg);
-        if (transient(status)) {
+        if (rest_transient(status)) {
             errf(e, "submit (GET job): HTTP %ld: %s", status, msg);
             goto out;
         }
@@ -444,7 +355,7 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
         goto accepted;
     }
     error_text(body, msg, sizeof msg);
-    if (transient(status)) {
+    if (rest_transient(status)) {
         errf(e, "submit (POST job): HTTP %ld: %s", status, msg);
         goto out;
     }
@@ -465,12 +376,6 @@ out:
     free(url);
     free(name);
     return rc;
-}
-
-static int openpai_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
-{
-    struct pai *p = w->platform;
-    return nas_submit(w, &p->jobs, job_of(p, t), p->local_root, "OpenPAI", try_submit, t, job_id, trial_dir, e);
 }
 
 static int64_t json_ms(const cJSON *o, const char *key)
@@ -507,9 +412,10 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
 
 /* PAI does not know the job (404): it vanished once accepted; one never accepted ended
  * if a kill was asked for, else is submitted (again) by the next poll. */
-static void job_unknown(struct pai *p, struct nas_job *j, struct trial *t, const char *name,
+static void job_unknown(struct worker *w, struct nas_job *j, struct trial *t, const char *name,
                         struct job_state *js)
 {
+    struct pai *p = w->platform;
     char *m = marker_path(p, t);
     int accepted = access(m, F_OK) == 0;
     free(m);
@@ -526,100 +432,55 @@ static void job_unknown(struct pai *p, struct nas_job *j, struct trial *t, const
     }
 }
 
-/* The loop paces the calls: a failed one (no answer, 5xx) returns -1 and is tried again
- * after its back-off. */
-static int openpai_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+/* While PAI has not confirmed the job: it is submitted (again); a trial killed meanwhile
+ * goes on to the GET of its job (job_unknown ends it when PAI does not know it). */
+static int unconfirmed(struct worker *w, struct nas_job *j, const struct trial *t, struct job_state *js, int *rc,
+                       struct errbuf *e)
 {
     struct pai *p = w->platform;
-    memset(js, 0, sizeof *js);
-    struct nas_job *j = job_of(p, t);
-    if (j->need_submit && !t->kill_request) {
-        struct errbuf se;
-        int s = try_submit(w, j, t, &se);
-        if (s < 0) {
-            /* PAI refused it for good: the trial fails with PAI's reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            nas_job_forget(&p->jobs, t->id);
-        }
-        return s == 0 ? errf(e, "%s", se.msg) : 0;
-    }
-    char *name = nas_job_name(w->exp_id, t);
-    char *dir = local_dir(p, t);
-    const cJSON *listed = job_listing_find(&p->listed, name);
-    if (listed) { /* the user's job list of this pass has it: no call of its own */
-        j->need_submit = 0;
-        job_reported(w, t, dir, listed, js);
-        if (js->finished || js->vanished)
-            nas_job_forget(&p->jobs, t->id);
-        free(name);
-        free(dir);
-        return 0;
-    }
-    /* not listed (or no listing): a GET of the job confirms that it is gone */
+    *rc = 0;
+    return !t->kill_request && nas_poll_unconfirmed(w, &p->b.jobs, j, t, try_submit, NULL, js, rc, e);
+}
+
+/* The job's own GET (the user's job list lacks it): confirms that it is gone. */
+static int get_job(struct rest_base *b, const char *name, cJSON **job, struct errbuf *e)
+{
+    struct pai *p = (struct pai *)b;
     char *url = job_url(p, name, "");
     char *body = NULL, msg[320];
-    long status = 0;
-    struct errbuf he;
-    int rc = 0;
-    if (http(p, "GET", url, NULL, NULL, &status, &body, &he) < 0) {
-        rc = errf(e, "status: %s", he.msg);
-    } else if (status == 404) {
-        job_unknown(p, j, t, name, js);
-    } else if (status != 200) {
+    long st = 0;
+    int rc = 1;
+    if (http(p, "GET", url, NULL, NULL, &st, &body, e) < 0) {
+        rc = -1;
+    } else if (st == 404) {
+        rc = 0;
+    } else if (st != 200) {
         error_text(body, msg, sizeof msg);
-        rc = errf(e, "status: HTTP %ld: %s", status, msg);
+        rc = errf(e, "HTTP %ld: %s", st, msg);
     } else {
-        j->need_submit = 0;
-        cJSON *job = cJSON_Parse(body);
-        job_reported(w, t, dir, job, js);
-        cJSON_Delete(job);
+        *job = cJSON_Parse(body);
     }
-    if (js->finished || js->vanished)
-        nas_job_forget(&p->jobs, t->id);
     free(body);
     free(url);
-    free(name);
-    free(dir);
     return rc;
 }
 
 /* PUT STOP: 0 once PAI took it (or no longer knows the job), -1 to be tried again. */
-static int openpai_kill(struct worker *w, struct trial *t, struct errbuf *e)
+static int stop(struct rest_base *b, const char *name, struct errbuf *e)
 {
-    struct pai *p = w->platform;
-    struct nas_job *j = job_of(p, t);
-    if (j->need_submit)
-        /* not known to be on PAI: a poll finds it (then it is stopped) or not (it ends) */
-        return errf(e, "stop: job not confirmed by OpenPAI yet");
-    char *name = nas_job_name(w->exp_id, t);
+    struct pai *p = (struct pai *)b;
     char *surl = job_url(p, name, "/executionType");
     char *body = NULL;
-    long status = 0;
+    long st = 0;
     struct errbuf he;
     int rc = 0;
-    if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &body, &he) < 0)
+    if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &st, &body, &he) < 0)
         rc = errf(e, "stop: %s", he.msg);
-    else if (status >= 300 && status != 404) /* 404: gone already; the poll tells */
-        rc = errf(e, "stop: OpenPAI answered HTTP %ld", status);
+    else if (st >= 300 && st != 404) /* 404: gone already; the poll tells */
+        rc = errf(e, "stop: OpenPAI answered HTTP %ld", st);
     free(body);
     free(surl);
-    free(name);
     return rc;
-}
-
-static int openpai_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
-{
-    struct pai *p = w->platform;
-    return nas_collect(w, t, p->local_root, at_end, e);
-}
-
-static int openpai_pending(struct worker *w, struct trial *t)
-{
-    struct pai *p = w->platform;
-    return nas_pending(w, t, p->local_root);
 }
 
 /* The user's job list (GET .../jobs?username=U: every job of the user, each with its
@@ -627,7 +488,7 @@ static int openpai_pending(struct worker *w, struct trial *t)
 static cJSON *list_jobs(struct pai *p, int *refused, struct errbuf *e)
 {
     *refused = 0;
-    char *u = curl_easy_escape(p->rest.curl, p->user, 0);
+    char *u = curl_easy_escape(p->b.rest.curl, p->user, 0);
     char *url = xasprintf("%s/rest-server/api/v2/jobs?username=%s", p->host, u);
     curl_free(u);
     long status = 0;
@@ -641,7 +502,7 @@ static cJSON *list_jobs(struct pai *p, int *refused, struct errbuf *e)
         error_text(body, msg, sizeof msg);
         free(body);
         errf(e, "listing the jobs of %s: HTTP %ld: %s", p->user, status, msg);
-        *refused = status != 401 && !transient(status); /* no such call, not allowed */
+        *refused = status != 401 && !rest_transient(status); /* no such call, not allowed */
         return NULL;
     }
     cJSON *list = cJSON_Parse(body);
@@ -654,82 +515,43 @@ static cJSON *list_jobs(struct pai *p, int *refused, struct errbuf *e)
     return list;
 }
 
-/* The batched poll: one list call per poll interval for the user's jobs; those of this
- * experiment (name prefix nni_exp_<exp>_) are kept for openpai_poll. */
-static int openpai_poll_all(struct worker *w, struct errbuf *e)
+/* The user's jobs of this experiment (name prefix nni_exp_<exp>_) from one list call,
+ * by name (a list PAI does not serve, or not to this user: never listed). */
+static int list(struct rest_base *b, const char *exp_id, int wide, struct job_listing *l, struct errbuf *e)
 {
-    struct pai *p = w->platform;
-    job_listing_reset(&p->listed);
+    (void)wide; /* the list has every job of the user */
+    struct pai *p = (struct pai *)b;
+    job_listing_reset(l);
     int refused;
-    cJSON *list = list_jobs(p, &refused, e); /* not tried while rest_call backs off */
-    if (!list)
+    cJSON *jobs = list_jobs(p, &refused, e); /* not tried while rest_call backs off */
+    if (!jobs)
         return refused ? POLL_ALL_REFUSED : -1;
-    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
+    char *prefix = xasprintf("nni_exp_%s_", exp_id);
     cJSON *it;
-    cJSON_ArrayForEach(it, list) {
+    cJSON_ArrayForEach(it, jobs) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
         if (cJSON_IsString(n) && str_starts(n->valuestring, prefix))
-            job_listing_add(&p->listed, n->valuestring, cJSON_Duplicate(it, 1));
+            job_listing_add(l, n->valuestring, cJSON_Duplicate(it, 1));
     }
-    job_listing_seal(&p->listed);
     free(prefix);
-    cJSON_Delete(list);
+    cJSON_Delete(jobs);
     return 0;
 }
 
-/* nnictl stop: STOP every live job of the experiment the user has on PAI, also jobs the
- * database lost track of (found by the name prefix nni_exp_<exp>_). */
-static int openpai_cleanup(struct worker *w, struct errbuf *e)
+static int live(const cJSON *job)
 {
-    struct pai *p = w->platform;
-    long status = 0;
-    int refused;
-    cJSON *list = list_jobs(p, &refused, e);
-    if (!list)
-        return -1;
-    char *prefix = xasprintf("nni_exp_%s_", w->exp_id);
-    const cJSON *it;
-    int failed = 0;
-    cJSON_ArrayForEach(it, list) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "state");
-        if (!cJSON_IsString(n) || !str_starts(n->valuestring, prefix) || !cJSON_IsString(st) ||
-            (strcmp(st->valuestring, "WAITING") != 0 && strcmp(st->valuestring, "RUNNING") != 0))
-            continue;
-        char *surl = job_url(p, n->valuestring, "/executionType");
-        struct errbuf he;
-        char *resp = NULL;
-        if (http(p, "PUT", surl, "application/json", "{\"value\":\"STOP\"}", &status, &resp, &he) < 0 ||
-            status >= 300) {
-            failed++;
-            char shown[SNIPPET_SIZE];
-            const char *why = resp ? resp : he.msg;
-            log_warn("cannot stop OpenPAI job %s: %s", n->valuestring, snippet(shown, why, strlen(why)));
-        } else {
-            log_info("stopped OpenPAI job %s", n->valuestring);
-        }
-        free(resp);
-        free(surl);
-    }
-    free(prefix);
-    cJSON_Delete(list);
-    return failed ? errf(e, "%d OpenPAI job(s) of the experiment could not be stopped", failed) : 0;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "state");
+    return cJSON_IsString(st) && (strcmp(st->valuestring, "WAITING") == 0 || strcmp(st->valuestring, "RUNNING") == 0);
 }
 
-const struct platform_ops platform_openpai = {
-    .name = "openpai",
-    .init = openpai_init,
-    .preflight = openpai_preflight,
-    .submit = openpai_submit,
-    .reaped = NULL,
-    .poll = openpai_poll,
-    .poll_all = openpai_poll_all,
-    .kill = openpai_kill,
-    .collect = openpai_collect,
-    .pending = openpai_pending,
-    .destroy = openpai_destroy,
-    .poll_ms = POLL_MS,
-    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
-    .cleanup = openpai_cleanup,
-    .gpu_mode = PLATFORM_GPU_OWN,
+static const struct rest_flavour openpai = {
+    .name = "openpai", .label = "OpenPAI", .service = "OpenPAI", .marker = NULL,
+    .mount_noun = "directory", .mount_what = "the OpenPAI storage (storageConfigName)", .cont_mount = 1,
+    .stop_verb = "stop", .stopped = "stopped",
+    .open = pai_open, .close = pai_close, .probe_once = probe_once, .unreachable = unreachable,
+    .describe = describe, .try_submit = try_submit, .unconfirmed = unconfirmed, .get = get_job,
+    .unknown = job_unknown,
+    .reported = job_reported, .list = list, .live = live, .stop = stop,
 };
+
+const struct platform_ops platform_openpai = REST_PLATFORM_OPS("openpai", openpai);

@@ -1,4 +1,4 @@
-/* aml_auth.h: Azure access tokens for the aml platform (workers/aml.c), as Azure's
+/* aml_auth.h: Azure access tokens for the aml platform (workers/rest/aml.c), as Azure's
  * EnvironmentCredential and AzureCliCredential get them:
  *   - a service principal with a secret: AZURE_TENANT_ID, AZURE_CLIENT_ID,
  *     AZURE_CLIENT_SECRET; the OAuth2 client-credentials flow against

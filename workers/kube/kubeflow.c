@@ -1,10 +1,10 @@
 /* kubeflow.c: the kubeflow platform, a TFJob (tf-operator: roles worker and ps) or a
  * PyTorchJob (pytorch-operator: master and worker) per trial. Everything it shares with
- * the other Kubernetes platforms is in kube_common.c; here are its custom resource, its
- * job spec and its roles' commands. */
+ * the other Kubernetes platforms is in the family's skeleton (workers/kube/skeleton.h);
+ * here are its custom resource, its job spec and its roles' commands. */
 #include <string.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 static int kubeflow_configure(struct kube_state *ks, const cJSON *ts, struct errbuf *e)
 {

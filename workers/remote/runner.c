@@ -1,9 +1,9 @@
-/* remote_runner.c: the POSIX sh runner the remote platform ships to every machine
+/* remote/runner.c: the POSIX sh runner the remote platform ships to every machine
  * (<work dir>/runner.sh). It starts each trial detached from the SSH session (setsid),
  * in its own process group, records its exit code durably, reports the state and the
  * new output bytes of many trials in one call, and kills a trial's process group.
  * Kept as a C string so that the binary carries it (nothing to install). */
-#include "workers/remote.h"
+#include "workers/remote/remote.h"
 
 const char remote_runner_sh[] =
     "# trialq remote runner: shipped by the worker to <work dir>/runner.sh on each machine.\n"

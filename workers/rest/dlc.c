@@ -30,34 +30,26 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/acs_sign.h"
 #include "schema/worker_rows.h"
-#include "workers/job_listing.h"
-#include "workers/nas_trial.h"
-#include "workers/rest_client.h"
-#include "workers/worker.h"
+#include "workers/rest/rest.h"
 
-#define POLL_MS 1000
-#define BACKOFF_MIN_MS 500
 #define API_VERSION "2020-12-03"
 #define LIST_PAGE 100 /* jobs per ListJobs page of the batched poll (TRIALQ_DLC_LIST_PAGE) */
 
 struct dlc {
+    /* no redirects: they would not carry a valid signature; jobs: job_id is DLC's JobId,
+     * once known (need_submit: ListJobs by name, then CreateJob); listed by JobId */
+    struct rest_base b;
     char *endpoint;    /* scheme://host[:port], no trailing slash */
     char *host;        /* the Host header as libcurl sends it */
     char *key_id, *key_secret;
     char *region, *workspace, *image, *job_type, *role_type, *ecs_spec, *nas, *oss, *ca_bundle;
     char *console;     /* the console's address (consoleUrl): the trials' tracking URLs */
     long long pod_count;
-    char *local_root, *cont_root, *cont_mount;
-    struct rest_client rest; /* no redirects: they would not carry a valid signature */
-    struct worker *w;        /* NULL at nnictl create (preflight) */
+    char *cont_mount;
     int fail_streak;         /* calls in a row that got no answer or a passing refusal */
-    struct nas_jobs jobs;    /* job_id: DLC's JobId, once known; need_submit: ListJobs by name, then CreateJob */
-    struct job_listing listed; /* the experiment's jobs by JobId (dlc_poll_all) */
 };
 
 /* ---------------- configuration ---------------- */
@@ -68,22 +60,17 @@ static const char *ts_str(const cJSON *ts, const char *key)
     return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
 }
 
-static void dlc_free(struct dlc *d)
+static void dlc_close(struct rest_base *b)
 {
-    if (!d)
-        return;
+    struct dlc *d = (struct dlc *)b;
     char **s[] = {&d->endpoint, &d->host,   &d->key_id,   &d->key_secret, &d->region,     &d->workspace,
                   &d->image,    &d->job_type, &d->role_type, &d->ecs_spec, &d->nas,        &d->oss,
-                  &d->ca_bundle, &d->local_root, &d->cont_root, &d->cont_mount, &d->console};
+                  &d->ca_bundle, &d->cont_mount, &d->console};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         if (*s[i] == d->key_secret && d->key_secret)
             memset(d->key_secret, 0, strlen(d->key_secret));
         free(*s[i]);
     }
-    if (d->rest.curl)
-        curl_easy_cleanup(d->rest.curl);
-    nas_jobs_free(&d->jobs);
-    job_listing_reset(&d->listed);
     free(d);
 }
 
@@ -148,12 +135,12 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
     const char *ca = ts_str(ts, "caBundle");
     d->ca_bundle = ca ? xstrdup(ca) : NULL;
     const char *tmo = getenv("TRIALQ_DLC_TIMEOUT"); /* seconds; tests shorten it */
-    d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
-    d->rest.ca_bundle = d->ca_bundle;
-    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
-    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
-    d->rest.curl = curl_easy_init();
-    if (!d->rest.curl)
+    d->b.rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 15000;
+    d->b.rest.ca_bundle = d->ca_bundle;
+    d->b.rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->b.rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
+    d->b.rest.curl = curl_easy_init();
+    if (!d->b.rest.curl)
         return errf(e, "cannot initialise libcurl");
     return 0;
 }
@@ -165,7 +152,7 @@ static int dlc_configure(struct dlc *d, const cJSON *ts, struct errbuf *e)
  * next try is signed again). */
 static int transient(long status, const char *body)
 {
-    if (status >= 500 || status == 429 || status == 408)
+    if (rest_transient(status))
         return 1;
     cJSON *j = cJSON_Parse(body);
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "Code");
@@ -186,13 +173,13 @@ static void note_call(struct dlc *d, const char *fault)
         d->fail_streak = 0;
         return;
     }
-    if (++d->fail_streak != FAIL_STREAK || !d->w)
+    if (++d->fail_streak != FAIL_STREAK || !d->b.w)
         return;
     char *msg = xasprintf("dlc: DLC at %s keeps failing (%s); the calls are retried with back-off", d->endpoint,
                           fault);
     struct errbuf xe;
     log_warn("%s", msg);
-    if (exp_add_error_once(d->w->db, d->w->exp_id, msg, &xe) < 0)
+    if (exp_add_error_once(d->b.w->db, d->b.w->exp_id, msg, &xe) < 0)
         log_warn("cannot keep the error with the experiment: %s", xe.msg);
     free(msg);
 }
@@ -220,7 +207,7 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
         headers[nh++] = xstrdup("Content-Type:");
     char *url = xasprintf("%s%s", d->endpoint, s.target);
     char *shown = xasprintf("%s (DLC at %s)", action, d->endpoint);
-    int rc = rest_call(&d->rest, method, url, shown, headers, body, status, resp, e);
+    int rc = rest_call(&d->b.rest, method, url, shown, headers, body, status, resp, e);
     for (size_t i = 0; i < nh; i++)
         free((char *)headers[i]);
     free(headers);
@@ -228,7 +215,8 @@ static int call(struct dlc *d, const char *method, const char *path, const struc
     free(url);
     acs_signed_free(&s);
     if (rc < 0) {
-        note_call(d, "no answer");
+        if (!d->b.rest.held) /* a call held back by the back-off does not count */
+            note_call(d, "no answer");
         return -1;
     }
     if (transient(*status, *resp)) {
@@ -304,77 +292,45 @@ static cJSON *list_jobs(struct dlc *d, const char *name, int page_size, int *ref
     return list_jobs_page(d, name, 1, page_size, NULL, refused, e);
 }
 
-/* Checks the key, the endpoint and the workspace with one ListJobs, trying a few times
- * when DLC does not answer. 0 ok; -1 with e; *rejected: DLC refused for good. */
-static int probe(struct dlc *d, int *rejected, struct errbuf *e)
+/* Checks the key, the endpoint and the workspace with one ListJobs: 0 ok; 1 no answer
+ * or a passing refusal (e); -1 DLC refused for good (*fatal, e). */
+static int probe_once(struct rest_base *b, int *fatal, struct errbuf *e)
 {
-    int64_t wait = BACKOFF_MIN_MS;
-    *rejected = 0;
-    for (int tries = 0; tries < 4; tries++) {
-        if (tries)
-            usleep((useconds_t)wait * 1000), wait *= 2;
-        d->rest.down_until = 0; /* this loop paces itself */
-        cJSON *j = list_jobs(d, "nni_exp_", 1, rejected, e);
-        if (j) {
-            cJSON_Delete(j);
-            return 0;
-        }
-        if (*rejected) {
-            errprefix(e, "dlc: %s refused ListJobs with access key %s (check accessKeyId, accessKeySecret, region or "
-                         "endpoint, and workspaceId)", d->endpoint, d->key_id);
-            return -1;
-        }
-        if (d->rest.tls_refused)
-            break; /* the same certificate again */
-        log_warn("DLC at %s: %s", d->endpoint, e->msg);
-    }
-    return errprefix(e, "dlc: cannot reach DLC at %s", d->endpoint);
+    struct dlc *d = (struct dlc *)b;
+    cJSON *j = list_jobs(d, "nni_exp_", 1, fatal, e);
+    cJSON_Delete(j);
+    if (j)
+        return 0;
+    if (*fatal)
+        return errprefix(e, "dlc: %s refused ListJobs with access key %s (check accessKeyId, accessKeySecret, "
+                            "region or endpoint, and workspaceId)", d->endpoint, d->key_id);
+    errprefix(e, "DLC at %s", d->endpoint);
+    return 1;
 }
 
-static int check_mount(const char *lm, struct errbuf *e)
+static const char *unreachable(const struct rest_base *b, char *buf, size_t len)
 {
-    struct stat st;
-    if (!lm)
-        return errf(e, "trainingService (dlc): localStorageMountPoint is required");
-    if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode))
-        return errf(e, "trainingService.localStorageMountPoint: %s is not a directory (the NAS data source "
-                       "must be mounted there on this host)", lm);
-    return 0;
+    snprintf(buf, len, "dlc: cannot reach DLC at %s", ((const struct dlc *)b)->endpoint);
+    return buf;
 }
 
-/* nnictl create: the mount, the endpoint and the key (one ListJobs); nothing is created. */
-static int dlc_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
+/* The connection (dlc_configure); w: also what the worker's jobs need. */
+static struct rest_base *dlc_open(struct worker *w, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
-    (void)ops;
     (void)config;
-    if (check_mount(ts_str(ts, "localStorageMountPoint"), e) < 0)
-        return -1;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     struct dlc *d = xcalloc(1, sizeof *d);
-    int rejected = 0;
-    int rc = dlc_configure(d, ts, e) < 0 ? -1 : probe(d, &rejected, e);
-    dlc_free(d);
-    curl_global_cleanup();
-    return rc;
-}
-
-static int dlc_init(struct worker *w, struct errbuf *e)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct dlc *d = xcalloc(1, sizeof *d);
-    w->platform = d;
-    d->w = w;
-    const cJSON *ts = worker_ts_config(w);
-    const char *lm = ts_str(ts, "localStorageMountPoint"), *cm = ts_str(ts, "containerStorageMountPoint");
+    const char *cm = ts_str(ts, "containerStorageMountPoint");
     const char *image = ts_str(ts, "image"), *ecs = ts_str(ts, "ecsSpec");
-    int rejected = 0;
     if (dlc_configure(d, ts, e) < 0 ||
-        ((!cm || !image || !ecs) && errf(e, "trainingService (dlc): image, ecsSpec, localStorageMountPoint and "
-                                            "containerStorageMountPoint are required") < 0) ||
-        check_mount(lm, e) < 0) {
-        nas_report_fatal(w, e->msg);
-        goto fail;
+        (w && (!cm || !image || !ecs || !ts_str(ts, "localStorageMountPoint")) &&
+         errf(e, "trainingService (dlc): image, ecsSpec, localStorageMountPoint and containerStorageMountPoint "
+                 "are required") < 0)) {
+        rest_base_clear(&d->b);
+        dlc_close(&d->b);
+        return NULL;
     }
+    if (!w)
+        return &d->b;
     d->image = xstrdup(image);
     d->ecs_spec = xstrdup(ecs);
     d->job_type = xstrdup(ts_str(ts, "jobType") ? ts_str(ts, "jobType") : "TFJob");
@@ -384,39 +340,17 @@ static int dlc_init(struct worker *w, struct errbuf *e)
     d->nas = ts_str(ts, "nasDataSourceId") ? xstrdup(ts_str(ts, "nasDataSourceId")) : NULL;
     d->oss = ts_str(ts, "ossDataSourceId") ? xstrdup(ts_str(ts, "ossDataSourceId")) : NULL;
     d->cont_mount = xstrdup(cm);
-    if (nas_exp_roots(w, lm, cm, &d->local_root, &d->cont_root, e) < 0)
-        goto fail;
-    if (probe(d, &rejected, e) < 0) {
-        if (rejected) /* it will not get better by itself: the experiment says why */
-            nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    if (nas_ship_code(w, d->local_root, e) < 0) {
-        nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    log_info("DLC %s (region %s) as %s; NAS %s -> %s", d->endpoint, d->region, d->key_id, d->local_root,
-             d->cont_root);
-    return 0;
-fail:
-    dlc_free(d);
-    w->platform = NULL;
-    return -1;
+    return &d->b;
 }
 
-static void dlc_destroy(struct worker *w)
+static void describe(const struct rest_base *b)
 {
-    dlc_free(w->platform);
-    w->platform = NULL;
-    curl_global_cleanup();
+    const struct dlc *d = (const struct dlc *)b;
+    log_info("DLC %s (region %s) as %s; NAS %s -> %s", d->endpoint, d->region, d->key_id, d->b.local_root,
+             d->b.cont_root);
 }
 
 /* ---------------- jobs ---------------- */
-
-static char *local_dir(struct dlc *d, const struct trial *t)
-{
-    return nas_trial_dir(d->local_root, t);
-}
 
 /* the JobId that DLC gave this attempt's job, kept on the NAS */
 #define JOBID_MARKER "submitted"
@@ -426,29 +360,21 @@ static char *local_dir(struct dlc *d, const struct trial *t)
  * row once the JobId is known (t->url keeps it). */
 static void record_url(struct dlc *d, struct trial *t, const char *dlc_id)
 {
-    char *id = curl_easy_escape(d->rest.curl, dlc_id, 0), *rg = curl_easy_escape(d->rest.curl, d->region, 0);
-    char *ws = d->workspace ? curl_easy_escape(d->rest.curl, d->workspace, 0) : NULL;
+    char *id = curl_easy_escape(d->b.rest.curl, dlc_id, 0), *rg = curl_easy_escape(d->b.rest.curl, d->region, 0);
+    char *ws = d->workspace ? curl_easy_escape(d->b.rest.curl, d->workspace, 0) : NULL;
     char *url = xasprintf("%s/#/jobs/detail?jobId=%s&regionId=%s%s%s", d->console, id ? id : "", rg ? rg : "",
                           ws ? "&workspaceId=" : "", ws ? ws : "");
     curl_free(id);
     curl_free(rg);
     curl_free(ws);
     struct errbuf e;
-    if (trial_set_url(d->w->db, t->id, url, &e) < 0) {
+    if (trial_set_url(d->b.w->db, t->id, url, &e) < 0) {
         log_warn("trial %s: cannot record its tracking URL: %s", t->id, e.msg);
         free(url);
         return;
     }
     free(t->url);
     t->url = url;
-}
-
-static struct nas_job *job_of(struct dlc *d, struct trial *t)
-{
-    struct nas_job *j = nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
-    if (j->job_id && !t->url && d->w)
-        record_url(d, t, j->job_id);
-    return j;
 }
 
 static char *create_body(struct worker *w, struct dlc *d, const struct trial *t, const char *name)
@@ -463,7 +389,7 @@ static char *create_body(struct worker *w, struct dlc *d, const struct trial *t,
     cJSON_AddStringToObject(spec, "EcsSpec", d->ecs_spec);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "JobSpecs"), spec);
     const cJSON *tc = worker_config_item(w, "trialCommand");
-    char *cmd = nas_job_command(w, d->cont_root, t, "dlc", cJSON_IsString(tc) ? tc->valuestring : "false");
+    char *cmd = nas_job_command(w, d->b.cont_root, t, "dlc", cJSON_IsString(tc) ? tc->valuestring : "false");
     cJSON_AddStringToObject(j, "UserCommand", cmd);
     free(cmd);
     cJSON *ds = cJSON_AddArrayToObject(j, "DataSources");
@@ -488,7 +414,7 @@ static char *create_body(struct worker *w, struct dlc *d, const struct trial *t,
 /* Records DLC's JobId of the trial's job (memory and L/.nni/submitted). */
 static void job_known(struct dlc *d, struct nas_job *j, const struct trial *t, const char *dlc_id)
 {
-    nas_job_known(j, d->local_root, t, JOBID_MARKER, dlc_id);
+    nas_job_known(j, d->b.local_root, t, JOBID_MARKER, dlc_id);
 }
 
 /* The JobId of the oldest job named exactly name in a ListJobs answer, or NULL. */
@@ -558,16 +484,13 @@ out:
     return rc;
 }
 
-static int dlc_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
-{
-    struct dlc *d = w->platform;
-    return nas_submit(w, &d->jobs, job_of(d, t), d->local_root, "PAI-DLC", try_submit, t, job_id, trial_dir, e);
-}
-
 /* The job's state as GetJob reports it. */
 static void job_reported(struct worker *w, struct trial *t, const char *dir, const cJSON *job, struct job_state *js)
 {
     struct errbuf e;
+    const cJSON *jid = cJSON_GetObjectItemCaseSensitive(job, "JobId");
+    if (!t->url && cJSON_IsString(jid))
+        record_url(w->platform, t, jid->valuestring);
     const cJSON *stv = cJSON_GetObjectItemCaseSensitive(job, "Status");
     const char *state = cJSON_IsString(stv) ? stv->valuestring : "";
     if (strcmp(state, "Succeeded") == 0 || strcmp(state, "Failed") == 0) {
@@ -587,14 +510,15 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     }
 }
 
-/* The batched poll: ListJobs of the experiment's jobs (DisplayName holds the prefix
- * nni_exp_<exp>_trial_; in the workspace when one is set), oldest first, LIST_PAGE a
- * page (TRIALQ_DLC_LIST_PAGE, at most 1000), until TotalCount is reached or a page comes short; kept by JobId for dlc_poll. */
-static int dlc_poll_all(struct worker *w, struct errbuf *e)
+/* The experiment's jobs: ListJobs (DisplayName holds the prefix nni_exp_<exp>_trial_; in
+ * the workspace when one is set), oldest first, LIST_PAGE a page (TRIALQ_DLC_LIST_PAGE,
+ * at most 1000), until TotalCount is reached or a page comes short; by JobId. */
+static int list(struct rest_base *b, const char *exp_id, int wide, struct job_listing *l, struct errbuf *e)
 {
-    struct dlc *d = w->platform;
-    job_listing_reset(&d->listed);
-    char *prefix = xasprintf("nni_exp_%s_trial_", w->exp_id);
+    (void)wide; /* every page, always */
+    struct dlc *d = (struct dlc *)b;
+    job_listing_reset(l);
+    char *prefix = xasprintf("nni_exp_%s_trial_", exp_id);
     const char *env = getenv("TRIALQ_DLC_LIST_PAGE");
     int size = env && atoi(env) > 0 && atoi(env) <= 1000 ? atoi(env) : LIST_PAGE;
     int rc = 0;
@@ -613,7 +537,7 @@ static int dlc_poll_all(struct worker *w, struct errbuf *e)
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "DisplayName");
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "JobId");
             if (cJSON_IsString(name) && cJSON_IsString(id) && str_starts(name->valuestring, prefix))
-                job_listing_add(&d->listed, id->valuestring, cJSON_Duplicate(it, 1));
+                job_listing_add(l, id->valuestring, cJSON_Duplicate(it, 1));
         }
         int more = n == size && (!cJSON_IsNumber(total) || (double)page * size < total->valuedouble);
         cJSON_Delete(list);
@@ -621,97 +545,63 @@ static int dlc_poll_all(struct worker *w, struct errbuf *e)
             break;
     }
     free(prefix);
-    if (rc < 0) {
-        job_listing_reset(&d->listed);
-        return rc;
-    }
-    job_listing_seal(&d->listed);
-    return 0;
+    return rc;
 }
 
-/* poll: from the listing of this pass when it has the job; else GetJob by the recorded
- * JobId (which confirms that a job missing from the listing is gone); without one, the
- * job is looked for by name
- * (a restart, a create whose answer was lost), and created when it was never made. */
-static int dlc_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+/* While the JobId is not known (a restart, a create whose answer was lost): the job is
+ * looked for by name, and created when it was never made; never created for a trial
+ * that is to end. */
+static int unconfirmed(struct worker *w, struct nas_job *j, const struct trial *t, struct job_state *js, int *rc,
+                       struct errbuf *e)
 {
     struct dlc *d = w->platform;
-    memset(js, 0, sizeof *js);
-    struct nas_job *j = job_of(d, t);
-    if (!j->job_id) {
-        struct errbuf se;
-        int s;
-        if (t->kill_request) {
-            /* only look: never create a job for a trial that is to end */
-            int refused = 0;
-            char *name = nas_job_name(w->exp_id, t);
-            cJSON *list = list_jobs(d, name, 100, &refused, &se);
-            const char *found = list ? find_exact(list, name) : NULL;
-            if (found)
-                job_known(d, j, t, found);
-            free(name);
-            s = list ? 1 : refused ? -1 : 0;
-            if (list && !found) {
-                js->finished = 1; /* cancelled before it was ever submitted */
-                js->signal = SIGTERM;
-                js->end_time = now_ms();
-                nas_job_forget(&d->jobs, t->id);
-            }
-            cJSON_Delete(list);
-            if (s == 0)
-                return errf(e, "%s", se.msg);
-            if (s < 0) {
-                js->finished = 1;
-                js->signal = SIGTERM;
-                js->end_time = now_ms();
-                nas_job_forget(&d->jobs, t->id);
-            }
-            return 0;
-        }
-        s = try_submit(w, j, t, &se);
-        if (s < 0) { /* DLC refused it for good: the trial fails with DLC's reason */
-            js->finished = 1;
-            js->exit_code = 1;
-            js->has_exit = 1;
-            js->end_time = now_ms();
-            snprintf(js->why, sizeof js->why, "%.500s", se.msg);
-            nas_job_forget(&d->jobs, t->id);
-        }
-        return s == 0 ? errf(e, "%s", se.msg) : 0;
+    struct errbuf se;
+    *rc = 0;
+    if (!t->kill_request) {
+        nas_poll_unconfirmed(w, &d->b.jobs, j, t, try_submit, NULL, js, rc, e);
+        js->has_exit = js->finished; /* DLC refused it for good: the trial fails with DLC's reason */
+        return 1;
     }
-    char *dir = local_dir(d, t);
-    const cJSON *listed = job_listing_find(&d->listed, j->job_id);
-    if (listed) {
-        job_reported(w, t, dir, listed, js);
-        if (js->finished || js->vanished)
-            nas_job_forget(&d->jobs, t->id);
-        free(dir);
-        return 0;
+    int refused = 0;
+    char *name = nas_job_name(w->exp_id, t);
+    cJSON *jobs = list_jobs(d, name, 100, &refused, &se);
+    const char *found = jobs ? find_exact(jobs, name) : NULL;
+    if (found)
+        job_known(d, j, t, found);
+    free(name);
+    cJSON_Delete(jobs);
+    if (!jobs && !refused) {
+        *rc = errf(e, "%s", se.msg);
+    } else if (!found) { /* cancelled before it was ever submitted (or DLC refuses to tell) */
+        js->finished = 1;
+        js->signal = SIGTERM;
+        js->end_time = now_ms();
+        nas_job_forget(&d->b.jobs, t->id);
     }
-    char *path = xasprintf("/api/v1/jobs/%s", j->job_id);
+    return 1;
+}
+
+/* GetJob by the recorded JobId: confirms that a job missing from the listing is gone. */
+static int get_job(struct rest_base *b, const char *key, cJSON **job, struct errbuf *e)
+{
+    struct dlc *d = (struct dlc *)b;
+    char *path = xasprintf("/api/v1/jobs/%s", key);
     char *body = NULL, msg[400];
     long status = 0;
-    struct errbuf he;
-    int rc = 0;
-    if (call(d, "GET", path, NULL, 0, "GetJob", NULL, &status, &body, &he) < 0) {
-        rc = errf(e, "GetJob: %s", he.msg);
+    int rc = call(d, "GET", path, NULL, 0, "GetJob", NULL, &status, &body, e);
+    if (rc < 0) {
+        errprefix(e, "GetJob");
     } else if (status == 404 && strstr(body, "JobNotFound")) {
-        log_warn("trial %s: DLC no longer knows job %s", t->id, j->job_id);
-        js->vanished = 1;
-        snprintf(js->why, sizeof js->why, "DLC no longer knows job %.200s", j->job_id);
+        rc = 0;
     } else if (status != 200) {
         error_text(body, msg, sizeof msg);
-        rc = errf(e, "GetJob %s: HTTP %ld: %s", j->job_id, status, msg);
+        rc = errf(e, "GetJob %s: HTTP %ld: %s", key, status, msg);
     } else {
-        cJSON *job = cJSON_Parse(body);
-        job_reported(w, t, dir, job, js);
-        cJSON_Delete(job);
+        *job = cJSON_Parse(body);
+        rc = 1;
     }
-    if (js->finished || js->vanished)
-        nas_job_forget(&d->jobs, t->id);
     free(body);
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -733,26 +623,18 @@ static int stop_job(struct dlc *d, const char *dlc_id, struct errbuf *e)
     return rc;
 }
 
-static int dlc_kill(struct worker *w, struct trial *t, struct errbuf *e)
-{
-    struct dlc *d = w->platform;
-    struct nas_job *j = job_of(d, t);
-    if (!j->job_id) /* not known to be on DLC: a poll finds it (then it is stopped) or not (it ends) */
-        return errf(e, "StopJob: the job is not confirmed by DLC yet");
-    return stop_job(d, j->job_id, e);
-}
-
 /* The pods' own logs (GetPodLogs: what the containers printed, the image's start and
  * failures before the trial's command included) into <trial dir>/dlc-pods.log, kept on
  * the NAS beside trial.stdout: GET /trial-file/<id>/dlc-pods.log, the web UI's "pods"
  * tab, `nnictl log trial` (the path). Written when the trial ended; a failure costs
  * only the file (logged). */
 #define POD_LOG_LINES "2000"
-static void save_pod_logs(struct dlc *d, struct trial *t)
+static void save_pod_logs(struct rest_base *b, struct trial *t)
 {
-    struct nas_job *j = nas_job_load(&d->jobs, d->local_root, t, JOBID_MARKER);
+    struct dlc *d = (struct dlc *)b;
+    struct nas_job *j = nas_job_load(&d->b.jobs, d->b.local_root, t, JOBID_MARKER);
     char *dlc_id = j->job_id ? xstrdup(j->job_id) : NULL;
-    nas_job_forget(&d->jobs, t->id); /* the trial ended: no entry kept for it */
+    nas_job_forget(&d->b.jobs, t->id); /* the trial ended: no entry kept for it */
     if (!dlc_id)
         return;
     char *path = xasprintf("/api/v1/jobs/%s", dlc_id), *body = NULL;
@@ -792,7 +674,7 @@ static void save_pod_logs(struct dlc *d, struct trial *t)
         free(lp);
     }
     cJSON_Delete(job);
-    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : local_dir(d, t);
+    char *dir = t->trial_dir ? xstrdup(t->trial_dir) : nas_trial_dir(d->b.local_root, t);
     char *file = xasprintf("%s/dlc-pods.log", dir);
     if (out.len && write_file_replace(file, out.buf, out.len, 0644) < 0)
         log_warn("trial %s: cannot write %s: %s", t->id, file, strerror(errno));
@@ -805,67 +687,25 @@ out:
     free(dlc_id);
 }
 
-static int dlc_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
+static int live(const cJSON *job)
 {
-    if (at_end)
-        save_pod_logs(w->platform, t);
-    return nas_collect(w, t, ((struct dlc *)w->platform)->local_root, at_end, e);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "Status");
+    return cJSON_IsString(st) && strcmp(st->valuestring, "Succeeded") != 0 && strcmp(st->valuestring, "Failed") != 0 &&
+           strcmp(st->valuestring, "Stopped") != 0 && strcmp(st->valuestring, "Stopping") != 0;
 }
 
-static int dlc_pending(struct worker *w, struct trial *t)
+static int stop(struct rest_base *b, const char *dlc_id, struct errbuf *e)
 {
-    return nas_pending(w, t, ((struct dlc *)w->platform)->local_root);
+    return stop_job((struct dlc *)b, dlc_id, e);
 }
 
-/* nnictl stop: StopJob for every live job of the experiment on DLC, also jobs the
- * database lost track of (found by the name prefix nni_exp_<exp>_trial_). */
-static int dlc_cleanup(struct worker *w, struct errbuf *e)
-{
-    struct dlc *d = w->platform;
-    char *prefix = xasprintf("nni_exp_%s_trial_", w->exp_id);
-    int refused = 0, failed = 0;
-    cJSON *list = list_jobs(d, prefix, 1000, &refused, e);
-    if (!list) {
-        free(prefix);
-        return -1;
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "Jobs")) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "DisplayName");
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "JobId");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "Status");
-        if (!cJSON_IsString(n) || !str_starts(n->valuestring, prefix) || !cJSON_IsString(id) ||
-            !cJSON_IsString(st) || strcmp(st->valuestring, "Succeeded") == 0 ||
-            strcmp(st->valuestring, "Failed") == 0 || strcmp(st->valuestring, "Stopped") == 0 ||
-            strcmp(st->valuestring, "Stopping") == 0)
-            continue;
-        struct errbuf se;
-        if (stop_job(d, id->valuestring, &se) < 0) {
-            failed++;
-            log_warn("cannot stop DLC job %s: %s", id->valuestring, se.msg);
-        } else {
-            log_info("stopped DLC job %s (%s)", id->valuestring, n->valuestring);
-        }
-    }
-    cJSON_Delete(list);
-    free(prefix);
-    return failed ? errf(e, "%d DLC job(s) of the experiment could not be stopped", failed) : 0;
-}
-
-const struct platform_ops platform_dlc = {
-    .name = "dlc",
-    .init = dlc_init,
-    .preflight = dlc_preflight,
-    .submit = dlc_submit,
-    .reaped = NULL,
-    .poll = dlc_poll,
-    .poll_all = dlc_poll_all,
-    .kill = dlc_kill,
-    .collect = dlc_collect,
-    .pending = dlc_pending,
-    .destroy = dlc_destroy,
-    .poll_ms = POLL_MS,
-    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
-    .cleanup = dlc_cleanup,
-    .gpu_mode = PLATFORM_GPU_OWN,
+static const struct rest_flavour dlc = {
+    .name = "dlc", .label = "PAI-DLC", .service = "DLC", .marker = JOBID_MARKER,
+    .mount_noun = "directory", .mount_what = "the NAS data source", .cont_mount = 1,
+    .stop_verb = "stop", .stopped = "stopped",
+    .open = dlc_open, .close = dlc_close, .probe_once = probe_once, .unreachable = unreachable,
+    .describe = describe, .try_submit = try_submit, .unconfirmed = unconfirmed, .get = get_job,
+    .reported = job_reported, .list = list, .live = live, .stop = stop, .ended = save_pod_logs,
 };
+
+const struct platform_ops platform_dlc = REST_PLATFORM_OPS("dlc", dlc);

@@ -1,4 +1,4 @@
-/* aml_auth.c: Azure access tokens (workers/aml_auth.h). */
+/* aml_auth.c: Azure access tokens (workers/rest/aml_auth.h). */
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "common/json.h"
-#include "workers/aml_auth.h"
+#include "workers/rest/aml_auth.h"
 
 #define REFRESH_EARLY_S 300 /* Azure's SDKs refresh 5 minutes before expiry */
 #define CLI_TIMEOUT_MS 30000

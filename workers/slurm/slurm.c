@@ -1,6 +1,6 @@
 /* slurm.c: the Slurm platform (docs/platforms/slurm.md). One batch job per trial attempt,
  * named nni-<exp>-<trial> with the comment trialq:<exp>:<trial>:<attempt>
- * (workers/slurm_cmd.c builds the command line and the batch script and reads squeue's
+ * (workers/slurm/slurm_cmd.c builds the command line and the batch script and reads squeue's
  * answer).
  *
  * Two modes, one seam (sl_exec: run this argv here or on the login node; sl_put: write
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "schema/nnijson.h"
-#include "workers/slurm_cmd.h"
+#include "workers/slurm/slurm_cmd.h"
 #include "workers/ssh.h"
 #include "workers/worker.h"
 
@@ -684,47 +684,34 @@ static int slurm_poll_all(struct worker *w, struct errbuf *e)
     return -1;
 }
 
-static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+/* The attempt's job is not in squeue's answer: it ended (its exit record tells), or
+ * was submitted after the answer was asked for, or was cancelled, or vanished. */
+static void unlisted(struct slurm *s, const struct trial *t, const struct sl_job *m, const char *dir,
+                     struct job_state *js)
 {
-    struct slurm *s = w->platform;
-    memset(js, 0, sizeof *js);
-    char *dir = trial_dir_of(s, t);
     int status, stopped;
-    if (s->list_failed || !s->fetched_ms) {
-        if (!s->fetched_ms && !s->list_failed)
-            errf(e, "no squeue answer yet");
-        else
-            errf(e, "%s", s->failed);
-        /* the controller does not answer: an attempt that wrote its end is over all the
-         * same (its node finished it), and its slot is free for the next trial */
-        int ended = exit_record(dir, t->attempt, &status, &stopped);
-        free(dir);
-        if (!ended)
-            return -1;
+    if (exit_record(dir, t->attempt, &status, &stopped)) {
         ended_by_record(js, status, stopped);
-        mine_forget(s, t->id);
-        return 0;
+    } else if (m && m->submitted_ms >= s->fetched_ms) {
+        /* submitted after this answer was asked for: the next one lists it; until
+         * then it is taken as queued (no reason known yet) */
+        js->waiting = 1;
+    } else if (t->kill_request && m && m->kill_ms) {
+        js->finished = 1; /* cancelled and forgotten */
+        js->signal = SIGTERM;
+        js->end_time = now_ms();
+    } else {
+        js->vanished = 1;
+        snprintf(js->why, sizeof js->why, "Slurm no longer knows job %s of this attempt, and it left no "
+                 "exit record", t->job_id ? t->job_id : "?");
     }
-    const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
-    struct sl_job *m = mine_find(s, t->id, t->attempt);
-    if (!j) {
-        if (exit_record(dir, t->attempt, &status, &stopped)) {
-            ended_by_record(js, status, stopped);
-        } else if (m && m->submitted_ms >= s->fetched_ms) {
-            /* submitted after this answer was asked for: the next one lists it; until
-             * then it is taken as queued (no reason known yet) */
-            js->waiting = 1;
-        } else if (t->kill_request && m && m->kill_ms) {
-            js->finished = 1; /* cancelled and forgotten */
-            js->signal = SIGTERM;
-            js->end_time = now_ms();
-        } else {
-            js->vanished = 1;
-            snprintf(js->why, sizeof js->why, "Slurm no longer knows job %s of this attempt, and it left no "
-                     "exit record", t->job_id ? t->job_id : "?");
-        }
-        goto out;
-    }
+}
+
+/* The job as squeue/sacct report it (slurm_job_verdict) into js. */
+static void reported(const struct trial *t, const struct slurm_job *j, const struct sl_job *m, const char *dir,
+                     struct job_state *js)
+{
+    int status, stopped;
     struct slurm_verdict v;
     slurm_job_verdict(j, &v);
     switch (v.outcome) {
@@ -764,6 +751,36 @@ static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, s
             js->end_time = now_ms();
         break;
     }
+}
+
+static int slurm_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+{
+    struct slurm *s = w->platform;
+    memset(js, 0, sizeof *js);
+    char *dir = trial_dir_of(s, t);
+    int status, stopped;
+    if (s->list_failed || !s->fetched_ms) {
+        if (!s->fetched_ms && !s->list_failed)
+            errf(e, "no squeue answer yet");
+        else
+            errf(e, "%s", s->failed);
+        /* the controller does not answer: an attempt that wrote its end is over all the
+         * same (its node finished it), and its slot is free for the next trial */
+        int ended = exit_record(dir, t->attempt, &status, &stopped);
+        free(dir);
+        if (!ended)
+            return -1;
+        ended_by_record(js, status, stopped);
+        mine_forget(s, t->id);
+        return 0;
+    }
+    const struct slurm_job *j = slurm_job_find(s->jobs, s->njobs, t->id, t->attempt);
+    struct sl_job *m = mine_find(s, t->id, t->attempt);
+    if (!j) {
+        unlisted(s, t, m, dir, js);
+        goto out;
+    }
+    reported(t, j, m, dir, js);
     /* a stop that the trial does not heed: scancel after the grace */
     if (m && m->kill_ms && !m->cancelled && !js->finished && now_ms() - m->kill_ms > KILL_GRACE_MS) {
         char idbuf[32];

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "workers/job_listing.h"
+#include "workers/rest_client.h"
 #include "workers/worker.h"
 
 /* With trialCommandChannel: http and the launch scripts on the shared storage: the
@@ -30,10 +31,7 @@ struct kube_conn {
     char *username, *password;
     int insecure;     /* insecure-skip-tls-verify */
     char *namespace;  /* the context's namespace, NULL if none */
-    CURL *curl;
-    long timeout_ms;
-    /* back-off after transport errors / 5xx: no request before retry_at */
-    int64_t retry_at_ms, backoff_ms;
+    struct rest_client rest; /* made by the first request; its back-off after transport errors, 5xx, 429 */
 };
 
 /* Reads $KUBECONFIG (a ':' list, merged as kubectl does) or ~/.kube/config. */
@@ -41,9 +39,9 @@ int kube_config_load(struct kube_conn *k, struct errbuf *e);
 void kube_conn_clear(struct kube_conn *k);
 
 /* One request. Returns 0 when the server answered (*status holds the HTTP status and
- * *resp the parsed JSON body or NULL), -1 on a transport error (e says what). body may
- * be NULL. A transport error, 5xx or 429 sets the back-off (a 429's Retry-After: that
- * long, up to a minute); kube_backing_off() tells. */
+ * *resp the parsed JSON body or NULL), -1 on a transport error or while backing off (e
+ * says what). body may be NULL. A transport error, 5xx or 429 sets rest_client's back-off
+ * (a 429's Retry-After: that long, up to a minute); kube_backing_off() tells. */
 int kube_request(struct kube_conn *k, const char *method, const char *path, const cJSON *body, long *status,
                  cJSON **resp, struct errbuf *e);
 int kube_backing_off(const struct kube_conn *k);
@@ -58,10 +56,11 @@ char *kube_escape(const char *s);
  * existing dst is kept. */
 int kube_copy_code(const char *src, const char *dst, const char *leave_out, struct errbuf *e);
 
-/* ---------------- the platforms: workers/kube_common.c plus one flavour each ----------------
- * workers/kube_common.c holds what kubeflow, frameworkcontroller and adl share (storage,
- * API checks, create with adoption, poll, kill, collect, cleanup, the launch script);
- * workers/kubeflow.c, frameworkcontroller.c and adl.c each define their platform_ops with
+/* ---------------- the platforms: the skeleton plus one flavour each ----------------
+ * The skeleton (workers/kube/skeleton.h names its files) holds what kubeflow,
+ * frameworkcontroller and adl share (storage, API checks, create with adoption, poll,
+ * kill, collect, cleanup, the launch script);
+ * workers/kube/kubeflow.c, frameworkcontroller.c and adl.c each define their platform_ops with
  * KUBE_PLATFORM_OPS and a struct kube_flavour: their custom resource, job spec and the
  * specifics of their launch script. */
 
@@ -94,7 +93,7 @@ struct kube_state {
     int list_limit;                 /* items per page (TRIALQ_KUBE_LIST_LIMIT, 500) */
 };
 
-/* What one Kubernetes platform adds to kube_common.c. */
+/* What one Kubernetes platform adds to the skeleton. */
 struct kube_flavour {
     /* From the trainingService entry: group, version, plural, kindname and container
      * (xstrdup'ed), and the roles (kube_add_role); or a message naming what is wrong. */

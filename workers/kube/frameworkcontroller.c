@@ -1,12 +1,13 @@
 /* frameworkcontroller.c: the frameworkcontroller platform, a Framework per trial with
  * the trainingService's task roles, each behind FrameworkController's barrier. Everything
- * it shares with the other Kubernetes platforms is in kube_common.c; here are its custom
- * resource, its job spec and its roles' commands. */
+ * it shares with the other Kubernetes platforms is in the family's skeleton
+ * (workers/kube/skeleton.h); here are its custom resource, its job spec and its roles'
+ * commands. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 /* The port of role i, in the pod spec and in the barrier's FB_<ROLE>_PORT. */
 #define ROLE_PORT(i) (4000 + (i))

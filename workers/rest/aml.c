@@ -2,7 +2,7 @@
  * workspace, made through the Azure ML v2 REST API on Azure Resource Manager
  * ({managementEndpoint}/subscriptions/{s}/resourceGroups/{rg}/providers/
  * Microsoft.MachineLearningServices/workspaces/{ws}/...), every request with a bearer
- * token of workers/aml_auth.h (a service principal's, or the Azure CLI's).
+ * token of workers/rest/aml_auth.h (a service principal's, or the Azure CLI's).
  *
  * Files go through a datastore (trainingService.datastore, default workspaceblobstore)
  * that this host has mounted at localStorageMountPoint (e.g. with blobfuse2), as on the
@@ -32,37 +32,24 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "workers/aml_auth.h"
-#include "workers/job_listing.h"
-#include "workers/nas_trial.h"
-#include "workers/rest_client.h"
-#include "workers/worker.h"
+#include "workers/rest/aml_auth.h"
+#include "workers/rest/rest.h"
 
 #define API_VERSION "2023-04-01"
-#define POLL_MS 1000
-#define BACKOFF_MIN_MS 500
 #define FAULT_KEY "aml"
-#define FAULT_AFTER 3 /* calls failed in a row before the experiment shows it */
 #define MARKER "amljob"
 #define ENV_NAME "trialq-nni"
 #define OUTPUT "nni" /* the job's output: the experiment's folder on the datastore */
 #define MAX_PAGES 1000 /* of the jobs list: a loop of nextLinks ends */
 
 struct aml {
+    struct rest_base b; /* cont_root: ${{outputs.nni}} in the job; jobs listed by name */
     char *mgmt;  /* the management endpoint, no final '/' */
     char *ws_id; /* the workspace's ARM id */
     char *sub, *rg, *ws, *compute, *datastore, *image, *ca_bundle;
     char *env_id; /* the environment version of image */
-    char *local_root, *cont_root; /* <mount>/<exp> here; ${{outputs.nni}} in the job */
-    char *exp_id;
-    struct rest_client rest;
     struct aml_auth auth;
-    int failing; /* calls failed in a row */
-    struct nas_jobs jobs;
-    struct job_listing listed; /* the experiment's jobs, by name (aml_poll_all) */
 };
 
 /* ---------------- configuration ---------------- */
@@ -81,10 +68,9 @@ static char *trimmed(const char *s)
     return xasprintf("%.*s", (int)n, s);
 }
 
-static void aml_free(struct aml *d)
+static void aml_close(struct rest_base *b)
 {
-    if (!d)
-        return;
+    struct aml *d = (struct aml *)b;
     free(d->mgmt);
     free(d->ws_id);
     free(d->sub);
@@ -95,14 +81,7 @@ static void aml_free(struct aml *d)
     free(d->image);
     free(d->ca_bundle);
     free(d->env_id);
-    free(d->local_root);
-    free(d->cont_root);
-    free(d->exp_id);
-    if (d->rest.curl)
-        curl_easy_cleanup(d->rest.curl);
     aml_auth_free(&d->auth);
-    nas_jobs_free(&d->jobs);
-    job_listing_reset(&d->listed);
     free(d);
 }
 
@@ -133,8 +112,10 @@ static char *env_version(const char *image)
 }
 
 /* The settings of a trainingService entry ts. NULL with e. */
-static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e)
+static struct rest_base *aml_open(struct worker *wk, const cJSON *ts, const cJSON *config, struct errbuf *e)
 {
+    (void)wk;
+    (void)config;
     const char *sub = key_str(ts, "subscriptionId"), *rg = key_str(ts, "resourceGroup");
     const char *ws = key_str(ts, "workspaceName"), *compute = key_str(ts, "computeTarget");
     if (!sub || !rg || !ws || !compute) {
@@ -148,10 +129,11 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
     if (check_endpoint("managementEndpoint", mgmt, ts, e) < 0 || check_endpoint("authorityHost", auth, ts, e) < 0)
         return NULL;
     struct aml *d = xcalloc(1, sizeof *d);
-    d->rest.curl = curl_easy_init();
-    if (!d->rest.curl) {
+    d->b.rest.curl = curl_easy_init();
+    if (!d->b.rest.curl) {
         errf(e, "cannot initialise libcurl");
-        aml_free(d);
+        rest_base_clear(&d->b);
+        aml_close(&d->b);
         return NULL;
     }
     d->mgmt = trimmed(mgmt);
@@ -159,9 +141,8 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
     d->rg = xstrdup(rg);
     d->ws = xstrdup(ws);
     d->compute = xstrdup(compute);
-    d->exp_id = xstrdup(exp_id ? exp_id : "");
-    char *s = curl_easy_escape(d->rest.curl, sub, 0), *r = curl_easy_escape(d->rest.curl, rg, 0);
-    char *w = curl_easy_escape(d->rest.curl, ws, 0);
+    char *s = curl_easy_escape(d->b.rest.curl, sub, 0), *r = curl_easy_escape(d->b.rest.curl, rg, 0);
+    char *w = curl_easy_escape(d->b.rest.curl, ws, 0);
     d->ws_id = xasprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.MachineLearningServices/"
                          "workspaces/%s", s ? s : "", r ? r : "", w ? w : "");
     curl_free(s);
@@ -173,12 +154,12 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
     d->env_id = xasprintf("%s/environments/%s/versions/%s", d->ws_id, ENV_NAME, ver);
     free(ver);
     d->ca_bundle = key_str(ts, "caBundle") ? xstrdup(key_str(ts, "caBundle")) : NULL;
-    d->rest.ca_bundle = d->ca_bundle;
-    d->rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
-    d->rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
+    d->b.rest.ca_bundle = d->ca_bundle;
+    d->b.rest.insecure_tls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ts, "insecure"));
+    d->b.rest.tls_hint = "the certificate is not trusted: name its CA with caBundle (a PEM file)";
     const char *tmo = getenv("TRIALQ_AML_TIMEOUT"); /* seconds; tests shorten it */
-    d->rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 30000;
-    d->cont_root = xstrdup("${{outputs." OUTPUT "}}");
+    d->b.rest.timeout_ms = tmo && atof(tmo) > 0 ? (long)(atof(tmo) * 1000) : 30000;
+    d->b.cont_root = xstrdup("${{outputs." OUTPUT "}}");
     /* the token's audience: a cloud's own management host (https://management.azure.com,
      * https://management.chinacloudapi.cn, ...) is its Resource Manager; any other
      * endpoint (a proxy, a private link, a test server) fronts the public cloud's */
@@ -186,21 +167,17 @@ static struct aml *aml_new(const cJSON *ts, const char *exp_id, struct errbuf *e
     const char *audience = str_starts(d->mgmt, "https://") && str_starts(host, "management.")
                                ? d->mgmt
                                : "https://management.azure.com";
-    if (aml_auth_init(&d->auth, auth, audience, d->rest.timeout_ms, d->ca_bundle, e) < 0) {
-        aml_free(d);
+    if (aml_auth_init(&d->auth, auth, audience, d->b.rest.timeout_ms, d->ca_bundle, e) < 0) {
+        rest_base_clear(&d->b);
+        aml_close(&d->b);
         return NULL;
     }
-    d->auth.rest.insecure_tls = d->rest.insecure_tls;
-    d->auth.rest.tls_hint = d->rest.tls_hint;
-    return d;
+    d->auth.rest.insecure_tls = d->b.rest.insecure_tls;
+    d->auth.rest.tls_hint = d->b.rest.tls_hint;
+    return &d->b;
 }
 
 /* ---------------- HTTP ---------------- */
-
-static int transient(long status)
-{
-    return status >= 500 || status == 429 || status == 408;
-}
 
 /* ARM's error of an answer: "Code: message" (one line) */
 static void arm_error(const char *body, char *out, size_t outlen, char *code, size_t codelen)
@@ -224,14 +201,9 @@ static void arm_error(const char *body, char *out, size_t outlen, char *code, si
 
 static void note_failure(struct aml *d, int ok, const char *why)
 {
-    if (ok) {
-        d->failing = 0;
-        if (fault_has(FAULT_KEY))
-            fault_clear(FAULT_KEY);
-    } else if (++d->failing >= FAULT_AFTER) {
-        fault_set(FAULT_KEY, "Azure ML at %s: %s (%d calls in a row failed); trials wait and trialq retries by "
-                  "itself", d->mgmt, why, d->failing);
-    }
+    char where[300];
+    snprintf(where, sizeof where, "Azure ML at %.280s", d->mgmt);
+    rest_note_call(&d->b, FAULT_KEY, ok, where, why);
 }
 
 /* One request to url ({mgmt}/..., api-version added here), with the bearer token; a 401
@@ -257,7 +229,7 @@ static int http_url(struct aml *d, const char *method, const char *url, const ch
         char *bearer = xasprintf("Authorization: Bearer %s", tok);
         const char *headers[] = {bearer, "Content-Type: application/json", "Accept: application/json", NULL};
         *resp = NULL;
-        rc = rest_call(&d->rest, method, full, shown, headers, body, status, resp, e);
+        rc = rest_call(&d->b.rest, method, full, shown, headers, body, status, resp, e);
         free(bearer);
         if (rc < 0 || *status != 401)
             break;
@@ -281,7 +253,7 @@ static int http_url(struct aml *d, const char *method, const char *url, const ch
         arm_error(*resp, msg, sizeof msg, NULL, 0);
         snprintf(why, sizeof why, "%s %s: HTTP %ld: %s", method, shown, *status, msg);
     }
-    note_failure(d, rc == 0 && !transient(*status) && *status != 401 && *status != 403, why);
+    note_failure(d, rc == 0 && !rest_transient(*status) && *status != 401 && *status != 403, why);
     return rc;
 }
 
@@ -326,7 +298,7 @@ static int refused(struct aml *d, const char *what, long status, const char *bod
 static int probe_one(struct aml *d, const char *kind, const char *name, const char *key, int *fatal,
                      struct errbuf *e)
 {
-    char *n = curl_easy_escape(d->rest.curl, name, 0);
+    char *n = curl_easy_escape(d->b.rest.curl, name, 0);
     char *path = xasprintf("%ss/%s", kind, n ? n : "");
     curl_free(n);
     long status = 0;
@@ -335,7 +307,7 @@ static int probe_one(struct aml *d, const char *kind, const char *name, const ch
     free(path);
     if (rc == 0 && status != 200) {
         rc = -1;
-        if (transient(status)) {
+        if (rest_transient(status)) {
             char msg[400];
             arm_error(body, msg, sizeof msg, NULL, 0);
             errf(e, "aml: GET %s %s: HTTP %ld: %s", kind, name, status, msg);
@@ -371,7 +343,7 @@ static int put_environment(struct aml *d, int *fatal, struct errbuf *e)
     free(body);
     if (rc == 0 && status != 200 && status != 201) {
         rc = -1;
-        *fatal = !transient(status);
+        *fatal = !rest_transient(status);
         if (*fatal)
             refused(d, "register the environment of dockerImage", status, resp, e);
         else
@@ -382,115 +354,37 @@ static int put_environment(struct aml *d, int *fatal, struct errbuf *e)
 }
 
 /* The credentials, the subscription, resource group and workspace (by the compute's
- * GET), the compute target, the datastore, and the environment. Tries a few times when
- * the service does not answer. *fatal: the config or the credentials are wrong. */
-static int probe_workspace(struct aml *d, int *fatal, struct errbuf *e)
+ * GET), the compute target, the datastore, and the environment: 0; 1 the service does
+ * not answer (e); -1 with e, *fatal: the config or the credentials are wrong. */
+static int probe_once(struct rest_base *b, int *fatal, struct errbuf *e)
 {
-    int64_t wait = BACKOFF_MIN_MS;
-    for (int tries = 0; tries < 4; tries++) {
-        if (tries)
-            usleep((useconds_t)wait * 1000), wait *= 2;
-        d->rest.down_until = 0; /* this loop paces itself */
-        d->auth.rest.down_until = 0;
-        *fatal = 0;
-        if (probe_one(d, "compute", d->compute, "computeTarget", fatal, e) == 0 &&
-            probe_one(d, "datastore", d->datastore, "datastore", fatal, e) == 0 && put_environment(d, fatal, e) == 0)
-            return 0;
-        if (*fatal)
-            return -1;
-        if (d->rest.tls_refused || d->auth.rest.tls_refused)
-            break; /* the same certificate again */
-        log_warn("%s", e->msg);
-    }
-    return errprefix(e, "aml: cannot reach Azure ML at %s", d->mgmt);
-}
-
-static int check_mount(const char *lm, struct errbuf *e)
-{
-    struct stat st;
-    if (!lm)
-        return errf(e, "trainingService.localStorageMountPoint is required for aml: the directory where the "
-                    "datastore's container, which the jobs mount, is mounted on this host (e.g. with blobfuse2)");
-    if (stat(lm, &st) < 0 || !S_ISDIR(st.st_mode) || access(lm, W_OK) < 0)
-        return errf(e, "trainingService.localStorageMountPoint: %s is not a writable directory (the datastore's "
-                    "container, which the jobs mount, must be mounted there on this host, e.g. with blobfuse2)",
-                    lm);
-    return 0;
-}
-
-/* nnictl create: the mount, the credentials, the workspace's compute and datastore;
- * nothing is submitted. */
-static int aml_preflight(const struct platform_ops *ops, const cJSON *ts, const cJSON *config, struct errbuf *e)
-{
-    (void)ops;
-    (void)config;
-    if (check_mount(key_str(ts, "localStorageMountPoint"), e) < 0)
+    struct aml *d = (struct aml *)b;
+    d->auth.rest.down_until = 0; /* the skeleton paces the tries */
+    if (probe_one(d, "compute", d->compute, "computeTarget", fatal, e) == 0 &&
+        probe_one(d, "datastore", d->datastore, "datastore", fatal, e) == 0 && put_environment(d, fatal, e) == 0)
+        return 0;
+    if (*fatal)
         return -1;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct aml *d = aml_new(ts, NULL, e);
-    int fatal = 0;
-    int rc = d ? probe_workspace(d, &fatal, e) : -1;
-    aml_free(d);
-    curl_global_cleanup();
-    return rc;
+    if (d->auth.rest.tls_refused) /* the same certificate again */
+        d->b.rest.tls_refused = 1;
+    return 1;
 }
 
-static int aml_init(struct worker *w, struct errbuf *e)
+static const char *unreachable(const struct rest_base *b, char *buf, size_t len)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    const cJSON *ts = worker_ts_config(w);
-    struct aml *d = aml_new(ts, w->exp_id, e);
-    if (!d) {
-        nas_report_fatal(w, e->msg);
-        curl_global_cleanup();
-        return -1;
-    }
-    w->platform = d;
-    const char *lm = key_str(ts, "localStorageMountPoint");
-    int fatal = 0;
-    if (check_mount(lm, e) < 0) {
-        nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    d->local_root = xasprintf("%s/%s", lm, w->exp_id);
-    if (mkdir_p(d->local_root, 0755) < 0) {
-        errf(e, "cannot create %s", d->local_root);
-        nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    if (probe_workspace(d, &fatal, e) < 0) {
-        if (fatal) /* it will not get better by itself: the experiment says why */
-            nas_report_fatal(w, e->msg);
-        goto fail;
-    }
-    if (nas_ship_code(w, d->local_root, e) < 0) {
-        nas_report_fatal(w, e->msg);
-        goto fail;
-    }
+    snprintf(buf, len, "aml: cannot reach Azure ML at %s", ((const struct aml *)b)->mgmt);
+    return buf;
+}
+
+static void describe(const struct rest_base *b)
+{
+    const struct aml *d = (const struct aml *)b;
     char what[200];
     log_info("Azure ML workspace %s (resource group %s) compute %s as %s; datastore %s at %s", d->ws, d->rg,
-             d->compute, aml_auth_what(&d->auth, what, sizeof what), d->datastore, d->local_root);
-    return 0;
-fail:
-    aml_free(d);
-    w->platform = NULL;
-    curl_global_cleanup();
-    return -1;
-}
-
-static void aml_destroy(struct worker *w)
-{
-    aml_free(w->platform);
-    w->platform = NULL;
-    curl_global_cleanup();
+             d->compute, aml_auth_what(&d->auth, what, sizeof what), d->datastore, d->b.local_root);
 }
 
 /* ---------------- jobs ---------------- */
-
-static struct nas_job *job_of(struct aml *d, const struct trial *t)
-{
-    return nas_job_load(&d->jobs, d->local_root, t, MARKER);
-}
 
 /* The command job of trial t */
 static char *job_body(struct worker *w, struct aml *d, const struct trial *t, const char *name)
@@ -499,7 +393,7 @@ static char *job_body(struct worker *w, struct aml *d, const struct trial *t, co
     const char *trial_cmd = cJSON_IsString(tc) ? tc->valuestring : "false";
     char *url = nas_channel_url(w, t);
     char *chan_cmd = url ? nas_channel_command(url, trial_cmd) : NULL;
-    char *cmd = nas_job_command(w, d->cont_root, t, "aml", chan_cmd ? chan_cmd : trial_cmd);
+    char *cmd = nas_job_command(w, d->b.cont_root, t, "aml", chan_cmd ? chan_cmd : trial_cmd);
     free(url);
     free(chan_cmd);
     cJSON *b = cJSON_CreateObject(), *p = cJSON_AddObjectToObject(b, "properties");
@@ -536,7 +430,7 @@ static char *job_body(struct worker *w, struct aml *d, const struct trial *t, co
 
 static char *job_path(struct aml *d, const char *name, const char *suffix)
 {
-    char *n = curl_easy_escape(d->rest.curl, name, 0);
+    char *n = curl_easy_escape(d->b.rest.curl, name, 0);
     char *p = xasprintf("jobs/%s%s", n ? n : "", suffix);
     curl_free(n);
     return p;
@@ -585,7 +479,7 @@ static int find_job(struct worker *w, struct nas_job *j, const struct trial *t, 
     char *name = nas_job_name(w->exp_id, t);
     int g = get_job(d, name, NULL, e);
     if (g == 1)
-        nas_job_known(j, d->local_root, t, MARKER, name);
+        nas_job_known(j, d->b.local_root, t, MARKER, name);
     free(name);
     return g;
 }
@@ -609,12 +503,12 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
         rc = 0;
     } else if (status == 200 || status == 201) {
         log_info("trial %s: %s Azure ML job %s", t->id, status == 201 ? "submitted" : "re-attached to", name);
-        nas_job_known(j, d->local_root, t, MARKER, name);
+        nas_job_known(j, d->b.local_root, t, MARKER, name);
         rc = 1;
     } else {
         char msg[400], code[80];
         arm_error(resp, msg, sizeof msg, code, sizeof code);
-        if (transient(status)) {
+        if (rest_transient(status)) {
             errf(e, "submit (PUT job): HTTP %ld: %s", status, msg);
             rc = 0;
         } else if (status == 400 && strstr(msg, "already exists")) {
@@ -622,7 +516,7 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
             int g = get_job(d, name, NULL, &he);
             if (g == 1) {
                 log_info("trial %s: re-attached to Azure ML job %s", t->id, name);
-                nas_job_known(j, d->local_root, t, MARKER, name);
+                nas_job_known(j, d->b.local_root, t, MARKER, name);
             }
             rc = g == 1 ? 1 : (errf(e, "submit: %s", g < 0 ? he.msg : msg), 0);
         } else {
@@ -636,19 +530,17 @@ static int try_submit(struct worker *w, struct nas_job *j, const struct trial *t
     return rc;
 }
 
-static int aml_submit(struct worker *w, struct trial *t, char **job_id, char **trial_dir, struct errbuf *e)
+/* the relay that serves the HTTP channel in the job */
+static int write_relay(struct worker *w, struct rest_base *b, const struct trial *t, struct errbuf *e)
 {
-    struct aml *d = w->platform;
     char *url = nas_channel_url(w, t);
-    if (url) { /* the relay that serves the HTTP channel in the job */
-        char *dir = nas_trial_dir(d->local_root, t);
-        int rc = nas_write_chanrelay(dir, e);
-        free(dir);
-        free(url);
-        if (rc < 0)
-            return -1;
-    }
-    return nas_submit(w, &d->jobs, job_of(d, t), d->local_root, "Azure ML", try_submit, t, job_id, trial_dir, e);
+    if (!url)
+        return 0;
+    char *dir = nas_trial_dir(b->local_root, t);
+    int rc = nas_write_chanrelay(dir, e);
+    free(dir);
+    free(url);
+    return rc;
 }
 
 static const char *job_status(const cJSON *job)
@@ -701,52 +593,30 @@ static void job_reported(struct worker *w, struct trial *t, const char *dir, con
     }
 }
 
-/* The loop paces the calls: a failed one (no answer, 5xx) returns -1 and is tried again
- * after its back-off. */
-static int aml_poll(struct worker *w, struct trial *t, struct job_state *js, struct errbuf *e)
+/* The job as reported (job_reported), and its Studio page as the trial's tracking URL. */
+static void reported(struct worker *w, struct trial *t, const char *dir, const cJSON *job, struct job_state *js)
 {
-    struct aml *d = w->platform;
-    memset(js, 0, sizeof *js);
-    struct nas_job *j = job_of(d, t);
-    int rc = 0;
-    if (j->need_submit && nas_poll_unconfirmed(w, &d->jobs, j, t, try_submit, find_job, js, &rc, e))
-        return rc;
-    char *name = nas_job_name(w->exp_id, t);
-    struct errbuf he;
-    cJSON *job = NULL;
-    const cJSON *listed = job_listing_find(&d->listed, name);
-    int g = listed ? 1 : get_job(d, name, &job, &he); /* not listed: its own GET confirms it */
-    if (listed)
-        job = cJSON_Duplicate(listed, 1);
-    if (g < 0) {
-        rc = errf(e, "status: %s", he.msg);
-    } else if (g == 0) {
-        log_warn("trial %s: Azure ML no longer knows job %s", t->id, name);
-        js->vanished = 1;
-        snprintf(js->why, sizeof js->why, "Azure ML no longer knows job %.200s", name);
-    } else {
-        const char *studio = studio_url(job);
-        struct errbuf ue;
-        if (!t->url && studio[0]) { /* the trial's tracking URL: the job's page in Azure ML studio */
-            if (trial_set_url(w->db, t->id, studio, &ue) < 0)
-                log_warn("trial %s: cannot record its tracking URL: %s", t->id, ue.msg);
-            else
-                t->url = xstrdup(studio);
-        }
-        char *dir = nas_trial_dir(d->local_root, t);
-        job_reported(w, t, dir, job, js);
-        free(dir);
+    const char *studio = studio_url(job);
+    struct errbuf ue;
+    if (!t->url && studio[0]) {
+        if (trial_set_url(w->db, t->id, studio, &ue) < 0)
+            log_warn("trial %s: cannot record its tracking URL: %s", t->id, ue.msg);
+        else
+            t->url = xstrdup(studio);
     }
-    cJSON_Delete(job);
-    if (js->finished || js->vanished)
-        nas_job_forget(&d->jobs, t->id);
-    free(name);
-    return rc;
+    job_reported(w, t, dir, job, js);
+}
+
+/* rest_flavour.get: the job's own GET (the listing lacks it) confirms it */
+static int get_one(struct rest_base *b, const char *name, cJSON **job, struct errbuf *e)
+{
+    return get_job((struct aml *)b, name, job, e);
 }
 
 /* POST .../cancel: 0 once Azure ML took it (202) or the job is gone, -1 to try again */
-static int cancel_job(struct aml *d, const char *name, struct errbuf *e)
+static int cancel_job(struct rest_base *b, const char *name, struct errbuf *e)
 {
+    struct aml *d = (struct aml *)b;
     char *path = job_path(d, name, "/cancel");
     long status = 0;
     char *body = NULL;
@@ -764,36 +634,14 @@ static int cancel_job(struct aml *d, const char *name, struct errbuf *e)
     return rc;
 }
 
-static int aml_kill(struct worker *w, struct trial *t, struct errbuf *e)
-{
-    struct aml *d = w->platform;
-    struct nas_job *j = job_of(d, t);
-    if (j->need_submit) /* not known to exist: a poll finds it (then it is cancelled) or not (it ends) */
-        return errf(e, "kill: job not confirmed by Azure ML yet");
-    char *name = nas_job_name(w->exp_id, t);
-    int rc = cancel_job(d, name, e);
-    free(name);
-    return rc;
-}
-
-static int aml_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
-{
-    struct aml *d = w->platform;
-    return nas_collect(w, t, d->local_root, at_end, e);
-}
-
-static int aml_pending(struct worker *w, struct trial *t)
-{
-    struct aml *d = w->platform;
-    return nas_pending(w, t, d->local_root);
-}
-
-/* The experiment's jobs into l (reset first; sealed when whole): the workspace's jobs list
+/* The experiment's jobs into l (reset first), by name: the workspace's jobs list
  * filtered by the experiment's tag key, every page (nextLink), kept to its name prefix.
  * 0; -1 no answer or a passing refusal (e); POLL_ALL_REFUSED the workspace refuses to
  * list jobs for good (no permission: 403; a list it does not serve). */
-static int list_jobs(struct aml *d, const char *exp_id, struct job_listing *l, struct errbuf *e)
+static int list_jobs(struct rest_base *b, const char *exp_id, int wide, struct job_listing *l, struct errbuf *e)
 {
+    (void)wide; /* every page, always */
+    struct aml *d = (struct aml *)b;
     job_listing_reset(l);
     char *prefix = xasprintf("nni_exp_%s_", exp_id);
     char *url = xasprintf("%s%s/jobs?api-version=" API_VERSION "&tag=nni_exp_%s", d->mgmt, d->ws_id, exp_id);
@@ -808,7 +656,7 @@ static int list_jobs(struct aml *d, const char *exp_id, struct job_listing *l, s
             char msg[400];
             arm_error(body, msg, sizeof msg, NULL, 0);
             errf(e, "list the workspace's jobs: HTTP %ld: %s", status, msg);
-            rc = transient(status) || status == 401 ? -1 : POLL_ALL_REFUSED;
+            rc = rest_transient(status) || status == 401 ? -1 : POLL_ALL_REFUSED;
         }
         free(url);
         url = NULL;
@@ -835,19 +683,7 @@ static int list_jobs(struct aml *d, const char *exp_id, struct job_listing *l, s
         rc = errf(e, "list the workspace's jobs: more than %d pages", MAX_PAGES);
     free(url);
     free(prefix);
-    if (rc == 0)
-        job_listing_seal(l);
-    else
-        job_listing_reset(l);
     return rc;
-}
-
-/* The batched poll: the experiment's jobs with one listing per poll interval, kept for
- * aml_poll (the loop paces it and backs off when it fails). */
-static int aml_poll_all(struct worker *w, struct errbuf *e)
-{
-    struct aml *d = w->platform;
-    return list_jobs(d, w->exp_id, &d->listed, e);
 }
 
 static int ended(const char *s)
@@ -856,46 +692,18 @@ static int ended(const char *s)
            strcmp(s, "CancelRequested") == 0;
 }
 
-/* nnictl stop: cancels every job of the experiment that has not ended, also jobs the
- * database lost track of (the experiment's listing). */
-static int aml_cleanup(struct worker *w, struct errbuf *e)
+static int live(const cJSON *job)
 {
-    struct aml *d = w->platform;
-    struct job_listing l = {0};
-    if (list_jobs(d, w->exp_id, &l, e) != 0)
-        return -1;
-    int failed = 0, rc = 0;
-    for (int i = 0; i < l.n; i++) {
-        if (ended(job_status(l.v[i].entry)))
-            continue;
-        struct errbuf ke;
-        if (cancel_job(d, l.v[i].name, &ke) < 0) {
-            failed++;
-            log_warn("cannot cancel Azure ML job %s: %s", l.v[i].name, ke.msg);
-        } else {
-            log_info("cancelled Azure ML job %s", l.v[i].name);
-        }
-    }
-    job_listing_reset(&l);
-    if (failed)
-        rc = errf(e, "%d Azure ML job(s) of the experiment could not be cancelled", failed);
-    return rc;
+    return !ended(job_status(job));
 }
 
-const struct platform_ops platform_aml = {
-    .name = "aml",
-    .init = aml_init,
-    .preflight = aml_preflight,
-    .submit = aml_submit,
-    .reaped = NULL,
-    .poll = aml_poll,
-    .poll_all = aml_poll_all,
-    .kill = aml_kill,
-    .collect = aml_collect,
-    .pending = aml_pending,
-    .destroy = aml_destroy,
-    .poll_ms = POLL_MS,
-    .submit_rate = 20, /* new jobs per second (TRIALQ_SUBMIT_RATE) */
-    .cleanup = aml_cleanup,
-    .gpu_mode = PLATFORM_GPU_OWN,
+static const struct rest_flavour aml = {
+    .name = "aml", .label = "Azure ML", .service = "Azure ML", .marker = MARKER,
+    .mount_noun = "writable directory", .mount_what = "the datastore's container, which the jobs mount,",
+    .cont_mount = 0, .stop_verb = "cancel", .stopped = "cancelled",
+    .open = aml_open, .close = aml_close, .probe_once = probe_once, .unreachable = unreachable,
+    .describe = describe, .submit_extra = write_relay, .try_submit = try_submit, .find = find_job,
+    .get = get_one, .reported = reported, .list = list_jobs, .live = live, .stop = cancel_job,
 };
+
+const struct platform_ops platform_aml = REST_PLATFORM_OPS("aml", aml);

@@ -2,12 +2,12 @@
  * travel in a ConfigMap, its checkpoints in a PersistentVolumeClaim, both owned by the
  * job; the trial's files are on the NFS share of trainingService.nfs, seen by the pod at
  * its containerMountPath. Everything it shares with the other Kubernetes platforms is in
- * kube_common.c. */
+ * the family's skeleton (workers/kube/skeleton.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 static int adl_configure(struct kube_state *ks, const cJSON *ts, struct errbuf *e)
 {

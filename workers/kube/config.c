@@ -1,4 +1,4 @@
-/* kube_config.c: the kubeconfig, read as kubectl reads it. $KUBECONFIG may list several
+/* kube/config.c: the kubeconfig, read as kubectl reads it. $KUBECONFIG may list several
  * files (':'-separated): the first file that sets current-context wins, and a named
  * context, cluster or user is taken from the first file that defines it. Relative
  * certificate paths are relative to the file that names them. */
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "workers/kube.h"
+#include "workers/kube/kube.h"
 
 struct kfile {
     char *path;
@@ -113,8 +113,8 @@ static int decode_data(const char *what, const char *file, const char *b64, char
 
 void kube_conn_clear(struct kube_conn *k)
 {
-    if (k->curl)
-        curl_easy_cleanup(k->curl);
+    if (k->rest.curl)
+        curl_easy_cleanup(k->rest.curl);
     free(k->source); free(k->context); free(k->cluster); free(k->user); free(k->server);
     free(k->ca_file); free(k->ca_pem); free(k->cert_file); free(k->key_file);
     free(k->cert_pem); free(k->key_pem); free(k->token); free(k->username); free(k->password);
