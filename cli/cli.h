@@ -134,6 +134,9 @@ void cli_print_indent4(const cJSON *j);
 /* json.dumps(j, indent=4, sort_keys=True, separators=(',', ':')): how NNI's nnictl
  * prints trial ls, experiment show and experiment status */
 void cli_print_nni(const cJSON *j);
+/* startTime and endTime of j, numbers of ms, as NNI's nnictl prints them: local
+ * "YYYY/MM/DD HH:MM:SS" */
+void cli_nni_times(cJSON *j);
 
 /* Progress line and best trial, for --foreground. */
 void cli_print_progress(struct db *db, const char *id);

@@ -126,16 +126,7 @@ static int show(struct db *db, const char *id, struct experiment *x)
         cJSON_AddItemToObject(j, "errors", errs);
     else
         cJSON_Delete(errs);
-    /* NNI: GET /experiment with the times as local "YYYY/MM/DD HH:MM:SS" */
-    static const char *const keys[] = {"startTime", "endTime"};
-    for (int k = 0; k < 2; k++) {
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
-        if (cJSON_IsNumber(v)) {
-            char buf[32];
-            format_time_ms((int64_t)v->valuedouble, "%Y/%m/%d %H:%M:%S", buf, sizeof buf);
-            cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
-        }
-    }
+    cli_nni_times(j); /* NNI: GET /experiment with its times as local dates */
     cli_print_nni(j);
     cJSON_Delete(j);
     return 0;

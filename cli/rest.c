@@ -72,6 +72,19 @@ void cli_print_indent4(const cJSON *j)
     free(s);
 }
 
+void cli_nni_times(cJSON *j)
+{
+    static const char *const keys[] = {"startTime", "endTime"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        if (cJSON_IsNumber(v)) {
+            char buf[32];
+            format_time_ms((int64_t)v->valuedouble, "%Y/%m/%d %H:%M:%S", buf, sizeof buf);
+            cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
+        }
+    }
+}
+
 void cli_print_nni(const cJSON *j)
 {
     char *s = json_print_python(j, 1, ":");

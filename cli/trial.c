@@ -10,20 +10,6 @@
 #include "queue/queue.h"
 #include "schema/nnijson.h"
 
-/* NNI prints times as local "YYYY/MM/DD HH:MM:SS". */
-static void rewrite_times(cJSON *j)
-{
-    static const char *const keys[] = {"startTime", "endTime"};
-    for (int k = 0; k < 2; k++) {
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
-        if (cJSON_IsNumber(v)) {
-            char buf[32];
-            format_time_ms((int64_t)v->valuedouble, "%Y/%m/%d %H:%M:%S", buf, sizeof buf);
-            cJSON_ReplaceItemInObject(j, keys[k], cJSON_CreateString(buf));
-        }
-    }
-}
-
 static int cmd_ls_fn(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -75,7 +61,7 @@ static int cmd_ls_fn(int argc, char **argv)
         }
         for (int i = 0; i < n; i++) {
             cJSON *j = nni_trial_job_json(db, &x, &ts[i]);
-            rewrite_times(j);
+            cli_nni_times(j);
             char *text = json_print_python(j, 1, ":");
             cJSON_Delete(j);
             fputs(printed++ ? ",\n    " : "[\n    ", stdout);
