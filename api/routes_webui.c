@@ -189,6 +189,17 @@ static int maximize_of(const struct experiment *x)
     return max;
 }
 
+/* The experiment's optimize mode (1: maximize); -1 with the error answered. */
+static int req_maximize(struct req *q, int *maximize)
+{
+    struct experiment x;
+    if (req_experiment(q, &x) < 0)
+        return -1;
+    *maximize = maximize_of(&x);
+    exp_clear(&x);
+    return 0;
+}
+
 static void nj_num(struct strbuf *sb, double v)
 {
     if (isfinite(v))
@@ -540,11 +551,9 @@ void h_webui_charts(struct req *q)
         stream_start(s, -1);
         return;
     }
-    struct experiment x;
-    if (req_experiment(q, &x) < 0)
+    int maximize;
+    if (req_maximize(q, &maximize) < 0)
         return;
-    int maximize = maximize_of(&x);
-    exp_clear(&x);
     struct strbuf sb;
     sb_init(&sb);
     chart_json(&sb, seq, maximize, nb);
@@ -599,11 +608,9 @@ void h_webui_params(struct req *q)
         reply_error(q->r, 500, "%s", e.msg);
         return;
     }
-    struct experiment x;
-    if (req_experiment(q, &x) < 0)
+    int maximize;
+    if (req_maximize(q, &maximize) < 0)
         return;
-    int maximize = maximize_of(&x);
-    exp_clear(&x);
     struct strbuf sb;
     sb_init(&sb);
     sb_printf(&sb, "{\"seq\":%lld,\"count\":%lld,\"optimizeMode\":\"%s\",\"trials\":[", (long long)seq,
