@@ -188,8 +188,8 @@ const char *acs_signed_header(const struct acs_signed *s, const char *name)
     return NULL;
 }
 
-int acs_sign(const struct acs_request *req, const char *key_id, const char *key_secret,
-             struct acs_signed *out, struct errbuf *e)
+/* What acs_sign refuses to sign, with the reason: 0 or -1. */
+static int request_ok(const struct acs_request *req, const char *key_id, const char *key_secret, struct errbuf *e)
 {
     if (!req->method || !*req->method || strspn(req->method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(req->method))
         return errf(e, "request signature: the HTTP method must be upper-case letters");
@@ -216,7 +216,14 @@ int acs_sign(const struct acs_request *req, const char *key_id, const char *key_
                        "',', ';' or '='");
     if (!key_secret || !*key_secret)
         return errf(e, "request signature: the AccessKey secret is empty");
+    return 0;
+}
 
+int acs_sign(const struct acs_request *req, const char *key_id, const char *key_secret,
+             struct acs_signed *out, struct errbuf *e)
+{
+    if (request_ok(req, key_id, key_secret, e) < 0)
+        return -1;
     char date[ACS_DATE_SIZE], nonce[33], body_hash[ACS_HEX_SHA256];
     if (req->date) {
         snprintf(date, sizeof date, "%s", req->date);

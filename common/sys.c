@@ -355,6 +355,59 @@ char *find_on_path(const char *name)
 }
 
 
+/* run_capture's child: stdin from /dev/null, stdout and stderr to the pipes, its own
+ * process group (a timeout ends what it started too), then argv. */
+static void capture_child(char *const argv[], int out_fd, int err_fd)
+{
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    close_fds_from(3);
+    execvp(argv[0], argv);
+    dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Reads both pipes into sb[0] and sb[1] (1 MB each at most) until both close: 0, or 1
+ * when timeout_ms (> 0) passed first. */
+static int read_both(int out_fd, int err_fd, struct strbuf sb[2], int timeout_ms)
+{
+    struct pollfd pf[2] = {{.fd = out_fd, .events = POLLIN}, {.fd = err_fd, .events = POLLIN}};
+    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    int open_fds = 2;
+    while (open_fds > 0) {
+        int wait = -1;
+        if (deadline) {
+            int64_t left = deadline - mono_ms();
+            wait = left > 0 ? (int)left : 0;
+        }
+        int n = poll(pf, 2, wait);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0;
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents)
+                continue;
+            char buf[4096];
+            ssize_t r = read(pf[i].fd, buf, sizeof buf);
+            if (r > 0 && sb[i].len < (1 << 20))
+                sb_add(&sb[i], buf, (size_t)r);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                pf[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    return 0;
+}
+
 int run_capture(char *const argv[], int timeout_ms, char **out, char **err)
 {
     if (out)
@@ -370,55 +423,14 @@ int run_capture(char *const argv[], int timeout_ms, char **out, char **err)
         return -1;
     }
     pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0); /* a timeout ends what it started too */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        dup2(po[1], 1);
-        dup2(pe[1], 2);
-        close_fds_from(3);
-        execvp(argv[0], argv);
-        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0)
+        capture_child(argv, po[1], pe[1]);
     close(po[1]);
     close(pe[1]);
     struct strbuf sb[2];
     sb_init(&sb[0]);
     sb_init(&sb[1]);
-    struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
-    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
-    int open_fds = pid > 0 ? 2 : 0, timed_out = 0;
-    while (open_fds > 0) {
-        int wait = -1;
-        if (deadline) {
-            int64_t left = deadline - mono_ms();
-            wait = left > 0 ? (int)left : 0;
-        }
-        int n = poll(pf, 2, wait);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            timed_out = n == 0;
-            break;
-        }
-        for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || !pf[i].revents)
-                continue;
-            char buf[4096];
-            ssize_t r = read(pf[i].fd, buf, sizeof buf);
-            if (r > 0 && sb[i].len < (1 << 20))
-                sb_add(&sb[i], buf, (size_t)r);
-            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
-                pf[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
+    int timed_out = pid > 0 ? read_both(po[0], pe[0], sb, timeout_ms) : 0;
     if (timed_out)
         kill(-pid, SIGKILL);
     close(po[0]);

@@ -396,6 +396,32 @@ int ynode_to_json(struct vctx *c, const struct ynode *n, cJSON **out)
 
 /* ---- fields ---- */
 
+/* A list of sections (machineList, taskRoles, ...): each item validated by f->sub. */
+static int get_list(struct vctx *c, const struct field *f, const struct ynode *n, cJSON **out)
+{
+    if (n->kind != Y_SEQ)
+        return type_err(c, n, "a list");
+    if ((f->flags & F_NONEMPTY) && n->nitems == 0)
+        return cfg_err_here(c, NULL, AT_VALUE, "must not be an empty list");
+    cJSON *arr = cJSON_CreateArray();
+    struct ymark none = {0, 0};
+    for (size_t i = 0; i < n->nitems; i++) {
+        size_t old = path_push_index(&c->path, i);
+        marks_set(c->marks, c->path.buf, none, n->items[i]->mark, n->items[i]->origin);
+        cJSON *obj = cJSON_CreateObject();
+        int rc = validate_section(c, n->items[i], f->sub, obj);
+        path_pop(&c->path, old);
+        if (rc < 0) {
+            cJSON_Delete(obj);
+            cJSON_Delete(arr);
+            return -1;
+        }
+        cJSON_AddItemToArray(arr, obj);
+    }
+    *out = arr;
+    return 0;
+}
+
 int validate_value(struct vctx *c, const struct field *f, const struct ynode *n, cJSON **out)
 {
     *out = NULL;
@@ -452,29 +478,8 @@ int validate_value(struct vctx *c, const struct field *f, const struct ynode *n,
         *out = obj;
         return 0;
     }
-    case FT_LIST: {
-        if (n->kind != Y_SEQ)
-            return type_err(c, n, "a list");
-        if ((f->flags & F_NONEMPTY) && n->nitems == 0)
-            return cfg_err_here(c, NULL, AT_VALUE, "must not be an empty list");
-        cJSON *arr = cJSON_CreateArray();
-        struct ymark none = {0, 0};
-        for (size_t i = 0; i < n->nitems; i++) {
-            size_t old = path_push_index(&c->path, i);
-            marks_set(c->marks, c->path.buf, none, n->items[i]->mark, n->items[i]->origin);
-            cJSON *obj = cJSON_CreateObject();
-            int rc = validate_section(c, n->items[i], f->sub, obj);
-            path_pop(&c->path, old);
-            if (rc < 0) {
-                cJSON_Delete(obj);
-                cJSON_Delete(arr);
-                return -1;
-            }
-            cJSON_AddItemToArray(arr, obj);
-        }
-        *out = arr;
-        return 0;
-    }
+    case FT_LIST:
+        return get_list(c, f, n, out);
     case FT_CUSTOM:
         break;
     }

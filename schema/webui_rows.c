@@ -131,6 +131,33 @@ int webui_sort_known(const char *sort)
     return sort_expr(sort ? sort : "sequence", path, sizeof path, &nullable, &shown) != NULL;
 }
 
+/* "%text%" for LIKE ... ESCAPE '\\', its wildcards escaped: the text is matched literally */
+static char *like_pattern(const char *text)
+{
+    struct strbuf lb;
+    sb_init(&lb);
+    sb_puts(&lb, "%");
+    for (const char *p = text; *p; p++) {
+        if (*p == '%' || *p == '_' || *p == '\\')
+            sb_add(&lb, "\\", 1);
+        sb_add(&lb, p, 1);
+    }
+    sb_puts(&lb, "%");
+    return sb_detach(&lb);
+}
+
+/* " FROM trial WHERE ...": the experiment, the status filter, the text filter */
+static void where_clause(struct strbuf *where, const char *status_sql, int like)
+{
+    sb_init(where);
+    sb_puts(where, " FROM trial WHERE experiment_id = :exp");
+    sb_puts(where, status_sql);
+    if (like)
+        sb_puts(where, " AND (id LIKE :like ESCAPE '\\' OR CAST(sequence AS TEXT) = :text"
+                       " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
+                       " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
+}
+
 int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *rows, int *n, int64_t *total,
                      struct errbuf *e)
 {
@@ -144,32 +171,13 @@ int webui_trial_page(struct db *db, const struct trial_query *q, struct trial *r
     int nstatus = 0;
     for (const char *p = q->status; p && *p; p++)
         nstatus += p == q->status || *p == ',';
-    char *like = NULL;
-    if (q->text && *q->text) {
-        /* LIKE with its wildcards escaped: the text is matched literally */
-        struct strbuf lb;
-        sb_init(&lb);
-        sb_puts(&lb, "%");
-        for (const char *p = q->text; *p; p++) {
-            if (*p == '%' || *p == '_' || *p == '\\')
-                sb_add(&lb, "\\", 1);
-            sb_add(&lb, p, 1);
-        }
-        sb_puts(&lb, "%");
-        like = sb_detach(&lb);
-    }
+    char *like = q->text && *q->text ? like_pattern(q->text) : NULL;
     /* the statement from fixed pieces; every value is bound */
     const char *status_sql = nstatus == 1  ? " AND status = :status"
                              : nstatus > 1 ? " AND instr(',' || :status || ',', ',' || status || ',') > 0"
                                            : "";
     struct strbuf where;
-    sb_init(&where);
-    sb_puts(&where, " FROM trial WHERE experiment_id = :exp");
-    sb_puts(&where, status_sql);
-    if (like)
-        sb_puts(&where, " AND (id LIKE :like ESCAPE '\\' OR CAST(sequence AS TEXT) = :text"
-                        " OR parameters LIKE :like ESCAPE '\\' OR coalesce(message, '') LIKE :like ESCAPE '\\'"
-                        " OR coalesce(waiting_reason, '') LIKE :like ESCAPE '\\')");
+    where_clause(&where, status_sql, like != NULL);
     /* Without a text filter the counts come from trial_status_count (migration 017), and
      * the count with a final metric is the SUCCEEDED count less those without one: a
      * few rows per 1024 trials read, not every trial. */
