@@ -277,20 +277,6 @@ static int pack_table_index(const char *name)
     return -1;
 }
 
-/* The first column of a one-row query as an int (the statement is finalized); -1 on error. */
-static int query_int(struct db *db, struct errbuf *e, int64_t *out, const char *sql, const char *types, ...)
-{
-    va_list ap;
-    va_start(ap, types);
-    sqlite3_stmt *st = queryv(db, e, sql, types, ap);
-    va_end(ap);
-    if (!st)
-        return -1;
-    int step = sqlite3_step(st);
-    *out = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    return stepped(db, st, 0, step == SQLITE_ROW ? SQLITE_DONE : step, e);
-}
-
 /* A table of the pack: the columns the load needs (by name, as SQLite finds them), no
  * generated column (a value computed when read is not a saved value). */
 static int check_columns(struct db *db, const struct pack_table *t, struct errbuf *e)
@@ -309,7 +295,7 @@ static int check_columns(struct db *db, const struct pack_table *t, struct errbu
         return rc;
     for (int i = 0; t->need[i]; i++) {
         int64_t n = 0;
-        if (query_int(db, e, &n, "SELECT count(*) FROM pragma_table_info(?, 'pack') WHERE name = ? COLLATE NOCASE",
+        if (db_int(db, e, &n, "SELECT count(*) FROM pragma_table_info(?, 'pack') WHERE name = ? COLLATE NOCASE",
                       "ss", t->name, t->need[i]) < 0)
             return -1;
         if (n == 0)
@@ -692,7 +678,7 @@ static int check_pack(struct pack *p, const char *old_dir, const char *exp_dir, 
     struct db *db = p->db;
     const char *id = p->exp_id;
     int64_t n = 0;
-    if (query_int(db, e, &n, "SELECT count(*) FROM main.experiment WHERE id = ?", "s", id) < 0)
+    if (db_int(db, e, &n, "SELECT count(*) FROM main.experiment WHERE id = ?", "s", id) < 0)
         return -1;
     if (n)
         return errf(e, "experiment %s already exists in this database; delete it first (nnictl experiment delete %s)",
