@@ -241,6 +241,23 @@ static void send_sb(struct req *q, struct strbuf *sb)
     sb_free(sb);
 }
 
+/* The change counter into *seq, and the reply for (*seq, arg) when c holds it: 1 when
+ * the request is answered (from c, or a 500 when the counter cannot be read), 0 when
+ * the reply is to be computed. */
+static int reply_cached(struct req *q, const struct reply_cache *c, int64_t arg, int64_t *seq)
+{
+    struct errbuf e;
+    *seq = change_cursor(q, &e);
+    if (*seq < 0) {
+        reply_error(q->r, 500, "%s", e.msg);
+        return 1;
+    }
+    const char *hit = cache_get(c, *seq, arg);
+    if (hit)
+        reply_json(q->r, 200, hit);
+    return hit != NULL;
+}
+
 /* ---------------- GET /webui/overview ---------------- */
 
 /* {"seq", "status", "total", "counts": {status: n, ... every status}, "ended",
@@ -526,14 +543,11 @@ void h_webui_charts(struct req *q)
     int64_t nb = 600;
     if (query_int(q, "buckets", 10, 4000, &nb) < 0)
         return;
-    struct errbuf e;
-    int64_t seq = change_cursor(q, &e);
-    const char *hit = seq >= 0 ? cache_get(&chart_cache, seq, nb) : NULL;
-    if (hit) {
-        reply_json(q->r, 200, hit);
+    int64_t seq;
+    if (reply_cached(q, &chart_cache, nb, &seq))
         return;
-    }
-    int rc = seq < 0 ? -1 : chart_blocks_refresh(a->db, a->exp_id, seq, &blocks, chart_slice_rows(), &e);
+    struct errbuf e;
+    int rc = chart_blocks_refresh(a->db, a->exp_id, seq, &blocks, chart_slice_rows(), &e);
     if (rc < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
@@ -597,20 +611,15 @@ void h_webui_params(struct req *q)
     if (query_int(q, "n", 10, 5000, &n) < 0)
         return;
     static struct reply_cache cache;
-    struct errbuf e;
-    int64_t seq = change_cursor(q, &e), count = 0;
-    const char *hit = seq >= 0 ? cache_get(&cache, seq, n) : NULL;
-    if (hit) {
-        reply_json(q->r, 200, hit);
+    int64_t seq, count = 0;
+    int maximize;
+    if (reply_cached(q, &cache, n, &seq) || req_maximize(q, &maximize) < 0)
         return;
-    }
-    if (seq < 0 || trials_with_shown_metric(a->db, a->exp_id, &count, &e) < 0) {
+    struct errbuf e;
+    if (trials_with_shown_metric(a->db, a->exp_id, &count, &e) < 0) {
         reply_error(q->r, 500, "%s", e.msg);
         return;
     }
-    int maximize;
-    if (req_maximize(q, &maximize) < 0)
-        return;
     struct strbuf sb;
     sb_init(&sb);
     sb_printf(&sb, "{\"seq\":%lld,\"count\":%lld,\"optimizeMode\":\"%s\",\"trials\":[", (long long)seq,

@@ -30,14 +30,11 @@
 #          single jobs) in the steady state exceed R per second (bench/cluster_scale-short),
 #          LATE=1 measures the status GETs over a second WINDOW once N-C-500 jobs are
 #          done (C still running, the history large: the listing must not grow with it)
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${1:-$SRC/build}" && pwd)
+. "$(dirname "$0")/lib/e2e_env.sh" "$@"
 N=${N:-5000}
 C=${C:-2000}
 DUR=${DUR:-30}
 WINDOW=${WINDOW:-15}
-export TRIALQ_BIN=$BUILD/trialq TRIALQ_SRC=$SRC
 . "$SRC/tests/e2e/lib.sh"
 . "$SRC/tests/servers/k8s_lib.sh"
 unset TRIALQ_KUBE_TIMEOUT_MS

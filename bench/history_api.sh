@@ -10,12 +10,7 @@
 # peak RSS <= 50 MB while it streams the full lists.
 #   usage: bench/history_api.sh [BUILD_DIR] (default build)   env: N=100000 M=20 REQS=1000
 #     HISTORY_DIR=/tmp/DIR builds the history there once and reuses it (N=1000000: ~2.3 GB)
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-. "$SRC/bench/lib/history_db.sh"
-BUILD=${1:-$SRC/build}
-N=${N:-100000}
-M=${M:-20}
+. "$(dirname "$0")/lib/history_db.sh" "$@"
 REQS=${REQS:-1000}
 history_bench history_api
 

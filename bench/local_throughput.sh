@@ -7,38 +7,23 @@
 # (one ME-framed final metric, no interpreter start-up) and a Python trial using the
 # bundled `nni` SDK.
 #   usage: bench/local_throughput.sh [BUILD_DIR] (default build)   env: N=2000 C=8
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$SRC/build}
+. "$(dirname "$0")/lib/local_env.sh" "$@"
 N=${N:-2000}
 C=${C:-8}
-WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/trialq-bench-XXXXXX")
-trap 'NNI_HOME=$WORK/home "$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
-export NNI_HOME=$WORK/home
-mkdir -p "$WORK/code"
 cp "$SRC/examples/quickstart/trial.sh" "$WORK/code/trial.sh"
 cat > "$WORK/code/trial.py" <<'PY'
 import nni
 p = nni.get_next_parameter()
 nni.report_final_result(p["x"] / 1000.0)
 PY
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 run() { # name command
     local name=$1 cmd=$2
-    cat > "$WORK/code/$name.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1000]}
-trialCommand: $cmd
-trialCodeDirectory: .
-trialConcurrency: $C
-maxTrialNumber: $N
-tuner: {name: Random, classArgs: {seed: 1}}
-trainingService: {platform: local}
-YML
+    local_config "$WORK/code/$name.yml" "$cmd" "$C" "$N" 1 '{_type: uniform, _value: [0, 1000]}'
     local t0 t1 id
     t0=$(date +%s.%N)
-    id=$("$BUILD/nnictl" create --config "$WORK/code/$name.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+    id=$(exp_create "$WORK/code/$name.yml" "$port")
     while [ "$(sqlite3 -cmd ".timeout 10000" "$NNI_HOME/trialq.db" "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.05; done
     t1=$(date +%s.%N)
     local rss=0 pss=0 pid

@@ -12,32 +12,15 @@
 #   usage: bench/many_experiments.sh [BUILD_DIR] (default build)
 #   env:   E=50 experiments, T=40 trials each, CE=2 concurrency each, STEPS=3
 #          intermediate metrics per trial, SLEEP=0.5, BENCH_TMP=/tmp
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${1:-$SRC/build}" && pwd)
+. "$(dirname "$0")/lib/local_env.sh" "$@"
 E=${E:-50}
 T=${T:-40}
 CE=${CE:-2}
 export TRIAL_STEPS=${STEPS:-3} TRIAL_SLEEP=${SLEEP:-0.5}
-WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/trialq-bench-XXXXXX")
-export NNI_HOME=$WORK/home
-NNICTL=$BUILD/nnictl
-[ -x "$NNICTL" ] || NNICTL=$BUILD/trialq
-trap '"$NNICTL" stop --all > /dev/null 2>&1 || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 sql() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$NNI_HOME/trialq.db" "$@"; }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mkdir -p "$WORK/code" "$NNI_HOME"
+mkdir -p "$NNI_HOME"
 cp "$SRC/tests/e2e/trials/metrics.sh" "$WORK/code/metrics.sh"
-cat > "$WORK/code/config.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1000]}
-trialCommand: sh metrics.sh
-trialCodeDirectory: .
-trialConcurrency: $CE
-maxTrialNumber: $T
-tuner: {name: Random, classArgs: {seed: 1}}
-trainingService: {platform: local}
-YML
+local_config "$WORK/code/config.yml" "sh metrics.sh" "$CE" "$T" 1 '{_type: uniform, _value: [0, 1000]}'
 ids=() ports=() create_fail=0
 t0=$(date +%s.%N)
 for ((i = 0; i < E; i++)); do

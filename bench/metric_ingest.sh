@@ -15,28 +15,13 @@
 # with CLIENT=python from Python's http.client as NNI's SDK sends it.
 #   usage: bench/metric_ingest.sh [BUILD_DIR] (default build)
 #   env: C=8 SECONDS_=5 CLIENT=c|python CHANNEL=supervisor|api
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$SRC/build}
+. "$(dirname "$0")/lib/local_env.sh" "$@"
 C=${C:-8}
 DUR=${SECONDS_:-5}
-WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/trialq-bench-XXXXXX")
-trap 'NNI_HOME=$WORK/home "$BUILD/nnictl" stop --all >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
-export NNI_HOME=$WORK/home
-mkdir -p "$WORK/code"
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$WORK/code/exp.yml" <<YML
-searchSpace:
-  x: {_type: uniform, _value: [0, 1]}
-trialCommand: sleep $((DUR + 60))
-trialCodeDirectory: .
-trialConcurrency: $C
-maxTrialNumber: $C
-trialCommandChannel: http
-tuner: {name: Random, classArgs: {seed: 1}}
-trainingService: {platform: local}
-YML
-id=$("$BUILD/nnictl" create --config "$WORK/code/exp.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+port=$(free_port)
+local_config "$WORK/code/exp.yml" "sleep $((DUR + 60))" "$C" "$C" 1 '{_type: uniform, _value: [0, 1]}' \
+    'trialCommandChannel: http'
+id=$(exp_create "$WORK/code/exp.yml" "$port")
 [ -n "$id" ] || { echo "nnictl create failed" >&2; exit 1; }
 DB=$NNI_HOME/trialq.db
 for _ in $(seq 1 300); do

@@ -42,17 +42,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$BUILD/nnictl" ] || { echo "soak: no $BUILD/nnictl (build first)" >&2; exit 2; }
-WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/trialq-soak-XXXXXX")
-export NNI_HOME=$WORK/home
+. "$SRC/bench/lib/local_env.sh" "$BUILD"
 DB=$NNI_HOME/trialq.db
-finish() {
-    "$BUILD/nnictl" stop --all > /dev/null 2>&1 || true
-    if [ -n "$KEEP" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap finish EXIT
 sql() { sqlite3 -batch -noheader -cmd ".timeout 10000" "$DB" "$@"; }
 
-mkdir -p "$WORK/code"
 cat > "$WORK/code/trial.sh" <<'SH'
 cfg=$NNI_SYS_DIR/parameter.cfg
 read -r rec < "$cfg"
@@ -65,18 +58,9 @@ for s in 0 1 2 F; do
     printf 'ME%06d%s\n' $((${#r} + 1)) "$r" >> "$NNI_SYS_DIR/.nni/metrics"
 done
 SH
-cat > "$WORK/code/config.yml" <<YML
-searchSpace:
-  x: {_type: randint, _value: [0, 1000000]}
-trialCommand: sh trial.sh
-trialCodeDirectory: .
-trialConcurrency: $CONC
-maxTrialNumber: $TRIALS
-tuner: {name: Random, classArgs: {seed: 18}}
-trainingService: {platform: local}
-YML
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-id=$("$BUILD/nnictl" create --config "$WORK/code/config.yml" --port "$port" | sed -n 's/.*Experiment ID: \([a-z0-9]*\).*/\1/p')
+local_config "$WORK/code/config.yml" "sh trial.sh" "$CONC" "$TRIALS" 18 '{_type: randint, _value: [0, 1000000]}'
+port=$(free_port)
+id=$(exp_create "$WORK/code/config.yml" "$port")
 [ -n "$id" ] || { echo "soak: nnictl create failed" >&2; exit 1; }
 
 api_pid() { sql "SELECT coalesce(api_pid, '') FROM experiment WHERE id='$id'" || true; }

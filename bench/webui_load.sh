@@ -8,12 +8,7 @@
 # (files revalidated), and the bytes transferred for each first render.
 # Target: <= 1 s from navigation to the overview and to the first table page.
 #   usage: bench/webui_load.sh [BUILD_DIR] (default build)   env: N=100000 M=20 RUNS=5
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-. "$SRC/bench/lib/history_db.sh"
-BUILD=${1:-$SRC/build}
-N=${N:-100000}
-M=${M:-20}
+. "$(dirname "$0")/lib/history_db.sh" "$@"
 RUNS=${RUNS:-5}
 history_bench webui_load
 UI=$SRC/tests/webui

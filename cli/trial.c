@@ -31,19 +31,10 @@ static int cmd_ls_fn(int argc, char **argv)
         return cli_error("argument --tail: not allowed with argument --head");
     if (head < 0 || tail < 0)
         return cli_error("The number of requested data must be greater than 0.");
-    char *home;
-    struct db *db = cli_open_home(home_opt, &home);
-    if (!db)
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;
     struct errbuf e;
-    char *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
-    if (!id) {
-        free(home);
-        db_close(db);
-        return cli_error("%s", e.msg);
-    }
-    struct experiment x;
-    exp_load(db, id, &x, &e);
     /* NNI: head = the N highest final metrics of the SUCCEEDED trials, best first; tail =
      * the N lowest, lowest first; else every trial by sequence. Printed as json.dumps
      * (indent 4) prints the whole list, read and printed a page at a time: constant
@@ -55,12 +46,12 @@ static int cmd_ls_fn(int argc, char **argv)
     while (left > 0) {
         struct trial *ts = NULL;
         int n = 0;
-        if (trials_page(db, id, order, printed ? &last : NULL, left < 256 ? (int)left : 256, &ts, &n, &e) < 0) {
+        if (trials_page(t.db, t.id, order, printed ? &last : NULL, left < 256 ? (int)left : 256, &ts, &n, &e) < 0) {
             rc = cli_error("%s", e.msg);
             break;
         }
         for (int i = 0; i < n; i++) {
-            cJSON *j = nni_trial_job_json(db, &x, &ts[i]);
+            cJSON *j = nni_trial_job_json(t.db, &t.x, &ts[i]);
             cli_nni_times(j);
             char *text = json_print_python(j, 1, ":");
             cJSON_Delete(j);
@@ -85,10 +76,7 @@ static int cmd_ls_fn(int argc, char **argv)
     }
     if (rc == 0)
         puts(printed ? "\n]" : "[]");
-    exp_clear(&x);
-    free(id);
-    free(home);
-    db_close(db);
+    cli_target_close(&t);
     return rc;
 }
 
@@ -99,23 +87,16 @@ static int cmd_kill_fn(int argc, char **argv)
         return 1;
     if (!trial_id)
         return cli_error("the following arguments are required: --trial_id/-T");
-    char *home;
-    struct db *db = cli_open_home(home_opt, &home);
-    if (!db)
+    struct cli_target t;
+    if (cli_target_open(&t, home_opt, optind < argc ? argv[optind] : NULL, 0) != 0)
         return 1;
-    struct errbuf e;
     int rc = 0;
-    char *id = exp_resolve(db, optind < argc ? argv[optind] : NULL, 0, &e);
-    struct experiment x;
-    memset(&x, 0, sizeof x);
-    if (!id)
-        rc = cli_error("%s", e.msg);
-    else if (exp_load(db, id, &x, &e) <= 0 || !cli_api_alive(&x))
-        rc = cli_error("Experiment %s is not running.", id);
+    if (!cli_api_alive(&t.x))
+        rc = cli_error("Experiment %s is not running.", t.id);
     else {
         char *path = xasprintf("/trial-jobs/%s", trial_id);
         char *body = NULL;
-        int code = cli_http(&x, "DELETE", path, NULL, &body);
+        int code = cli_http(&t.x, "DELETE", path, NULL, &body);
         if (code != 200)
             rc = cli_error("kill trial %s: %s", trial_id, code < 0 ? "Restful server is not running" : body);
         else
@@ -123,10 +104,7 @@ static int cmd_kill_fn(int argc, char **argv)
         free(body);
         free(path);
     }
-    exp_clear(&x);
-    free(id);
-    free(home);
-    db_close(db);
+    cli_target_close(&t);
     return rc;
 }
 

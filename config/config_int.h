@@ -113,6 +113,9 @@ int cfg_err_here(struct vctx *c, const char *member, enum at at, const char *fmt
 int cfg_err_mark(struct vctx *c, struct ymark m, const char *path, const char *origin,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void cfg_warn(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A warning that names member of the current path with its file:line:col (the key's),
+ * as cfg_err_here would name it in an error. */
+void cfg_warn_here(struct vctx *c, const char *member, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Push a path component; returns the length to pop back to. */
 size_t path_push_key(struct strbuf *p, const char *key);
 size_t path_push_index(struct strbuf *p, size_t i);

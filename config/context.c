@@ -72,15 +72,33 @@ int cfg_err(struct vctx *c, const char *path, enum at at, const char *fmt, ...)
     return -1;
 }
 
-int cfg_err_here(struct vctx *c, const char *member, enum at at, const char *fmt, ...)
+/* verr at member of the current path (NULL: the current path itself) */
+static void verr_here(struct vctx *c, const char *member, enum at at, const char *fmt, va_list ap)
 {
     char *p = member ? path_child(c->path.buf, member) : xstrdup(c->path.buf);
+    verr(c, p, at, fmt, ap);
+    free(p);
+}
+
+int cfg_err_here(struct vctx *c, const char *member, enum at at, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    verr(c, p, at, fmt, ap);
+    verr_here(c, member, at, fmt, ap);
     va_end(ap);
-    free(p);
     return -1;
+}
+
+void cfg_warn_here(struct vctx *c, const char *member, const char *fmt, ...)
+{
+    struct errbuf tmp, *keep = c->e;
+    c->e = &tmp;
+    va_list ap;
+    va_start(ap, fmt);
+    verr_here(c, member, AT_KEY, fmt, ap);
+    va_end(ap);
+    c->e = keep;
+    cfg_warn(c, "%s", tmp.msg);
 }
 
 int cfg_err_mark(struct vctx *c, struct ymark m, const char *path, const char *origin,

@@ -6,7 +6,6 @@
 #include "common/platform_list.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -39,23 +38,6 @@ static int per_gpu_check(struct vctx *c, const cJSON *ts, const cJSON *holder, c
     return 0;
 }
 
-/* A warning that names the key with its file:line:col, like an error would. */
-static void warn_here(struct vctx *c, const char *member, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void warn_here(struct vctx *c, const char *member, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    struct errbuf tmp, *keep = c->e;
-    c->e = &tmp;
-    cfg_err_here(c, member, AT_KEY, "%s", msg);
-    c->e = keep;
-    cfg_warn(c, "%s", tmp.msg);
-}
-
 static int written(const struct ynode *map, const char *key)
 {
     const struct yentry *en = map && map->kind == Y_MAP ? ymap_find(map, key) : NULL;
@@ -79,7 +61,7 @@ static int gpu_options_check(struct vctx *c, const struct ynode *map, const cJSO
         for (int i = 0; opts[i]; i++) {
             snprintf(key, sizeof key, "%s%s", prefix, opts[i]);
             if (written(map, opts[i]))
-                warn_here(c, key, "ignored: GPUs are scheduled only when trialGpuNumber > 0 (%s)",
+                cfg_warn_here(c, key, "ignored: GPUs are scheduled only when trialGpuNumber > 0 (%s)",
                           cJSON_IsNumber(n) ? "it is 0: trials get CUDA_VISIBLE_DEVICES=\"\""
                                             : "it is not set: trials see every GPU");
         }
@@ -185,7 +167,7 @@ static int remote_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         if (gpu_options_check(c, mmap, obj, m, where) > 0) {
             too_small++;
             snprintf(where, sizeof where, "machineList[%d].gpuIndices", i);
-            warn_here(c, where, "lists fewer GPUs than trialGpuNumber (%d): no trial will run on this "
+            cfg_warn_here(c, where, "lists fewer GPUs than trialGpuNumber (%d): no trial will run on this "
                       "machine", (int)json_int(obj, "trialGpuNumber", 0));
         }
         machines++;
@@ -317,7 +299,7 @@ static void insecure_tls_warn(struct vctx *c, const cJSON *obj, const char *url_
     const cJSON *u = cJSON_GetObjectItemCaseSensitive(obj, url_key);
     const char *url = cJSON_IsString(u) ? u->valuestring : NULL;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "insecure")) && (!url || !str_starts(url, "http://")))
-        warn_here(c, "insecure", "true: the TLS certificate of %s is not verified (anyone on the way can read the "
+        cfg_warn_here(c, "insecure", "true: the TLS certificate of %s is not verified (anyone on the way can read the "
                   "credentials); name its CA with caBundle instead", url ? url : "the endpoint");
 }
 
@@ -697,7 +679,7 @@ static int slurm_check(struct vctx *c, const struct ynode *map, cJSON *obj)
         const cJSON *mt = c->top ? cJSON_GetObjectItemCaseSensitive(c->top, "maxTrialDuration") : NULL;
         int64_t max_trial;
         if (mt && duration_parse(mt, &max_trial) == 0 && secs < max_trial)
-            warn_here(c, "timeLimit", "is shorter than maxTrialDuration: Slurm ends longer trials "
+            cfg_warn_here(c, "timeLimit", "is shorter than maxTrialDuration: Slurm ends longer trials "
                       "first (FAILED, TIMEOUT)");
     }
     const cJSON *sd = cJSON_GetObjectItemCaseSensitive(obj, "sharedDirectory");

@@ -178,18 +178,25 @@ int duration_parse(const cJSON *v, int64_t *seconds)
     return -1;
 }
 
+/* A duration or a size written as a whole number of units: into *out (1); 0 when n is
+ * a string (for the caller to parse); -1 after the error. */
+static int whole_units(struct vctx *c, const struct ynode *n, const char *units, const char *hint, cJSON **out)
+{
+    if (n->kind == Y_INT) {
+        if (n->big || n->i <= 0 || n->i > INT53_MAX)
+            return cfg_err_here(c, NULL, AT_VALUE, "must be a positive number of %s, got %s", units, n->text);
+        *out = cJSON_CreateNumber((double)n->i);
+        return 1;
+    }
+    return n->kind == Y_STR ? 0 : type_err(c, n, hint);
+}
+
 static int get_duration(struct vctx *c, const struct ynode *n, cJSON **out)
 {
     static const char hint[] = "a duration such as \"30m\", \"1.5h\", \"2d\" or whole seconds";
-    if (n->kind == Y_INT) {
-        if (n->big || n->i <= 0 || n->i > INT53_MAX)
-            return cfg_err_here(c, NULL, AT_VALUE, "must be a positive number of seconds, got %s",
-                                n->text);
-        *out = cJSON_CreateNumber((double)n->i);
-        return 0;
-    }
-    if (n->kind != Y_STR)
-        return type_err(c, n, hint);
+    int whole = whole_units(c, n, "seconds", hint, out);
+    if (whole != 0)
+        return whole < 0 ? -1 : 0;
     int64_t secs;
     int rc = duration_string(n->text, &secs);
     if (rc == -2)
@@ -232,15 +239,9 @@ static int size_string_ok(const char *s)
 static int get_size(struct vctx *c, const struct ynode *n, cJSON **out)
 {
     static const char hint[] = "a size such as \"8gb\", \"512mb\" or whole megabytes";
-    if (n->kind == Y_INT) {
-        if (n->big || n->i <= 0 || n->i > INT53_MAX)
-            return cfg_err_here(c, NULL, AT_VALUE, "must be a positive number of megabytes, got %s",
-                                n->text);
-        *out = cJSON_CreateNumber((double)n->i);
-        return 0;
-    }
-    if (n->kind != Y_STR)
-        return type_err(c, n, hint);
+    int whole = whole_units(c, n, "megabytes", hint, out);
+    if (whole != 0)
+        return whole < 0 ? -1 : 0;
     if (!size_string_ok(n->text))
         return cfg_err_here(c, NULL, AT_VALUE, "bad size \"%.40s\"; must be %s", n->text, hint);
     *out = cJSON_CreateString(n->text);

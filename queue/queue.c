@@ -365,79 +365,85 @@ int trial_finish(struct db *db, const char *trial_id, const char *owner, const c
     TX_END_OK(db, e, changed);
 }
 
-int trial_requeue(struct db *db, const char *trial_id, const char *owner, const char *reason,
-                  struct errbuf *e)
+/* what trial_requeue and trial_request_kill pass to their step */
+struct live_args {
+    const char *who, *reason; /* who: the lease owner (requeue), the status asked (kill) */
+};
+
+/* In one transaction (or the caller's): loads the trial and, when it exists and has not
+ * ended, runs step on it. Returns step's answer (1: changed, 0: not; -1: error, rolled
+ * back), 0 when the trial is missing or has ended. */
+static int on_live_trial(struct db *db, const char *trial_id,
+                         int (*step)(struct db *, const struct trial *, const struct live_args *, struct errbuf *),
+                         const struct live_args *args, struct errbuf *e)
 {
     TX_BEGIN(db, e);
     struct trial t;
     int found = trial_load(db, trial_id, &t, e);
     if (found < 0)
         TX_FAIL(db);
-    int changed = 0;
-    if (found && !trial_status_final(t.status) && t.lease_owner && strcmp(t.lease_owner, owner) == 0) {
-        if (t.attempt < t.max_attempts && !t.kill_request) {
-            char *why = xasprintf("%s; retry as attempt %d", reason, t.attempt + 1);
-            changed = db_run(db, e,
-                "UPDATE trial SET status = 'WAITING', attempt = attempt + 1, job_id = NULL,"
-                /* hybrid: the retry may run on any listed platform again */
-                " platform = CASE WHEN (SELECT platform FROM experiment WHERE id = trial.experiment_id)"
-                "            = 'hybrid' THEN 'hybrid' ELSE platform END,"
-                " lease_owner = NULL, lease_expires = NULL, start_time = NULL,"
-                " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?,"
-                /* the retry's own FINAL is its result, not one the vanished attempt sent */
-                " final_metric = NULL, final_metric_json = NULL"
-                " WHERE id = ? AND lease_owner = ?",
-                "siss", why, now_ms(), trial_id, owner);
-            if (changed < 0 || db_event(db, e, t.experiment_id, trial_id, "trial", t.status, "WAITING", why) < 0) {
-                free(why);
-                trial_clear(&t);
-                TX_FAIL(db);
-            }
-            free(why);
-            /* the next attempt gets its GPUs when it is claimed again */
-            if (gpu_release_trial(db, trial_id, e) < 0) {
-                trial_clear(&t);
-                TX_FAIL(db);
-            }
-        } else {
-            const char *to = t.kill_request ? t.kill_request : "FAILED";
-            changed = trial_finish(db, trial_id, owner, to, 0, 0, now_ms(), reason, e);
-            if (changed < 0) {
-                trial_clear(&t);
-                TX_FAIL(db);
-            }
-        }
-    }
+    int changed = found && !trial_status_final(t.status) ? step(db, &t, args, e) : 0;
     trial_clear(&t);
+    if (changed < 0)
+        TX_FAIL(db);
     TX_END_OK(db, e, changed);
+}
+
+static int requeue_step(struct db *db, const struct trial *t, const struct live_args *a, struct errbuf *e)
+{
+    const char *owner = a->who;
+    if (!t->lease_owner || strcmp(t->lease_owner, owner) != 0)
+        return 0;
+    if (t->attempt >= t->max_attempts || t->kill_request)
+        return trial_finish(db, t->id, owner, t->kill_request ? t->kill_request : "FAILED", 0, 0, now_ms(),
+                            a->reason, e);
+    char *why = xasprintf("%s; retry as attempt %d", a->reason, t->attempt + 1);
+    int changed = db_run(db, e,
+        "UPDATE trial SET status = 'WAITING', attempt = attempt + 1, job_id = NULL,"
+        /* hybrid: the retry may run on any listed platform again */
+        " platform = CASE WHEN (SELECT platform FROM experiment WHERE id = trial.experiment_id)"
+        "            = 'hybrid' THEN 'hybrid' ELSE platform END,"
+        " lease_owner = NULL, lease_expires = NULL, start_time = NULL,"
+        " metrics_offset = 0, stdout_offset = 0, message = ?, updated_at = ?,"
+        /* the retry's own FINAL is its result, not one the vanished attempt sent */
+        " final_metric = NULL, final_metric_json = NULL"
+        " WHERE id = ? AND lease_owner = ?",
+        "siss", why, now_ms(), t->id, owner);
+    if (changed < 0 || db_event(db, e, t->experiment_id, t->id, "trial", t->status, "WAITING", why) < 0)
+        changed = -1;
+    free(why);
+    /* the next attempt gets its GPUs when it is claimed again */
+    if (changed >= 0 && gpu_release_trial(db, t->id, e) < 0)
+        changed = -1;
+    return changed;
+}
+
+int trial_requeue(struct db *db, const char *trial_id, const char *owner, const char *reason,
+                  struct errbuf *e)
+{
+    const struct live_args a = {owner, reason};
+    return on_live_trial(db, trial_id, requeue_step, &a, e);
+}
+
+static int kill_step(struct db *db, const struct trial *t, const struct live_args *a, struct errbuf *e)
+{
+    if (strcmp(t->status, "WAITING") == 0 && !t->lease_owner)
+        return trial_finish(db, t->id, NULL, a->who, 0, 0, now_ms(), a->reason, e);
+    if (t->kill_request)
+        return 0;
+    int changed = db_run(db, e, "UPDATE trial SET kill_request = ?, updated_at = ? WHERE id = ?", "sis", a->who,
+                         now_ms(), t->id);
+    if (changed == 1)
+        changed = db_event(db, e, t->experiment_id, t->id, "trial", t->status, t->status,
+                           a->reason ? a->reason : "kill requested") < 0 ? -1 : 1;
+    return changed;
 }
 
 int trial_request_kill(struct db *db, const char *trial_id, const char *kind, const char *reason,
                        struct errbuf *e)
 {
-    TX_BEGIN(db, e);
-    struct trial t;
-    int found = trial_load(db, trial_id, &t, e);
-    if (found < 0)
-        TX_FAIL(db);
-    int changed = 0;
-    if (found && !trial_status_final(t.status)) {
-        if (strcmp(t.status, "WAITING") == 0 && !t.lease_owner) {
-            changed = trial_finish(db, trial_id, NULL, kind, 0, 0, now_ms(), reason, e);
-        } else if (!t.kill_request) {
-            changed = db_run(db, e, "UPDATE trial SET kill_request = ?, updated_at = ? WHERE id = ?",
-                             "sis", kind, now_ms(), trial_id);
-            if (changed == 1)
-                changed = db_event(db, e, t.experiment_id, trial_id, "trial", t.status, t.status,
-                                   reason ? reason : "kill requested") < 0 ? -1 : 1;
-        }
-        if (changed < 0) {
-            trial_clear(&t);
-            TX_FAIL(db);
-        }
-    }
-    trial_clear(&t);
-    TX_END_OK(db, e, changed);
+    const struct live_args a = {kind, reason};
+    return on_live_trial(db, trial_id, kill_step, &a, e);
 }
 
 int trial_set_offsets(struct db *db, const char *trial_id, int64_t metrics_off, int64_t stdout_off,

@@ -37,18 +37,20 @@
 #define REFINE_ROUNDS 7
 #define REFINE_HALF 3      /* a round looks at best +- 3 steps, then divides the step by 3 */
 
+/* The families, in NNI's order (curve_combination_models) without weibull, exp4 and
+ * ilog2 */
+enum family_id { F_VAP, F_POW3, F_LINEAR, F_LOGX, F_HILL, F_LOGPOW, F_POW4, F_MMF, F_JANOSCHEK };
+
 /* A family: y = sum_k c_k g_k(x; theta), linear in c, with 0-2 other parameters
- * theta searched in [lo, hi] (on a log scale where log_scale). */
+ * theta searched in [lo, hi] (on a log scale where log_scale); basis() has its g. */
 struct family {
     const char *name;
+    enum family_id id;
     int n_theta;
     double lo[2], hi[2];
     int log_scale[2];
     int n_basis;
     int fit_log;  /* fit log y (vap) */
-    /* g[0 .. n_basis) at x (lx = log x, so that powers cost one exp); 0 when not
-     * finite */
-    int (*basis)(const double *th, double x, double lx, double *g);
 };
 
 static int finite_all(const double *g, int n)
@@ -59,101 +61,56 @@ static int finite_all(const double *g, int n)
     return 1;
 }
 
-/* vap: exp(a + b/x + c log x) */
-static int b_vap(const double *th, double x, double lx, double *g)
+/* g[0 .. n_basis) of family f at x and theta (lx = log x, so that powers cost one
+ * exp); 0 when one that depends on theta is not finite. */
+static int basis(const struct family *f, const double *th, double x, double lx, double *g)
 {
-    (void)th;
-    g[0] = 1;
-    g[1] = 1 / x;
-    g[2] = lx;
-    return 1;
+    switch (f->id) {
+    case F_VAP: /* exp(a + b/x + c log x) */
+        g[0] = 1, g[1] = 1 / x, g[2] = lx;
+        return 1; /* finite where x is */
+    case F_POW3: /* c - a x^-alpha; theta = alpha */
+        g[0] = 1, g[1] = exp(-th[0] * lx);
+        break;
+    case F_LINEAR: /* a x + b */
+        g[0] = x, g[1] = 1;
+        return 1; /* finite where x is */
+    case F_LOGX: /* logx_linear: a log x + b */
+        g[0] = lx, g[1] = 1;
+        return 1; /* finite where x is */
+    case F_HILL:
+        /* dr_hill_zero_background: theta x^eta / (kappa^eta + x^eta); th = (eta, kappa),
+         * written 1 / (1 + (kappa/x)^eta) so that large powers do not overflow */
+        g[0] = 1 / (1 + exp(th[0] * (log(th[1]) - lx)));
+        break;
+    case F_LOGPOW: /* log_power: a / (1 + (x / e^b)^c); th = (e^b, c) */
+        g[0] = 1 / (1 + exp(th[1] * (lx - log(th[0]))));
+        break;
+    case F_POW4:
+        /* c - (a x + b)^-alpha = c - a^-alpha (x + s)^-alpha with s = b/a > -1, so
+         * th = (alpha, s + 1) */
+        g[0] = 1, g[1] = pow(x + th[1] - 1, -th[0]);
+        break;
+    case F_MMF: /* alpha - (alpha - beta) / (1 + (kappa x)^delta); th = (kappa, delta) */
+        g[0] = 1, g[1] = 1 / (1 + exp(th[1] * (log(th[0]) + lx)));
+        break;
+    case F_JANOSCHEK: /* a - (a - beta) exp(-k x^delta); th = (k, delta) */
+        g[0] = 1, g[1] = exp(-th[0] * exp(th[1] * lx));
+        break;
+    }
+    return finite_all(g, f->n_basis);
 }
 
-/* pow3: c - a x^-alpha; theta = alpha */
-static int b_pow3(const double *th, double x, double lx, double *g)
-{
-    (void)x;
-    g[0] = 1;
-    g[1] = exp(-th[0] * lx);
-    return finite_all(g, 2);
-}
-
-/* linear: a x + b */
-static int b_linear(const double *th, double x, double lx, double *g)
-{
-    (void)th;
-    (void)lx;
-    g[0] = x;
-    g[1] = 1;
-    return 1;
-}
-
-/* logx_linear: a log x + b */
-static int b_logx(const double *th, double x, double lx, double *g)
-{
-    (void)th;
-    (void)x;
-    g[0] = lx;
-    g[1] = 1;
-    return 1;
-}
-
-/* dr_hill_zero_background: theta x^eta / (kappa^eta + x^eta); th = (eta, kappa),
- * written 1 / (1 + (kappa/x)^eta) so that large powers do not overflow */
-static int b_hill(const double *th, double x, double lx, double *g)
-{
-    (void)x;
-    g[0] = 1 / (1 + exp(th[0] * (log(th[1]) - lx)));
-    return finite_all(g, 1);
-}
-
-/* log_power: a / (1 + (x / e^b)^c); th = (e^b, c) */
-static int b_logpow(const double *th, double x, double lx, double *g)
-{
-    (void)x;
-    g[0] = 1 / (1 + exp(th[1] * (lx - log(th[0]))));
-    return finite_all(g, 1);
-}
-
-/* pow4: c - (a x + b)^-alpha = c - a^-alpha (x + s)^-alpha with s = b/a > -1, so
- * th = (alpha, s + 1) */
-static int b_pow4(const double *th, double x, double lx, double *g)
-{
-    (void)lx;
-    g[0] = 1;
-    g[1] = pow(x + th[1] - 1, -th[0]);
-    return finite_all(g, 2);
-}
-
-/* mmf: alpha - (alpha - beta) / (1 + (kappa x)^delta); th = (kappa, delta) */
-static int b_mmf(const double *th, double x, double lx, double *g)
-{
-    (void)x;
-    g[0] = 1;
-    g[1] = 1 / (1 + exp(th[1] * (log(th[0]) + lx)));
-    return finite_all(g, 2);
-}
-
-/* janoschek: a - (a - beta) exp(-k x^delta); th = (k, delta) */
-static int b_janoschek(const double *th, double x, double lx, double *g)
-{
-    (void)x;
-    g[0] = 1;
-    g[1] = exp(-th[0] * exp(th[1] * lx));
-    return finite_all(g, 2);
-}
-
-/* NNI's order (curve_combination_models), without weibull, exp4 and ilog2 */
 static const struct family families[] = {
-    {"vap", 0, {0}, {0}, {0}, 3, 1, b_vap},
-    {"pow3", 1, {1e-3}, {20}, {1}, 2, 0, b_pow3},
-    {"linear", 0, {0}, {0}, {0}, 2, 0, b_linear},
-    {"logx_linear", 0, {0}, {0}, {0}, 2, 0, b_logx},
-    {"dr_hill_zero_background", 2, {1e-2, 1e-2}, {20, 1e4}, {1, 1}, 1, 0, b_hill},
-    {"log_power", 2, {1e-3, -20}, {1e4, 20}, {1, 0}, 1, 0, b_logpow},
-    {"pow4", 2, {1e-3, 1e-3}, {20, 1e4}, {1, 1}, 2, 0, b_pow4},
-    {"mmf", 2, {1e-4, 1e-2}, {1e2, 20}, {1, 1}, 2, 0, b_mmf},
-    {"janoschek", 2, {1e-4, 1e-2}, {1e2, 10}, {1, 1}, 2, 0, b_janoschek},
+    {"vap", F_VAP, 0, {0}, {0}, {0}, 3, 1},
+    {"pow3", F_POW3, 1, {1e-3}, {20}, {1}, 2, 0},
+    {"linear", F_LINEAR, 0, {0}, {0}, {0}, 2, 0},
+    {"logx_linear", F_LOGX, 0, {0}, {0}, {0}, 2, 0},
+    {"dr_hill_zero_background", F_HILL, 2, {1e-2, 1e-2}, {20, 1e4}, {1, 1}, 1, 0},
+    {"log_power", F_LOGPOW, 2, {1e-3, -20}, {1e4, 20}, {1, 0}, 1, 0},
+    {"pow4", F_POW4, 2, {1e-3, 1e-3}, {20, 1e4}, {1, 1}, 2, 0},
+    {"mmf", F_MMF, 2, {1e-4, 1e-2}, {1e2, 20}, {1, 1}, 2, 0},
+    {"janoschek", F_JANOSCHEK, 2, {1e-4, 1e-2}, {1e2, 10}, {1, 1}, 2, 0},
 };
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 
@@ -217,7 +174,7 @@ static int lsq(struct work *w, int m, double *c)
 static double model_at(const struct family *f, const double *th, const double *c, double x)
 {
     double g[MAX_BASIS], s = 0;
-    if (!f->basis(th, x, log(x), g))
+    if (!basis(f, th, x, log(x), g))
         return NAN;
     for (int k = 0; k < f->n_basis; k++)
         s += c[k] * g[k];
@@ -231,7 +188,7 @@ static double sse_at(const struct family *f, const double *th, struct work *w, d
     int n = w->n;
     double g[MAX_BASIS];
     for (int i = 0; i < n; i++) {
-        if (!f->basis(th, i + 1.0, w->lx[i], g))
+        if (!basis(f, th, i + 1.0, w->lx[i], g))
             return INFINITY;
         for (int k = 0; k < f->n_basis; k++)
             w->col[(size_t)k * n + i] = g[k];
@@ -252,6 +209,20 @@ static double sse_at(const struct family *f, const double *th, struct work *w, d
 static double coord(const struct family *f, int d, double u)
 {
     return f->log_scale[d] ? exp(u) : u;
+}
+
+/* The fit at the search point u (theta = coord(u), into th and c): u into best_u and
+ * its sum of squares into *best when lower than *best. */
+static void try_point(const struct family *f, const double u[2], struct work *w, double *th, double *c,
+                      double *best, double best_u[2])
+{
+    for (int d = 0; d < f->n_theta; d++)
+        th[d] = coord(f, d, u[d]);
+    double s = sse_at(f, th, w, c);
+    if (s < *best) {
+        *best = s;
+        memcpy(best_u, u, 2 * sizeof *u);
+    }
 }
 
 /* Fits family f; returns 1 with its predictions at the last epoch and at target. */
@@ -282,13 +253,7 @@ static int fit_family(const struct family *f, struct work *w, int target, double
         for (int i = 0; i < grid; i++)
             for (int j = 0; j < g1; j++) {
                 double u[2] = {lo[0] + i * step[0], lo[1] + j * step[1]};
-                for (int d = 0; d < f->n_theta; d++)
-                    th[d] = coord(f, d, u[d]);
-                double s = sse_at(f, th, w, c);
-                if (s < best) {
-                    best = s;
-                    memcpy(best_u, u, sizeof u);
-                }
+                try_point(f, u, w, th, c, &best, best_u);
             }
         if (!isfinite(best))
             return 0;
@@ -303,15 +268,8 @@ static int fit_family(const struct family *f, struct work *w, int target, double
                     int inside = 1;
                     for (int d = 0; d < f->n_theta; d++)
                         inside &= u[d] >= lo[d] && u[d] <= hi[d];
-                    if (!inside)
-                        continue;
-                    for (int d = 0; d < f->n_theta; d++)
-                        th[d] = coord(f, d, u[d]);
-                    double s = sse_at(f, th, w, c);
-                    if (s < best) {
-                        best = s;
-                        memcpy(best_u, u, sizeof u);
-                    }
+                    if (inside)
+                        try_point(f, u, w, th, c, &best, best_u);
                 }
         }
         for (int d = 0; d < f->n_theta; d++)

@@ -2,10 +2,19 @@
 # database, made in one transaction (sourced by bench/history_api.sh and
 # bench/webui_load.sh). Trial ids are a letter and four digits (NNI's 5-character
 # shape); statuses, durations, parameters and metrics vary as in a real run.
+# Source as: . "$(dirname "$0")/lib/history_db.sh" "$@" -- it sets strict mode, SRC (the
+# repository), BUILD (the bench's first argument, default build), and N (default
+# 100000) and M (default 20) where the environment has none.
 #   history_bench NAME: needs SRC, BUILD, N, M; sets PY, WORK (removed at exit unless
 #     KEEP is set), NNI_HOME, DB, port and id: an experiment that ran one trial and
 #     stopped, with N trials x M metrics of history built into it; prints the figures.
 #   build_history DB EXPERIMENT_ID TRIALS METRICS_PER_TRIAL: the history alone.
+set -euo pipefail
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${1:-$SRC/build}
+N=${N:-100000}
+M=${M:-20}
+
 history_bench() {
     local name=$1
     PY=/usr/bin/python3
