@@ -13,6 +13,8 @@
 
 #include "cli/cli.h"
 #include "common/spawn.h"
+#include "queue/worker_queue.h"
+#include "supervise/lead.h"
 #include "workers/worker.h"
 
 static void log_header(int fd, const char *id)
@@ -151,8 +153,23 @@ int cli_stop_selects(const struct stop_sel *s, const struct experiment *x, int a
     return alive;
 }
 
+/* What a stop could not record in the database (a full, read-only or failing disk):
+ * the first reason, said once at the end with what to do. */
+struct unrecorded {
+    int n;
+    struct errbuf why;
+};
+
+static void note_unrecorded(struct unrecorded *u, int rc, const struct errbuf *e)
+{
+    if (rc >= 0)
+        return;
+    if (!u->n++)
+        u->why = *e;
+}
+
 /* Ends every process recorded for the experiment on this host (api, workers). */
-static void end_processes(struct db *db, const char *id)
+static void end_processes(struct db *db, const char *id, struct unrecorded *u)
 {
     struct errbuf e;
     struct proc_row *procs;
@@ -165,41 +182,97 @@ static void end_processes(struct db *db, const char *id)
         if (!procs[i].host || strcmp(procs[i].host, host_name()) != 0)
             continue;
         proc_terminate((pid_t)procs[i].pid, procs[i].start, 3000);
-        proc_ended(db, procs[i].row, "stopped by nnictl", &e);
+        note_unrecorded(u, proc_ended(db, procs[i].row, "stopped by nnictl", &e), &e);
     }
     proc_rows_free(procs, n);
+}
+
+/* The last resort of a stop, for trials of plat still started in the database after the
+ * drain (their kill requests or ends could not be written: a full disk): their jobs on
+ * this host, found from the platform's files and the process table alone (host_job), are
+ * asked to end, killed once the trial's grace and the supervisor's give-up on its end
+ * record are over, and waited for. Nothing is written: their ends stay for the next
+ * healthy stop or resume. Returns how many still ran (-1: some could not be ended). */
+static int end_host_jobs(struct db *db, const struct experiment *x, const char *plat)
+{
+    const struct platform_ops *ops = platform_find(plat);
+    struct errbuf e;
+    char **ids = NULL;
+    int n = 0;
+    if (!ops || !ops->host_job)
+        return 0;
+    if (queue_started_ids(db, x->id, plat, &ids, &n, &e) < 0) {
+        fprintf(stderr, "WARNING: %s\n", e.msg);
+        return 0;
+    }
+    struct trial *ts = xcalloc((size_t)n + 1, sizeof *ts);
+    int running = 0, left = 0;
+    for (int i = 0; i < n; i++) {
+        if (trial_load(db, ids[i], &ts[i], &e) == 1 && ops->host_job(&ts[i], x->exp_dir, JOB_STOP))
+            running++;
+        free(ids[i]);
+    }
+    free(ids);
+    int64_t start = mono_ms(), kill_at = start + (KILL_GRACE_SECONDS + STOP_RECORD_GIVE_UP_SECONDS + 1) * 1000;
+    for (left = running; left > 0 && mono_ms() < kill_at + 2000; usleep(50000)) {
+        int how = mono_ms() >= kill_at ? JOB_KILL : JOB_LOOK;
+        left = 0;
+        for (int i = 0; i < n; i++)
+            if (ts[i].id && ops->host_job(&ts[i], x->exp_dir, how))
+                left++;
+    }
+    for (int i = 0; i < n; i++)
+        trial_clear(&ts[i]);
+    free(ts);
+    if (left)
+        fprintf(stderr, "WARNING: %d %s trial job(s) of %s still run\n", left, plat, x->id);
+    return left ? -1 : running;
+}
+
+/* The api: asked to end (SIGTERM), killed after 40 s. */
+static void end_api(const struct experiment *x)
+{
+    if (!cli_api_alive(x))
+        return;
+    kill(x->api_pid, SIGTERM);
+    int64_t deadline = mono_ms() + 40000;
+    while (mono_ms() < deadline && proc_alive(x->api_pid, (uint64_t)x->api_start)) {
+        waitpid(x->api_pid, NULL, WNOHANG); /* it may be our own child (--foreground) */
+        usleep(20000);
+    }
+    if (proc_alive(x->api_pid, (uint64_t)x->api_start)) {
+        fprintf(stderr, "WARNING: api pid %d did not exit in 40 s; killing it\n", x->api_pid);
+        proc_terminate(x->api_pid, (uint64_t)x->api_start, 0);
+    }
 }
 
 int cli_stop_experiment(struct db *db, const char *home, const char *id, int quiet)
 {
     struct errbuf e;
     struct experiment x;
+    struct unrecorded u = {0};
     if (exp_load(db, id, &x, &e) <= 0)
         return cli_error("experiment %s not found", id);
     if (!quiet)
         printf("Stopping experiment %s\n", id);
     /* recorded first, so that an api restarted meanwhile stops too */
-    exp_request_stop(db, id, &e);
-    if (cli_api_alive(&x)) {
-        kill(x.api_pid, SIGTERM);
-        int64_t deadline = mono_ms() + 40000;
-        while (mono_ms() < deadline && proc_alive(x.api_pid, (uint64_t)x.api_start)) {
-            waitpid(x.api_pid, NULL, WNOHANG); /* it may be our own child (--foreground) */
-            usleep(20000);
-        }
-        if (proc_alive(x.api_pid, (uint64_t)x.api_start)) {
-            fprintf(stderr, "WARNING: api pid %d did not exit in 40 s; killing it\n", x.api_pid);
-            proc_terminate(x.api_pid, (uint64_t)x.api_start, 0);
-        }
-    }
+    note_unrecorded(&u, exp_request_stop(db, id, &e), &e);
+    end_api(&x);
     /* the experiment's platforms: one, or each of a hybrid list */
-    int nplat;
+    int nplat, unended = 0, host_ended = 0;
     char **plats = platform_list_of(x.platform, x.config, &nplat);
     for (int i = 0; i < nplat; i++) {
         /* trials left behind by a dead api: end them through a worker of their platform */
         int left = trials_count(db, id, COUNT_STARTED, plats[i], &e) > 0;
         if (left && cli_drain(home, id, plats[i]) < 0)
-            fprintf(stderr, "WARNING: could not end every %s trial of %s\n", plats[i], id);
+            fprintf(stderr, "WARNING: could not end every %s trial of %s through its platform\n", plats[i], id);
+        /* what the drain could not end (the database refused the requests) is ended from
+         * the platform's files on this host */
+        int host = left ? end_host_jobs(db, &x, plats[i]) : 0;
+        if (host < 0)
+            unended = 1;
+        else
+            host_ended += host;
         /* a platform with a cleanup op (the cluster platforms) stops/deletes every job of
          * the experiment, also ones the database lost track of */
         const struct platform_ops *ops = platform_find(plats[i]);
@@ -211,16 +284,25 @@ int cli_stop_experiment(struct db *db, const char *home, const char *id, int qui
     }
     free(plats);
     /* every process recorded for the experiment is gone when we return */
-    end_processes(db, id);
+    end_processes(db, id, &u);
     int64_t left = trials_count(db, id, COUNT_STARTED, NULL, &e);
-    exp_forget_api(db, id, &e);
-    exp_transition(db, id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL,STOPPING,VIEWED", "STOPPED",
-                   "nnictl stop", &e);
+    note_unrecorded(&u, exp_forget_api(db, id, &e), &e);
+    note_unrecorded(&u, exp_transition(db, id, "INITIALIZED,RUNNING,NO_MORE_TRIAL,TUNER_NO_MORE_TRIAL,STOPPING,VIEWED",
+                                       "STOPPED", "nnictl stop", &e),
+                    &e);
     exp_clear(&x);
+    if (u.n || (left > 0 && host_ended))
+        fprintf(stderr,
+                "WARNING: the stop of %s could not be recorded%s%s; %s: run `nnictl stop %s` again (or `nnictl "
+                "resume %s`) once the disk has room, and it records the trials' ends\n",
+                id, u.n ? ": " : "", u.n ? u.why.msg : "",
+                unended ? "some of its processes still run" : "every process of it has ended", id, id);
     if (left) {
-        fprintf(stderr, "WARNING: %lld trial(s) of %s could not be ended\n", (long long)left, id);
+        fprintf(stderr, "WARNING: %lld trial(s) of %s are not recorded as ended\n", (long long)left, id);
         return 1;
     }
+    if (u.n)
+        return 1;
     if (!quiet)
         printf("Stop experiment success.\n");
     return 0;

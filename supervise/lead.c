@@ -33,6 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <fcntl.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,25 +95,106 @@ int trial_write_fault(int err)
     return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS;
 }
 
-void trial_state_write(const char *dir, int code, int64_t end, int sig, int attempt, int stopped)
+int record_retry(struct record_retry *r, int err)
 {
-    char state[128], path[4096];
-    int n = snprintf(state, sizeof state, "%d %lld %d %d %d\n", code, (long long)end, sig, attempt, stopped);
+    if (!trial_write_fault(err)) {
+        fprintf(stderr, "trialq: cannot %s: %s\n", r->what, strerror(err));
+        return 0;
+    }
+    if (!r->fault)
+        r->fault = err;
+    if (!r->said++)
+        fprintf(stderr, "trialq: cannot %s: %s; retrying until it can%s\n", r->what, strerror(err),
+                r->stopped ? " (for a while: a stop came)" : "");
+    if (r->stopped && !r->give_up_at)
+        r->give_up_at = mono_ms() + STOP_RECORD_GIVE_UP_SECONDS * 1000;
+    if (r->stopped && mono_ms() >= r->give_up_at) {
+        fprintf(stderr, "trialq: cannot %s: %s; given up %d s after a stop: the next nnictl stop or resume on a "
+                "healthy disk records it\n", r->what, strerror(err), STOP_RECORD_GIVE_UP_SECONDS);
+        return 0;
+    }
+    /* a stop is taken here too: the signals are blocked outside the waits (lead.h) */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGHUP);
+    struct timespec ts = {1, 0};
+    if (sigtimedwait(&stops, NULL, &ts) > 0 && !r->stopped) {
+        r->stopped = 1;
+        r->give_up_at = mono_ms() + STOP_RECORD_GIVE_UP_SECONDS * 1000;
+    }
+    return 1;
+}
+
+int trial_state_reserve(const char *dir)
+{
+    char blanks[STATE_RESERVE_LEN], path[4096];
+    memset(blanks, ' ', sizeof blanks);
+    blanks[sizeof blanks - 1] = '\n';
+    snprintf(path, sizeof path, "%s/.nni/state.next", dir);
+    return write_file_replace(path, blanks, sizeof blanks, 0644);
+}
+
+/* The record written over the reserved room (same size: nothing to allocate on tmpfs,
+ * ext4 or xfs; a copy-on-write filesystem may still refuse it), then renamed: a reader
+ * finds .nni/state whole or not at all. */
+static int write_reserved(const char *dir, const char *path, const char *state, int n)
+{
+    char next[4096], rec[STATE_RESERVE_LEN];
+    snprintf(next, sizeof next, "%s/.nni/state.next", dir);
+    if (n >= STATE_RESERVE_LEN)
+        return -1;
+    memset(rec, ' ', sizeof rec);
+    memcpy(rec, state, (size_t)n - 1); /* without its newline: the room's last byte is one */
+    rec[sizeof rec - 1] = '\n';
+    int fd = open(next, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && st.st_size == STATE_RESERVE_LEN &&
+             pwrite(fd, rec, sizeof rec, 0) == (ssize_t)sizeof rec;
+    int err = errno;
+    close(fd);
+    if (!ok) {
+        errno = err;
+        return -1;
+    }
+    return rename(next, path);
+}
+
+int trial_state_write(const char *dir, int code, int64_t end, int sig, int attempt, int stopped, int fault)
+{
+    char state[128], path[4096], next[4096];
     snprintf(path, sizeof path, "%s/.nni/state", dir);
+    snprintf(next, sizeof next, "%s/.nni/state.next", dir);
     /* atomic (rename), not fsync'ed: it survives any process crash, and like the
      * database (synchronous=NORMAL) a power loss may lose it; the trial is then seen
      * as vanished and retried. An fsync here would delay every next trial by a disk
      * flush. */
     /* A full disk, an I/O error or a read-only filesystem cannot lose the end: we wait
      * (the trial's group alive, so no worker takes it for vanished and runs it again)
-     * until it can be written, then go on. Any other failure (the dir removed) is
-     * final. */
-    int said = 0;
-    while (write_file_replace(path, state, (size_t)n, 0644) < 0 && trial_write_fault(errno)) {
-        if (!said++)
-            fprintf(stderr, "trialq: cannot record the trial's end in %s: %s; retrying until it can\n", path,
-                    strerror(errno));
-        sleep(1);
+     * until it can be written, then go on; after a stop, for STOP_RECORD_GIVE_UP_SECONDS
+     * only. Any other failure (the dir removed) is final. */
+    char what[4200];
+    snprintf(what, sizeof what, "record the trial's end in %s", path);
+    struct record_retry r = {.what = what, .stopped = stopped};
+    for (;;) {
+        int n = snprintf(state, sizeof state, "%d %lld %d %d %d %d\n", code, (long long)end, sig, attempt, stopped,
+                         fault ? fault : r.fault);
+        if (write_file_replace(path, state, (size_t)n, 0644) == 0) {
+            unlink(next); /* the room is not needed */
+            return 0;
+        }
+        int err = errno;
+        if (trial_write_fault(err) && !fault && !r.fault) {
+            r.fault = err; /* the end's own write met it: it goes with the end */
+            continue;
+        }
+        if (trial_write_fault(err) && write_reserved(dir, path, state, n) == 0)
+            return 0;
+        if (!record_retry(&r, err))
+            return -1;
     }
 }
 
@@ -125,6 +210,25 @@ int trial_state_of(const char *dir, int attempt)
 }
 
 static struct chanserve *g_chan; /* the trial's HTTP channel, when it has one */
+static int g_fault;              /* the trial dir's filesystem was seen full, read-only or failing */
+static int64_t g_fault_next;     /* mono ms of the next look */
+
+/* Looks (at most once a second, and at the end) whether the filesystem of the trial's
+ * directory is full (no block or inode left to an unprivileged writer), read-only or
+ * failing: the first such fault goes with the trial's end, which then names it. */
+static void look_at_disk(const char *dir, int now)
+{
+    if (g_fault || (!now && mono_ms() < g_fault_next))
+        return;
+    g_fault_next = mono_ms() + 1000;
+    struct statvfs sv;
+    if (statvfs(dir, &sv) < 0)
+        g_fault = errno == EIO ? EIO : 0;
+    else if (sv.f_flag & ST_RDONLY)
+        g_fault = EROFS;
+    else if (sv.f_bavail == 0 || (sv.f_files > 0 && sv.f_favail == 0))
+        g_fault = ENOSPC;
+}
 
 /* Serves what the channel waits for until a handled signal comes or the wait runs out:
  * the leader's sigsuspend. */
@@ -134,6 +238,8 @@ static void wait_serving(const sigset_t *waiting)
     int nfds = 0, timeout_ms = -1;
     if (g_chan)
         nfds = chanserve_pollfds(g_chan, fds, &timeout_ms);
+    if (timeout_ms < 0 || timeout_ms > 1000)
+        timeout_ms = 1000; /* look_at_disk's pace */
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
     if (ppoll(fds, (nfds_t)nfds, timeout_ms < 0 ? NULL : &ts, waiting) < 0)
         for (int i = 0; i < nfds; i++)
@@ -156,7 +262,10 @@ static __attribute__((noreturn)) void end_group(const char *dir, int code, int s
         chanserve_close(g_chan);
         g_chan = NULL;
     }
-    trial_state_write(dir, code, now_ms(), sig, attempt, stopped);
+    look_at_disk(dir, 1);
+    /* not written (a stop came and the disk still refuses it): the next healthy stop or
+     * resume records the end */
+    trial_state_write(dir, code, now_ms(), sig, attempt, stopped, g_fault);
     kill(0, SIGKILL); /* nothing the trial started outlives it; ends us too */
     _exit(code);
 }
@@ -212,6 +321,7 @@ void trial_lead(const char *dir, int attempt, const char *shell, const char *com
             end_group(dir, 127, 0, attempt, stopped);
         if (g_alarm) /* the command did not end on the stop */
             end_group(dir, 128 + SIGKILL, SIGKILL, attempt, 1);
+        look_at_disk(dir, 0);
         wait_serving(&waiting); /* returns after any handled signal, SIGCHLD included */
     }
     int code, sig;

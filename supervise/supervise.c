@@ -73,8 +73,11 @@ static void run_leader(int go[2], int nullfd, int ofd, int efd, const char *dir,
 }
 
 /* The job lock file says which process group is the trial's (its leader records the end
- * when we are gone), and who we are (our pid is also the session's id). */
-static void record_job(const char *dir, int attempt, pid_t pid)
+ * when we are gone), and who we are (our pid is also the session's id); the end record's
+ * room is taken too (trial_state_reserve). 0 when recorded; -1 when a stop came while the
+ * disk refused it (then the trial must not run), or on another failure (then it runs, as
+ * before: a later worker finds its supervisor by the lock). */
+static int record_job(const char *dir, int attempt, pid_t pid)
 {
     char job[160];
     int n = snprintf(job, sizeof job, "%d %d %llu %d %llu\n", attempt, (int)pid,
@@ -82,18 +85,19 @@ static void record_job(const char *dir, int attempt, pid_t pid)
                      (unsigned long long)proc_start_time(getpid()));
     /* a full disk, an I/O error, a read-only filesystem: the trial waits (it has not
      * started) until the record can be written, as its end does (lead.c); a trial run
-     * without it would be taken for vanished by a later worker and run again */
-    int said = 0;
-    while (ftruncate(LOCK_FD, 0) < 0 || pwrite(LOCK_FD, job, (size_t)n, 0) != n) {
-        if (!trial_write_fault(errno)) {
-            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s\n", dir, strerror(errno));
-            break;
-        }
-        if (!said++)
-            fprintf(stderr, "trialq-supervise: cannot record the job in %s: %s; retrying until it can\n", dir,
-                    strerror(errno));
-        sleep(1);
+     * without it would be taken for vanished by a later worker and run again. Written
+     * over the worker's shorter "<attempt>" before the file is cut to its size: the
+     * page it has already is enough on a full tmpfs. */
+    char what[4200];
+    snprintf(what, sizeof what, "record the job in %s/.nni/job.lock", dir);
+    struct record_retry r = {.what = what, .stopped = g_term};
+    while (pwrite(LOCK_FD, job, (size_t)n, 0) != n || ftruncate(LOCK_FD, n) < 0 || trial_state_reserve(dir) < 0) {
+        if (!record_retry(&r, errno))
+            return r.stopped ? -1 : 0;
     }
+    if (r.stopped)
+        g_term = 1; /* taken by the wait: passed on to the trial at once */
+    return 0;
 }
 
 /* Wait for the leader's end, passing a stop on to its group (SIGINT, then SIGKILL after
@@ -127,12 +131,14 @@ static int wait_leader(pid_t pid, const sigset_t *waiting, int *status)
  * started, and without the file its output would go to the experiment's own log. */
 static int open_output(const char *path)
 {
-    int fd, said = 0;
-    while ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 && trial_write_fault(errno)) {
-        if (!said++)
-            fprintf(stderr, "trialq-supervise: cannot open %s: %s; retrying until it can\n", path, strerror(errno));
-        sleep(1);
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "open %s", path);
+    struct record_retry r = {.what = what, .stopped = g_term};
+    int fd;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 && record_retry(&r, errno))
+        ;
+    if (r.stopped)
+        g_term = 1; /* taken by the wait */
     return fd;
 }
 
@@ -155,12 +161,16 @@ int main(int argc, char **argv)
     snprintf(err, sizeof err, "%s/trial.stderr", dir);
     int ofd = open_output(out);
     int efd = open_output(err);
+    if (g_term) { /* stopped while the disk refused even these: it ends without running */
+        trial_state_write(dir, 128 + SIGTERM, now_ms(), 0, attempt, 1, 0);
+        return 0;
+    }
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* the child waits on go[0] until its pid is recorded: if we die first, it reads EOF
      * and ends without running anything */
     int go[2];
     if (pipe2(go, O_CLOEXEC) < 0) {
-        trial_state_write(dir, 127, now_ms(), 0, attempt, 0);
+        trial_state_write(dir, 127, now_ms(), 0, attempt, 0, 0);
         return 1;
     }
 
@@ -169,11 +179,17 @@ int main(int argc, char **argv)
         run_leader(go, nullfd, ofd, efd, dir, attempt, shell, code_dir, command);
     close(go[0]);
     if (pid < 0) {
-        trial_state_write(dir, 127, now_ms(), 0, attempt, 0);
+        trial_state_write(dir, 127, now_ms(), 0, attempt, 0, 0);
         return 1;
     }
     setpgid(pid, pid); /* both sides set it: no race with an early kill */
-    record_job(dir, attempt, pid);
+    if (record_job(dir, attempt, pid) < 0) {
+        /* stopped before it could be recorded: it ends without running (EOF on go) */
+        close(go[1]);
+        waitpid(pid, NULL, 0);
+        trial_state_write(dir, 128 + SIGTERM, now_ms(), 0, attempt, 1, 0);
+        return 0;
+    }
     /* recorded (or not recordable for another reason: then the trial still runs, as
      * before): release it */
     while (write(go[1], "g", 1) < 0 && errno == EINTR)
@@ -193,6 +209,7 @@ int main(int argc, char **argv)
     char chan_file[4096]; /* the channel the leader served, if any, went with it */
     snprintf(chan_file, sizeof chan_file, "%s/.nni/channel", dir);
     unlink(chan_file);
-    trial_state_write(dir, code, end, sig, attempt, forwarded);
+    /* given up after a stop when the disk refuses it: the next stop or resume records it */
+    trial_state_write(dir, code, end, sig, attempt, forwarded, 0);
     return 0;
 }

@@ -577,12 +577,19 @@ static void drain_begin(struct worker *w, int64_t now)
     w->drain_deadline = now + 25000;
     if (queue_started_ids(w->db, w->exp_id, w->ops->name, &ids, &n, &e) < 0)
         log_error("drain: %s", e.msg);
+    int refused = 0;
     for (int i = 0; i < n; i++) {
-        if (trial_request_kill(w->db, ids[i], "USER_CANCELED", "experiment stopped", &e) < 0)
+        if (trial_request_kill(w->db, ids[i], "USER_CANCELED", "experiment stopped", &e) < 0) {
             log_error("trial %s: cannot ask it to end: %s", ids[i], e.msg);
+            refused++;
+        }
         free(ids[i]);
     }
     free(ids);
+    /* no request could be written (a full disk): no end could be either; nnictl stop
+     * ends the jobs from the platform's files at once (host_job) instead of waiting */
+    if (n > 0 && refused == n)
+        w->drain_deadline = now;
 }
 
 /* A drain ends when no started trial is left, or at its deadline (exit code 1). */

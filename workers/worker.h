@@ -44,6 +44,9 @@ enum submit_result {
  * itself places them (per machine through its own claim, or by its cluster). */
 enum platform_gpu_mode { PLATFORM_GPU_NONE = 0, PLATFORM_GPU_HOST, PLATFORM_GPU_OWN };
 
+/* host_job's how (see platform_ops). */
+enum host_job_how { JOB_LOOK = 0, JOB_STOP, JOB_KILL };
+
 /* poll_all's answer when the service will never list the jobs (see platform_ops). */
 #define POLL_ALL_REFUSED (-2)
 
@@ -112,6 +115,12 @@ struct platform_ops {
      * also jobs the database lost track of (Kubernetes: every job labelled with it).
      * Run by `trialq worker --cleanup` (nnictl stop). */
     int (*cleanup)(struct worker *w, struct errbuf *e);
+    /* Optional: nnictl stop's last resort for what the database could not be made to end
+     * (a full, read-only or failing disk refused the kill requests and the ends): t's job
+     * is found from what the platform keeps on this host alone (files, the process table)
+     * and nothing is written. how: JOB_LOOK only looks, JOB_STOP asks it to end as kill
+     * does, JOB_KILL kills what is left at once. 1 while something of it runs, else 0. */
+    int (*host_job)(const struct trial *t, const char *exp_dir, int how);
     /* Optional: upkeep before each claim pass, e.g. the GPU inventory (rate-limited by
      * the platform itself; local runs nvidia-smi at most every GPU_REFRESH_MS). */
     void (*refresh)(struct worker *w);

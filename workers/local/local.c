@@ -10,9 +10,13 @@
  *   .nni/job.lock   flock held by the supervisor; "<attempt> [<leader pid> <start ticks>
  *                   [<supervisor pid> <start ticks>]]" (the leader's pid is the trial's
  *                   process group, the supervisor's its session)
- *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped>" (written by the
- *                   leader, or by the supervisor when the leader was killed; an older
- *                   one has no <stopped>)
+ *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped> <fault>" (written
+ *                   by the leader, or by the supervisor when the leader was killed; an
+ *                   older one has no <stopped> or <fault>: the errno of a full,
+ *                   read-only or failing filesystem seen under the trial dir while it
+ *                   ran, else 0)
+ *   .nni/state.next the end record's room (blanks), taken before the trial runs: on a
+ *                   full disk the end is written over it and renamed to .nni/state
  *   .nni/channel    the URL of the trial's HTTP command channel while its leader serves
  *                   it (trialCommandChannel: http, supervise/chanserve.c); its token
  *                   makes it a credential: mode 0600 in the 0700 .nni/, and trial-file
@@ -482,20 +486,38 @@ static const char *local_reaped(struct worker *w, pid_t pid, int wstatus)
     return NULL;
 }
 
-/* The end of this attempt as its leader or supervisor recorded it: 1 when there. */
+/* What the end record's <fault> says of the trial dir's filesystem while the trial ran. */
+static const char *fault_words(long long fault)
+{
+    switch (fault) {
+    case ENOSPC: case EDQUOT: return "was full";
+    case EROFS: return "was read-only";
+    case EIO: return "failed (I/O error)";
+    default: return "failed";
+    }
+}
+
+/* The end of this attempt as its leader or supervisor recorded it: 1 when there. A trial
+ * that exited non-zero while its directory's filesystem was full (read-only, failing)
+ * says so in its message. */
 static int read_end(const char *statepath, int attempt, struct job_state *js)
 {
-    long long v[5];
-    int known = read_ints(statepath, v, 5) == 0;
-    if (!(known || read_ints(statepath, v, 4) == 0) || v[3] != attempt)
+    long long v[6];
+    int fields = 6;
+    while (fields >= 4 && read_ints(statepath, v, fields) < 0)
+        fields--;
+    if (fields < 4 || v[3] != attempt)
         return 0;
     js->finished = 1;
     js->has_exit = v[2] == 0;
     js->exit_code = (int)v[0];
     js->signal = (int)v[2];
     js->end_time = v[1];
-    js->stop_known = known;
-    js->stopped = known && v[4] != 0;
+    js->stop_known = fields >= 5;
+    js->stopped = fields >= 5 && v[4] != 0;
+    if (fields >= 6 && v[5] != 0)
+        snprintf(js->why, sizeof js->why, "exit code %d; the disk of its trial directory %s while it ran",
+                 js->exit_code, fault_words(v[5]));
     return 1;
 }
 
@@ -526,28 +548,56 @@ static int local_poll(struct worker *w, struct trial *t, struct job_state *js, s
     return 0;
 }
 
+/* The supervisor of t's job, as its job id or (attached to a job we did not start) the
+ * job lock names it, when it lives: 1 with *pid set. */
+static int live_supervisor(const struct trial *t, const struct local_job *j, pid_t *pid)
+{
+    uint64_t start;
+    if (parse_job_id(t->job_id, pid, &start) == 0 && proc_alive(*pid, start))
+        return 1;
+    *pid = (pid_t)j->sup;
+    return j->n >= 5 && proc_alive((pid_t)j->sup, (uint64_t)j->sup_start);
+}
+
+/* Asks t's job to end (JOB_STOP: its supervisor forwards it and escalates to SIGKILL,
+ * else the trial's group directly: its leader notes the stop and escalates), or kills
+ * what is left of it (JOB_KILL), or only looks (JOB_LOOK): 1 while something of it runs.
+ * From the files and the process table: nothing is written. */
+static int signal_job(const struct trial *t, const char *dir, int how)
+{
+    struct local_job j;
+    read_job(dir, &j);
+    pid_t sup;
+    int has_sup = live_supervisor(t, &j, &sup);
+    int ours = j.n >= 3 && j.attempt == t->attempt;
+    int lead = ours && proc_alive((pid_t)j.lead, (uint64_t)j.lead_start);
+    int group = ours && job_group_alive(&j);
+    if (how == JOB_STOP && has_sup)
+        kill(sup, SIGTERM);
+    else if (how == JOB_STOP && lead)
+        kill(-(pid_t)j.lead, SIGINT);
+    else if (how == JOB_KILL && has_sup)
+        kill(sup, SIGKILL);
+    if ((how == JOB_STOP && !has_sup && !lead && group) || (how == JOB_KILL && group))
+        kill(-(pid_t)j.lead, SIGKILL);
+    return has_sup || group;
+}
+
 static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     (void)e;
-    pid_t pid;
-    uint64_t start;
-    if (parse_job_id(t->job_id, &pid, &start) == 0 && proc_alive(pid, start)) {
-        kill(pid, SIGTERM); /* the supervisor forwards it and escalates to SIGKILL */
-        return 0;
-    }
-    /* attached to a job we did not start: its supervisor as the job lock names it, else
-     * the trial's group directly (its leader notes the stop and escalates) */
     char *dir = trial_dir_path(t, w->exp.exp_dir);
-    struct local_job j;
-    read_job(dir, &j);
-    if (j.n >= 5 && proc_alive((pid_t)j.sup, (uint64_t)j.sup_start))
-        kill((pid_t)j.sup, SIGTERM);
-    else if (j.n >= 3 && j.attempt == t->attempt && proc_alive((pid_t)j.lead, (uint64_t)j.lead_start))
-        kill(-(pid_t)j.lead, SIGINT);
-    else if (j.n >= 3 && j.attempt == t->attempt && job_group_alive(&j))
-        kill(-(pid_t)j.lead, SIGKILL);
+    signal_job(t, dir, JOB_STOP);
     free(dir);
     return 0;
+}
+
+static int local_host_job(const struct trial *t, const char *exp_dir, int how)
+{
+    char *dir = trial_dir_path(t, exp_dir);
+    int alive = signal_job(t, dir, how);
+    free(dir);
+    return alive;
 }
 
 static int local_collect(struct worker *w, struct trial *t, int at_end, struct errbuf *e)
@@ -574,6 +624,7 @@ const struct platform_ops platform_local = {
     .reaped = local_reaped,
     .poll = local_poll,
     .kill = local_kill,
+    .host_job = local_host_job,
     .collect = local_collect,
     .destroy = local_destroy,
     .refresh = local_refresh,

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Issue 32: `nnictl stop` ends everything whatever the disk says, and a trial that failed
+# on a full disk says so.
+#  1. The home on a 6 MB tmpfs, 4 trials running, a filler takes all of it: `nnictl stop`
+#     says what it could not record, and no process of the experiment is left 10 s after
+#     it returns (the supervisors and leaders give their end records up after a stop).
+#     Space freed, `nnictl stop` again records every trial's end once (USER_CANCELED, one
+#     end event each), the experiment STOPPED, integrity_check ok.
+#  2. The same with the database and the trials' files failing read-only (EROFS), then
+#     with I/O errors (EIO), through tests/faultinj, in every process of the experiment
+#     and in nnictl: nothing of them can be written at all.
+#  3. Trials whose directories are on a tmpfs (experimentWorkingDirectory) that their
+#     own writes fill: one that filled it and freed it again before exiting 1, one that
+#     exits 1 with it still full, and one that exits 1 on a disk with room. The first two
+#     say "the disk of its trial directory was full while it ran" (database, REST,
+#     `nnictl trial ls`); the third says only "exit code 1".
+. "$(dirname "$0")/lib.sh"
+
+mkdir -p "$WORK/fs"
+if ! mount -t tmpfs -o size=6m tmpfs "$NNI_HOME" 2>/dev/null ||
+    ! mount -t tmpfs -o size=4m tmpfs "$WORK/fs" 2>/dev/null; then
+    umount "$NNI_HOME" 2> /dev/null
+    echo "SKIP: cannot mount a tmpfs (needs root or CAP_SYS_ADMIN)"
+    exit 77
+fi
+# the tmpfs goes, after what lib.sh's cleanup reads (logs, sanitizer reports) is copied out
+tmpfs_cleanup() {
+    local rc=$?
+    rm -f "$NNI_HOME/filler" "$CONTROL"
+    nnictl stop --all > /dev/null 2>&1 || true
+    cp -a "$NNI_HOME" "$WORK/home.copy" 2> /dev/null || true
+    umount "$NNI_HOME" 2> /dev/null || umount -l "$NNI_HOME" 2> /dev/null || true
+    umount "$WORK/fs" 2> /dev/null || umount -l "$WORK/fs" 2> /dev/null || true
+    cp -a "$WORK/home.copy/." "$NNI_HOME/" 2> /dev/null || true
+    (exit "$rc")
+    cleanup
+}
+trap tmpfs_cleanup EXIT
+
+IO_LIB=${TRIALQ_FAULTINJ_IO:-$(dirname "$TRIALQ_BIN")/tests/faultinj/libtqfi_io.so}
+DB_LIB=${TRIALQ_FAULTINJ_DB:-$(dirname "$TRIALQ_BIN")/tests/faultinj/libtqfi_db.so}
+[ -f "$IO_LIB" ] && [ -f "$DB_LIB" ] || fail "fault-injection libraries not built ($IO_LIB, $DB_LIB)"
+ldd "$(dirname "$TRIALQ_BIN")/trialq-supervise" > /dev/null 2>&1 ||
+    fail "trialq-supervise is static (a normal build): the faults cannot reach it; run this on the sanitized build"
+CONTROL="$WORK/faults.on"
+FLOG="$WORK/faults.log"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+
+# long trials that end at once on the stop's SIGINT (sh and sleep die of it)
+mkdir -p "$WORK/exp"
+printf 'sleep 600\n' > "$WORK/exp/trial.sh"
+write_config "$WORK/exp/config.yml" trialConcurrency=4 maxTrialNumber=4
+
+# run_and_stop NAME FAULT: an experiment of 4 running trials, the fault set (filler: the
+# tmpfs full; EROFS/EIO: every write of every process of it and of nnictl fails), then
+# `nnictl stop`: no process left after 10 s; the fault cleared, `nnictl stop` again
+# records each trial's end once
+run_and_stop() {
+    local name=$1 fault=$2 port id t0 t1 left
+    port=$(free_port)
+    rm -f "$CONTROL"
+    LD_PRELOAD="$IO_LIB $DB_LIB" \
+    TQFI_IO_PROCS=api,worker,supervise,nnictl TQFI_IO_PATHS="$NNI_HOME/" TQFI_IO_SKIP="$DB" \
+    TQFI_IO_ERRNOS="$fault" TQFI_IO_PROB=1 TQFI_IO_CONTROL="$CONTROL" TQFI_IO_LOG="$FLOG" \
+    TQFI_DB_PROCS=api,worker,nnictl TQFI_DB_PATHS="$DB" TQFI_DB_OPS=write,truncate,sync \
+    TQFI_DB_ERRNOS="$fault" TQFI_DB_PROB=1 TQFI_DB_CONTROL="$CONTROL" TQFI_DB_LOG="$FLOG" \
+        nnictl create --config "$WORK/exp/config.yml" --port "$port" > "$WORK/$name.create" 2>&1 ||
+        { cat "$WORK/$name.create"; fail "$name: nnictl create failed"; }
+    id=$(exp_id_of "$WORK/$name.create")
+    [ -n "$id" ] || fail "$name: no experiment id printed"
+    wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='RUNNING'" 4 20 "$name: 4 trials running"
+    if [ "$fault" = filler ]; then
+        dd if=/dev/zero of="$NNI_HOME/filler" bs=64k 2> /dev/null || true
+        [ "$(stat -f -c %a "$NNI_HOME")" = 0 ] || fail "$name: the tmpfs is not full"
+    else
+        touch "$CONTROL"
+        sleep 0.2 # the libraries look at the control file every 50 ms
+    fi
+    t0=$(date +%s.%N)
+    LD_PRELOAD="$IO_LIB $DB_LIB" \
+    TQFI_IO_PROCS=nnictl,worker,supervise TQFI_IO_PATHS="$NNI_HOME/" TQFI_IO_SKIP="$DB" \
+    TQFI_IO_ERRNOS="$fault" TQFI_IO_PROB=1 TQFI_IO_CONTROL="$CONTROL" TQFI_IO_LOG="$FLOG" \
+    TQFI_DB_PROCS=nnictl,worker TQFI_DB_PATHS="$DB" TQFI_DB_OPS=write,truncate,sync \
+    TQFI_DB_ERRNOS="$fault" TQFI_DB_PROB=1 TQFI_DB_CONTROL="$CONTROL" TQFI_DB_LOG="$FLOG" \
+        nnictl stop "$id" > "$WORK/$name.stop" 2>&1 && { cat "$WORK/$name.stop"; fail "$name: stop said success"; }
+    t1=$(date +%s.%N)
+    cat "$WORK/$name.stop"
+    grep -q "the stop of $id could not be recorded" "$WORK/$name.stop" || fail "$name: stop did not say what it could not record"
+    grep -q "every process of it has ended" "$WORK/$name.stop" || fail "$name: stop did not say its processes ended"
+    pass "$name: stop returned in $(echo "$t1 - $t0" | bc) s, saying what it could not record"
+    sleep 10
+    left=$(our_pids | tr '\n' ' ')
+    [ -z "${left// /}" ] || { ps -o pid,ppid,pgid,stat,args -p "$(echo $left | tr ' ' ,)"; fail "$name: processes left 10 s after the stop: $left"; }
+    pass "$name: no process of the experiment 10 s after the stop"
+    [ "$(sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND end_time IS NOT NULL")" = 0 ] ||
+        fail "$name: an end was recorded under the fault"
+
+    rm -f "$NNI_HOME/filler" "$CONTROL"
+    nnictl stop "$id" > "$WORK/$name.stop2" 2>&1 || { cat "$WORK/$name.stop2"; fail "$name: the second stop failed"; }
+    sql_is "SELECT status FROM experiment WHERE id='$id'" STOPPED || fail "$name: not STOPPED ($SQL_GOT)"
+    sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='USER_CANCELED' AND attempt=1" 4 ||
+        { sql "SELECT id, status, attempt, message FROM trial WHERE experiment_id='$id'"; fail "$name: not 4 USER_CANCELED in attempt 1"; }
+    sql_is "SELECT count(*) FROM event WHERE experiment_id='$id' AND entity='trial' AND to_state='USER_CANCELED'" 4 ||
+        fail "$name: not one end event per trial ($SQL_GOT)"
+    sql_is "PRAGMA integrity_check" ok || fail "$name: integrity_check"
+    assert_no_leftovers
+    pass "$name: the next stop recorded each trial's end once (USER_CANCELED, attempt 1), integrity_check ok"
+}
+
+run_and_stop full filler
+run_and_stop readonly EROFS
+run_and_stop ioerror EIO
+grep -q "supervise .* EROFS" "$FLOG" && grep -q "supervise .* EIO" "$FLOG" && grep -q "nnictl .* EIO" "$FLOG" ||
+    fail "the faults did not reach the supervisors and nnictl"
+
+# 3. the trials' own disk full: sequence 0 fills it, waits 2 s, frees it and exits 1;
+# sequence 1 exits 1 on a disk with room; sequence 2 fills it and exits 1
+cat > "$WORK/exp/fill.sh" <<'SH'
+fill() { dd if=/dev/zero of="$NNI_SYS_DIR/junk" bs=64k 2> /dev/null; }
+case $NNI_TRIAL_SEQ_ID in
+0) fill; sleep 2; rm -f "$NNI_SYS_DIR/junk"; exit 1 ;;
+1) exit 1 ;;
+*) fill; echo "the disk is full" >&2; exit 1 ;;
+esac
+SH
+write_config "$WORK/exp/fill.yml" trialCommand='sh fill.sh' maxTrialNumber=3 experimentWorkingDirectory="$WORK/fs"
+port=$(free_port)
+nnictl create --config "$WORK/exp/fill.yml" --port "$port" > "$WORK/fill.create"
+id=$(exp_id_of "$WORK/fill.create")
+[ -n "$id" ] || fail "no experiment id printed"
+wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND end_time IS NOT NULL" 3 60 "3 trials ended"
+msg() { sql "SELECT message FROM trial WHERE experiment_id='$id' AND sequence=$1"; }
+full_msg="exit code 1; the disk of its trial directory was full while it ran"
+[ "$(msg 0)" = "$full_msg" ] || fail "trial 0 (filled its disk, then freed it): $(msg 0)"
+[ "$(msg 1)" = "exit code 1" ] || fail "trial 1 (a disk with room): $(msg 1)"
+[ "$(msg 2)" = "$full_msg" ] || fail "trial 2 (its disk full at its end): $(msg 2)"
+sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='FAILED' AND attempt=1" 3 ||
+    fail "not 3 FAILED in attempt 1 ($SQL_GOT)"
+pass "the trials that met a full disk say so, the other only its exit code"
+t2=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND sequence=2")
+curl -sf "http://127.0.0.1:$port/api/v1/nni/trial-jobs/$t2" | grep -qF "\"message\":\"$full_msg\"" ||
+    fail "REST trial-jobs does not show the message"
+nnictl trial ls "$id" | grep -qF "$full_msg" || fail "nnictl trial ls does not show the message"
+pass "REST and nnictl trial ls show it"
+rm -f "$WORK/fs/$id/trials/$t2/junk"
+nnictl stop "$id" > /dev/null
+sql_is "PRAGMA integrity_check" ok || fail "integrity_check"
