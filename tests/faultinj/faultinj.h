@@ -10,14 +10,18 @@
  *   SKIP     colon list of path prefixes never hit
  *   ERRNOS   comma list of ENOSPC, EIO, EROFS, EDQUOT: each fault takes one at random
  *            (default ENOSPC)
- *   NTH      fail the Nth matching operation of each process (1-based), once
+ *   NTH      fail the Nth matching operation of each process (1-based), once; a comma
+ *            list (up to 256) fails each of those
  *   PROB     fail each matching operation with this probability (0..1)
  *   BURST    a fault that fires fails this many matching operations in a row (default 1)
  *   SEED     seeds the choice; each process mixes in its pid (default 1)
  *   CONTROL  a path: faults fire only while this file exists (checked every 50 ms)
  *   LOG      a file that gets one line per injected fault: "<kind> <pid> <op> <errno> <path>"
+ *   COUNT    a file that gets, from each process of a kind hit that calls exit(), one line
+ *            "<kind> <pid> <n>": how many matching operations it made (counted while
+ *            CONTROL allowed faults). A sweep over NTH learns from it where N ends.
  *
- * Nothing is injected when neither NTH nor PROB is set. */
+ * Nothing is injected when neither NTH nor PROB is set (COUNT alone only counts). */
 #ifndef TQFI_FAULTINJ_H
 #define TQFI_FAULTINJ_H
 

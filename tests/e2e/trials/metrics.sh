@@ -57,6 +57,11 @@ i=0
 while [ "$i" -lt "$steps" ]; do
     emit PERIODICAL "$i" "$x.$i"
     [ -n "${TRIAL_SLEEP:-}" ] && sleep "$TRIAL_SLEEP"
+    # TRIAL_HOLD="SECONDS SEQ...": the trials of those sequences wait SECONDS after their
+    # first result (for a kill or a stop to end them; e2e/lib/fault_sweep.sh)
+    if [ "$i" = 0 ] && [ -n "${TRIAL_HOLD:-}" ]; then
+        for s in ${TRIAL_HOLD#* }; do [ "$s" != "$NNI_TRIAL_SEQ_ID" ] || sleep "${TRIAL_HOLD%% *}"; done
+    fi
     i=$((i + 1))
 done
 emit FINAL 0 "$x"
