@@ -9,7 +9,7 @@
 #include "schema/exp_ops.h"
 
 /* The most trials one answer reads: the most recent SUCCEEDED trials with a final metric. */
-#define IMP_SAMPLE 10000
+#define IMP_SAMPLE 5000
 
 /* The experiment's optimize mode: the tuner's (or advisor's) classArgs.optimize_mode,
  * 1 for "maximize"; minimize when absent, as best_trials_v. */

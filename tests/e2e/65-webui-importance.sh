@@ -53,7 +53,7 @@ for rest, cli, first, last in (("rest.json", "cli.txt", None, "z"), ("rest-other
     r = json.load(open(f"{w}/{rest}"))
     rows, lines = table(f"{w}/{cli}")
     print(rest, [(p["name"], round(p["importance"], 4)) for p in r["params"]])
-    assert r["method"] == "PED-ANOVA" and r["sample"]["trials"] == 60 and r["sample"]["limit"] == 10000, r
+    assert r["method"] == "PED-ANOVA" and r["sample"]["trials"] == 60 and r["sample"]["limit"] == 5000, r
     assert r["optimizeMode"] == "minimize", r
     assert [p["name"] for p in r["params"]] == list(rows), (r, rows)
     assert abs(sum(p["importance"] for p in r["params"]) - 1) < 1e-9, r
