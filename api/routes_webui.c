@@ -17,6 +17,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "api/importance.h"
 #include "api/routes_webui.h"
 #include "schema/chart_blocks.h"
 #include "schema/webui_rows.h"
@@ -171,31 +172,13 @@ void h_webui_file(struct req *q)
 
 /* ---------------- shared ---------------- */
 
-/* tuner (or advisor) classArgs.optimize_mode; minimize when absent, as best_trials_v. */
-static int maximize_of(const struct experiment *x)
-{
-    cJSON *c = cJSON_Parse(x->config);
-    int max = 0;
-    const char *who[] = {"tuner", "advisor"};
-    for (int i = 0; c && i < 2; i++) {
-        const cJSON *ca = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, who[i]), "classArgs");
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(ca, "optimize_mode");
-        if (cJSON_IsString(m)) {
-            max = strcasecmp(m->valuestring, "maximize") == 0;
-            break;
-        }
-    }
-    cJSON_Delete(c);
-    return max;
-}
-
 /* The experiment's optimize mode (1: maximize); -1 with the error answered. */
 static int req_maximize(struct req *q, int *maximize)
 {
     struct experiment x;
     if (req_experiment(q, &x) < 0)
         return -1;
-    *maximize = maximize_of(&x);
+    *maximize = exp_maximize(&x);
     exp_clear(&x);
     return 0;
 }
@@ -275,7 +258,7 @@ void h_webui_overview(struct req *q)
     struct experiment x;
     if (req_experiment(q, &x) < 0)
         return;
-    int maximize = maximize_of(&x);
+    int maximize = exp_maximize(&x);
     int64_t counts[TRIAL_NSTATUS] = {0}, total = 0, ended = 0, nometric = 0;
     struct status_count *per;
     int nper = 0;
@@ -515,7 +498,7 @@ static int chart_fill(struct stream *s, struct strbuf *sb, struct errbuf *e)
         sb_add(sb, " ", 1);
         return 1;
     }
-    chart_json(sb, seq, maximize_of(&s->x), *(int64_t *)s->state);
+    chart_json(sb, seq, exp_maximize(&s->x), *(int64_t *)s->state);
     return 0;
 }
 
@@ -639,4 +622,48 @@ void h_webui_params(struct req *q)
     sb_puts(&sb, "]}");
     cache_put(&cache, seq, n, sb.buf);
     send_sb(q, &sb);
+}
+
+/* ---------------- GET /webui/importance ---------------- */
+
+/* the importance of x (which it clears) for key at seq, answered and kept in the cache */
+static void importance_reply(struct req *q, struct experiment *x, const char *key, int64_t seq,
+                             struct reply_cache *cache, char **cache_key)
+{
+    struct errbuf e;
+    struct strbuf sb;
+    sb_init(&sb);
+    int rc = exp_importance_json(q->a->db, x, key, seq, &sb, &e);
+    exp_clear(x);
+    if (rc < 0) {
+        sb_free(&sb);
+        reply_error(q->r, rc == -2 ? 400 : 500, "%s%s", rc == -2 && str_starts(e.msg, "metric:") ? "query parameter " : "",
+                    e.msg);
+        return;
+    }
+    cache_put(cache, seq, 0, sb.buf);
+    free(*cache_key);
+    *cache_key = key ? xstrdup(key) : NULL;
+    send_sb(q, &sb);
+}
+
+/* ?metric=KEY (absent: the default metric) -> exp_importance_json's object (api/importance.h,
+ * docs/rest-api.md): PED-ANOVA over the most recent IMP_SAMPLE SUCCEEDED trials with a
+ * final metric. The last answer is kept while no trial changes. */
+void h_webui_importance(struct req *q)
+{
+    const char *key = query_str(q, "metric");
+    static struct reply_cache cache;
+    static char *cache_key;
+    struct errbuf e;
+    int64_t seq = change_cursor(q, &e);
+    int same_key = cache_key ? key && strcmp(cache_key, key) == 0 : !key;
+    const char *hit = seq >= 0 && same_key ? cache_get(&cache, seq, 0) : NULL;
+    struct experiment x;
+    if (hit)
+        reply_json(q->r, 200, hit);
+    else if (seq < 0)
+        reply_error(q->r, 500, "%s", e.msg);
+    else if (req_experiment(q, &x) == 0)
+        importance_reply(q, &x, key, seq, &cache, &cache_key);
 }

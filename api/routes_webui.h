@@ -12,6 +12,7 @@ void h_webui_overview(struct req *q);
 void h_webui_trials(struct req *q);
 void h_webui_charts(struct req *q);
 void h_webui_params(struct req *q);
+void h_webui_importance(struct req *q);
 
 /* Entries of routes.c's table (struct route: method, pattern, flags, handler). The
  * static files take every one-segment GET that no other route takes. */
@@ -20,6 +21,7 @@ void h_webui_params(struct req *q);
         {EVHTTP_REQ_GET, API_PREFIX "/webui/trials", 0, h_webui_trials, 0},     \
         {EVHTTP_REQ_GET, API_PREFIX "/webui/charts", 0, h_webui_charts, 0},     \
         {EVHTTP_REQ_GET, API_PREFIX "/webui/params", 0, h_webui_params, 0},     \
+        {EVHTTP_REQ_GET, API_PREFIX "/webui/importance", 0, h_webui_importance, 0}, \
         {EVHTTP_REQ_GET, "/", 0, h_webui_file, 0}, {EVHTTP_REQ_GET, "/:file", 0, h_webui_file, 0}
 
 #endif

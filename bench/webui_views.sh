@@ -37,7 +37,7 @@ def touch():
     s.commit()
     s.close()
 paths = ["/api/v1/nni/job-statistics", "/api/v1/nni/webui/overview", "/api/v1/nni/webui/charts", "/api/v1/nni/webui/params",
-         "/api/v1/nni/webui/trials?limit=50", "/api/v1/nni/webui/trials?limit=50&sort=metric&order=desc",
+         "/api/v1/nni/webui/importance", "/api/v1/nni/webui/trials?limit=50", "/api/v1/nni/webui/trials?limit=50&sort=metric&order=desc",
          "/api/v1/nni/webui/trials?limit=50&sort=metric&order=asc&offset=%d" % (n // 2),
          "/api/v1/nni/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10)]
 print("%d trials" % n)

@@ -22,7 +22,7 @@ struct cli_cmd {
 /* The command entries, each defined in the file of its group. */
 extern const struct cli_cmd cmd_create, cmd_resume, cmd_view, cmd_stop;
 extern const struct cli_cmd cmd_experiment_list, cmd_experiment_show, cmd_experiment_status;
-extern const struct cli_cmd cmd_experiment_delete, cmd_experiment_secrets;
+extern const struct cli_cmd cmd_experiment_delete, cmd_experiment_secrets, cmd_experiment_importance;
 extern const struct cli_cmd cmd_trial_ls, cmd_trial_kill;
 extern const struct cli_cmd cmd_update_searchspace, cmd_update_concurrency, cmd_update_duration, cmd_update_trialnum;
 extern const struct cli_cmd cmd_top, cmd_experiment_export, cmd_experiment_import;

@@ -10,7 +10,7 @@
 static const struct cli_cmd *const commands[] = {
     &cmd_create, &cmd_resume, &cmd_view, &cmd_stop,
     &cmd_experiment_list, &cmd_experiment_show, &cmd_experiment_status, &cmd_experiment_delete,
-    &cmd_experiment_secrets,
+    &cmd_experiment_secrets, &cmd_experiment_importance,
     &cmd_trial_ls, &cmd_trial_kill, &cmd_trial_rerun,
     &cmd_experiment_export, &cmd_experiment_import, &cmd_experiment_save, &cmd_experiment_load,
     &cmd_update_searchspace, &cmd_update_concurrency, &cmd_update_duration, &cmd_update_trialnum,

@@ -355,3 +355,29 @@ int param_sample(struct db *db, const char *exp_id, int64_t count, int64_t limit
     }
     return 0;
 }
+
+int metric_sample_rows(struct db *db, const char *exp_id, const char *key, int64_t limit,
+                       void (*fn)(void *ctx, const struct sample_row *r), void *ctx, struct errbuf *e)
+{
+    char *path = key ? xasprintf("$.\"%s\"", key) : NULL;
+    sqlite3_stmt *st = db_query(db, e, "SELECT parameters, CASE WHEN ?2 IS NULL THEN final_metric"
+                                       " WHEN json_valid(final_metric_json) THEN json_extract(final_metric_json, ?2) END"
+                                       " FROM trial WHERE experiment_id = ?1" METRIC_SHOWN
+                                       " AND final_metric_json IS NOT NULL ORDER BY sequence DESC LIMIT ?3",
+                                "ssi", exp_id, path, limit);
+    free(path);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int type = sqlite3_column_type(st, 1);
+        struct sample_row r = {
+            .parameters = (const char *)sqlite3_column_text(st, 0),
+            .has_value = type == SQLITE_INTEGER || type == SQLITE_FLOAT,
+            .value = sqlite3_column_double(st, 1),
+        };
+        fn(ctx, &r);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "importance sample: %s", sqlite3_errmsg(db->h));
+}

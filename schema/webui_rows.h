@@ -65,4 +65,18 @@ int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,
 int param_sample(struct db *db, const char *exp_id, int64_t count, int64_t limit,
                  void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e);
 
+/* The trials parameter importance is computed over (api/importance.c): the most recent
+ * `limit` SUCCEEDED trials that reported a final metric, by sequence (a walk of
+ * trial_queue from its end, whatever the history), each with its parameters and its
+ * metric: the final metric's number (key NULL: the number, or dict["default"]), or the
+ * number at `key` of a dict final metric. A trial whose metric there is not a number
+ * is passed with has_value 0. key holds neither '"' nor '\\' (the caller checks). */
+struct sample_row {
+    const char *parameters; /* valid during the callback */
+    int has_value;
+    double value;
+};
+int metric_sample_rows(struct db *db, const char *exp_id, const char *key, int64_t limit,
+                       void (*fn)(void *ctx, const struct sample_row *r), void *ctx, struct errbuf *e);
+
 #endif

@@ -228,6 +228,14 @@ struct pz_dim {
     double prior_mu, prior_sigma;  /* numeric: the prior component */
 };
 
+/* (tpe.c) The estimators' view of parameter p: categorical for choice and randint (as
+ * NNI's TPE), numeric in the internal space (log space for log types) otherwise. */
+void pz_dim_init(struct pz_dim *z, const struct ss_param *p);
+/* (tpe.c) Value v of parameter p in the estimators' space of z: the option index of a
+ * choice, the offset from low of a randint, the log of a log type, clipped to z's range.
+ * 0 with *out set, or -1 when v does not fit p. */
+int pz_internal_value(const struct ss_param *p, const struct pz_dim *z, const cJSON *v, double *out);
+
 /* A mixture of n components (n - 1 observations, then the prior), each a product
  * over d dimensions. */
 struct pz_mixture {

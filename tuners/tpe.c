@@ -102,8 +102,8 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
 
 /* ---- the groups of the search space ---- */
 
-/* The estimators' view of one numeric or categorical parameter. */
-static void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
+/* The estimators' view of one numeric or categorical parameter (internal.h). */
+void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
 {
     if (p->type == SS_CHOICE || p->type == SS_RANDINT) {
         z->n_cat = p->n_choices;  /* NNI's TPE treats randint as categorical too */
@@ -172,12 +172,11 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
 
 /* ---- history -> observations ---- */
 
-/* NNI's format_parameters for one value: the option index of a choice or randint,
- * the log of a log type. Returns 0 and sets *out, or -1 when the value does not fit
- * the parameter (such a trial is left out of that parameter's group). */
-static int internal_value(const struct sg_dim *dim, const struct pz_dim *z, const cJSON *v, double *out)
+/* NNI's format_parameters for one value (internal.h): the option index of a choice or
+ * randint, the log of a log type. Returns 0 and sets *out, or -1 when the value does not
+ * fit the parameter (such a trial is left out of that parameter's group). */
+int pz_internal_value(const struct ss_param *p, const struct pz_dim *z, const cJSON *v, double *out)
 {
-    const struct ss_param *p = dim->p;
     if (observed_value(p, v, out) < 0)
         return -1;
     if (p->type == SS_CHOICE || p->type == SS_RANDINT)
@@ -216,8 +215,8 @@ static void add_observation(const struct tpe_state *t, struct obs *sets, int g, 
     }
     double *row = o->x + (size_t)o->n * o->d;
     for (int j = 0; j < G->d; j++)
-        if (internal_value(&G->dims[j], &pz[j], cJSON_GetObjectItemCaseSensitive(obj, G->dims[j].p->name),
-                           &row[j]) < 0)
+        if (pz_internal_value(G->dims[j].p, &pz[j], cJSON_GetObjectItemCaseSensitive(obj, G->dims[j].p->name),
+                              &row[j]) < 0)
             return;
     o->loss[o->n++] = loss;
     for (int j = 0; j < G->d; j++)

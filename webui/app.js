@@ -37,6 +37,7 @@
     table: { sort: 'sequence', order: 'asc', status: '', q: '', offset: 0, limit: 50, total: 0, rows: [] },
     selected: new Set(),
     tab: 'metric',
+    impKey: '',             // the Importance tab's key of dict final metrics ('': the default metric)
     stale: { overview: true, table: true, charts: true },
     dialog: null,           // {id, trial, metricSeq, metrics, log}
     pickers: {},
@@ -490,6 +491,7 @@
     if (tab === 'metric' || tab === 'duration') S.charts = await get('webui/charts?buckets=' + buckets);
     else if (tab === 'params') S.params = await get('webui/params?n=1000');
     else if (tab === 'intermediate') S.curves = await loadCurves();
+    else if (tab === 'importance') S.importance = await get('webui/importance' + (S.impKey ? '?metric=' + encodeURIComponent(S.impKey) : ''));
     S.stale.charts = false;
     performance.mark('tq-chart-data');
     drawCharts();
@@ -566,6 +568,8 @@
       C.parallel(canvas, { axes, lines, empty: 'No trial with a final metric yet' });
       canvas.setAttribute('aria-label', 'Parallel coordinates of ' + trials.length + ' trials');
       note.textContent = 'Blue: the best ' + trials.filter(t => t.top).length + ' trials; grey: a sample of the others (' + fmtInt(S.params.count) + ' trials have a final metric).';
+    } else if (tab === 'importance' && S.importance) {
+      drawImportance(C, canvas, note);
     } else if (tab === 'intermediate' && S.curves) {
       pick = C.xy(canvas, {
         xLabel: 'step (sequence)', yLabel: 'intermediate result', empty: 'The chosen trials reported no intermediate results',
@@ -575,6 +579,30 @@
       note.textContent = S.curves.note;
     }
     S.pickers[canvas.id] = pick;
+  }
+
+  /* PED-ANOVA's answer (GET webui/importance): bars, the table of its numbers, which
+   * metric (a key of dict final metrics may be chosen), and over which trials */
+  function drawImportance(C, canvas, note) {
+    const r = S.importance, ps = r.params;
+    C.bars(canvas, { bars: ps.map(p => ({ name: p.name, value: p.importance })), xLabel: 'importance (sums to 1)',
+      empty: 'No parameter' });
+    canvas.setAttribute('aria-label', 'Importance of ' + ps.length + ' parameters for ' + (r.metric ? 'the metric key ' + r.metric : 'the default metric'));
+    $('#impTable tbody').innerHTML = ps.map(p => '<tr data-param="' + esc(p.name) + '"><td>' + esc(p.name) + '</td><td>' + esc(p.type) +
+      '</td><td class="num">' + esc(fmtNum(p.importance)) + '</td><td class="num">' + esc(fmtNum(p.divergence)) +
+      '</td><td class="num">' + p.trials + '</td><td class="num">' + p.top + '</td></tr>').join('');
+    const keys = [''].concat(Array.from(S.metricKeys));
+    const sel = $('#impKey');
+    if (sel.dataset.sig !== keys.join('|')) {
+      sel.dataset.sig = keys.join('|');
+      sel.innerHTML = keys.map(k => '<option value="' + esc(k) + '">' + (k ? esc(k) : 'default') + '</option>').join('');
+    }
+    sel.value = S.impKey || '';
+    $('#impKeyBox').hidden = keys.length < 2;
+    note.textContent = 'PED-ANOVA (Watanabe, Bansal, Hutter, IJCAI 2023): how far the best ' + Math.round(r.gamma * 100) +
+      '% of the trials lie from all of them, per parameter, normalised to sum 1 (' + r.optimizeMode + '). Over ' +
+      fmtInt(r.sample.trials) + ' trials: the most recent SUCCEEDED trials with a final metric, at most ' + fmtInt(r.sample.limit) + '.';
+    document.body.dataset.importanceReady = String(r.seq);
   }
 
   function hookChartPointer(canvas) {
@@ -1103,6 +1131,10 @@
     window.addEventListener('popstate', () => { show(baseless(location.pathname), false); tick(); });
     $('#interval').addEventListener('change', ev => { S.interval = Number(ev.target.value); schedule(); });
     $('#refreshNow').addEventListener('click', async () => { await tick(true); schedule(); });
+    $('#impKey').addEventListener('change', () => {
+      S.impKey = $('#impKey').value;
+      loadCharts().catch(e => setReachable(e.status !== 0, e.message));
+    });
 
     $$('form.edit').forEach(f => {
       const input = f.querySelector('input');
@@ -1265,6 +1297,8 @@
   function selectTab(tab) {
     S.tab = tab;
     $$('#page-detail [data-tab]').forEach(b => b.setAttribute('aria-selected', String(b.dataset.tab === tab)));
+    $('#impWrap').hidden = tab !== 'importance';
+    if (tab !== 'importance') $('#impKeyBox').hidden = true;
     S.stale.charts = true;
     loadCharts().catch(e => setReachable(e.status !== 0, e.message));
   }

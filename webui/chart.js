@@ -194,5 +194,37 @@
     return () => null;
   }
 
-  window.TQChart = { xy, parallel, fmt };
+  /* opts: {bars: [{name, value}], xLabel, empty}: horizontal bars from 0, in the order
+   * given, each with its name on the left and its value at its end */
+  function bars(canvas, opts) {
+    const { ctx, w, h } = setup(canvas);
+    const list = opts.bars || [];
+    if (!list.length) return empty(ctx, w, h, opts.empty);
+    const L = Math.min(w / 3, Math.max(60, Math.ceil(Math.max(...list.map(b => ctx.measureText(b.name).width))) + 14));
+    const R = 64, T = 8, B = 36;
+    const hi = Math.max(...list.map(b => b.value), 1e-12);
+    const px = v => L + v / hi * (w - L - R);
+    const row = (h - T - B) / list.length, bh = Math.max(2, Math.min(28, row * 0.7));
+    ctx.strokeStyle = GRID; ctx.fillStyle = AXIS; ctx.lineWidth = 1;
+    ctx.textAlign = 'center'; ctx.textBaseline = 'top';
+    for (const t of ticks(0, hi, Math.max(2, Math.floor((w - L - R) / 90)))) {
+      const x = Math.round(px(t)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(x, T); ctx.lineTo(x, h - B); ctx.stroke();
+      ctx.fillText(fmt(t), x, h - B + 4);
+    }
+    ctx.fillText(opts.xLabel || '', L + (w - L - R) / 2, h - 16);
+    ctx.textBaseline = 'middle';
+    list.forEach((b, i) => {
+      const y = T + row * i + row / 2;
+      ctx.fillStyle = '#0b5cad';
+      ctx.fillRect(L, y - bh / 2, Math.max(1, px(b.value) - L), bh);
+      ctx.fillStyle = '#1b1f24'; ctx.textAlign = 'right';
+      ctx.fillText(b.name, L - 6, y, L - 8);
+      ctx.fillStyle = AXIS; ctx.textAlign = 'left';
+      ctx.fillText(fmt(b.value), px(b.value) + 4, y);
+    });
+    return () => null;
+  }
+
+  window.TQChart = { xy, parallel, bars, fmt };
 })();
