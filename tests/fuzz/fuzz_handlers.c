@@ -18,12 +18,13 @@
  *     \n
  *     BODY                       the rest, sent with its Content-Length
  * "$T0" to "$T9" in it stand for the trials' ids (by sequence: random at setup, so
- * the seeds name them so), "$E" for the experiment's. Content-Length, Transfer-Encoding
+ * the seeds name them so; past the last trial, an id that none has), "$E" for the
+ * experiment's. Content-Length, Transfer-Encoding
  * and Connection lines of the input are left out (the harness frames the request).
  *
  * Every route runs, those that change state too (PUT /experiment, DELETE /experiment,
- * POST /trial-jobs, rerun, import-data...): after an input that changed the database
- * (sqlite3_total_changes) or the api's memory (a stop begun), the database is restored
+ * POST /trial-jobs, rerun, import-data...): after every input but a GET, and after a
+ * GET that changed the database (sqlite3_total_changes), the database is restored
  * from a copy taken after setup (sqlite3_backup, a few pages) and the api's experiment
  * state is loaded again (its tuner, assessor, config), so every input starts from the
  * same state. Excluded: nothing is left out of the route table. The routes that start
@@ -34,7 +35,9 @@
  * starts no worker (no children). A fork is a finding (abort: the harness defines
  * fork), as are: no reply within 8 s, a reply that is not HTTP, and a 5xx
  * reply (the database is healthy: a request it cannot serve is the client's error and
- * gets a 4xx naming it; a 500 means a handler failed on its input).
+ * gets a 4xx naming it; a 500 means a handler failed on its input; evhttp's own 501 for
+ * a method it does not know is not one). The temporary directory is on /dev/shm when
+ * TMPDIR is unset (commits and nni.sqlite's fsyncs cost milliseconds on a disk).
  * FUZZ_HANDLERS_SHOW=1 prints each request and the start of its reply (to check seeds). */
 #include "tests/fuzz/fuzz.h"
 
