@@ -11,7 +11,8 @@
 # here from the answer's points and bandwidths; the curves are the trials' results, the
 # EARLY_STOPPED ones marked. Bad arguments are 400s naming them. Then the four tabs in
 # headless chromium (tests/webui/analysis.js): each draws, its numbers equal the REST
-# answer, no console error; screenshots in
+# answer, no console error; then 8 more trials (nnictl update trialnum) appear in the
+# Distribution tab without a reload; screenshots in
 # <ctest's working dir>/webui-artifacts/67-webui-analysis/*.png
 . "$(dirname "$0")/lib.sh"
 
@@ -172,8 +173,8 @@ bad 'curves?n=0' 'query parameter n'
 curl -sSf "$api/ecdf" | cmp -s - "$WORK/ecdf.json" || fail "the same ECDF twice"
 pass "bad arguments are 400s naming them"
 
-node "$UI/analysis.js" "http://127.0.0.1:$port/" "$api" "$ART" || fail "browser test (analysis) failed; screenshots in $ART"
-pass "the four tabs in chromium draw the REST answers"
+node "$UI/analysis.js" "http://127.0.0.1:$port/" "$api" "$ART" "$id" || fail "browser test (analysis) failed; screenshots in $ART"
+pass "the four tabs in chromium draw the REST answers; the Distribution tab follows 8 more trials without a reload"
 
 nnictl stop "$id" > /dev/null
 assert_no_leftovers

@@ -1,17 +1,20 @@
 // analysis.js: the analysis tabs of the trials page in headless chromium
 // (tests/e2e/67-webui-analysis.sh):
-//   node analysis.js URL API ARTIFACTS
+//   node analysis.js URL API ARTIFACTS EXPERIMENT_ID
 // URL is the experiment's UI, API its /api/v1/nni/webui. Each of Slice, Contour,
 // Distribution and Early stopping draws (the canvas says how many points, cells, steps
 // or curves it drew: the REST answer's), its table equals the REST answer in the UI's
 // number format, and pointing at a contour cell or an ECDF step shows the answer's
 // number; the metric menu (a dict key) and the contour's x menu read the view again. No
-// console error. Screenshots of each in ARTIFACTS.
+// console error. Screenshots of each in ARTIFACTS. Last, the experiment (DONE) is given
+// 8 more trials (nnictl update trialnum): the Distribution tab follows them without a
+// reload of the page.
 'use strict';
 const path = require('path');
-const { runTest, assert, eq, fmtNum: fmt, getJson, pageErrors } = require('./lib');
+const { runTest, assert, eq, until, fmtNum: fmt, getJson, pageErrors } = require('./lib');
 
-const [url, api, artifacts] = process.argv.slice(2);
+const { execFileSync } = require('child_process');
+const [url, api, artifacts, expId] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
 const log = m => console.log('webui-analysis: ' + m);
 const tableRows = page => page.$$eval('#anaTable tbody tr', trs => trs.map(tr => Array.from(tr.cells).map(c => c.textContent).join('|')));
@@ -107,6 +110,20 @@ runTest(artifacts, '99-failure', async (ctx, page) => {
   assert(!(await page.isVisible('#anaKey')), 'no metric menu for the curves');
   await shot(page, '06-curves');
   log('curves: ' + group(true).length + ' stopped early, ' + group(false).length + ' others');
+
+  // live: more trials run while the Distribution tab is shown; the page is not reloaded
+  await open(page, 'ecdf', 'Empirical distribution');
+  await page.evaluate(() => { window.tqSamePage = 1; });
+  const ecdfRow = r => [r.n, fmt(r.min), fmt(r.median), fmt(r.max), r.x.length].join('|');
+  execFileSync('nnictl', ['update', 'trialnum', expId, '--value', String(curves.curves.length + 8)]);
+  const live = await until('the Distribution tab to show the new trials', async () => {
+    const r = await getJson(api + '/ecdf');
+    return r.n > ecdf.n && (await tableRows(page)).join('\n') === ecdfRow(r) ? r : null;
+  }, 120000, 500);
+  assert(await page.evaluate(() => window.tqSamePage === 1), 'the page was not reloaded');
+  eq(await page.getAttribute('#detailChart', 'data-drawn'), live.x.length, 'ecdf (live): steps drawn');
+  log('live: the Distribution tab went from ' + ecdf.n + ' to ' + live.n + ' trials');
+  await shot(page, '07-ecdf-live');
 
   await page.click('[data-tab=metric]');
   assert(!(await page.isVisible('#anaTable')) && !(await page.isVisible('#anaCtl')), 'the table and controls go with their tabs');
