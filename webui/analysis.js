@@ -105,7 +105,8 @@
   /* one panel per parameter, three to a row, the metric on a shared y axis */
   function drawSlice(canvas, note) {
     const r = A.data.slice, ps = r.params;
-    const cols = Math.min(3, Math.max(1, ps.length)), rows = Math.ceil(ps.length / cols) || 1;
+    // three panels to a row, one in a narrow window
+    const cols = Math.min(canvas.getBoundingClientRect().width < 640 ? 1 : 3, Math.max(1, ps.length)), rows = Math.ceil(ps.length / cols) || 1;
     canvas.parentElement.style.height = Math.max(300, rows * 230) + 'px';
     const { ctx, w, h } = window.TQChart.setup(canvas);
     const hits = [];
