@@ -27,15 +27,10 @@ int exp_maximize(const struct experiment *x)
     return max;
 }
 
-/* the sample as metric_sample_rows hands it: the rows with a number, parsed */
-struct sample {
-    int n, cap, read;
-    struct imp_trial *t;
-};
-
+/* metric_sample_rows' callback: the rows with a number, parsed */
 static void sample_row(void *ctx, const struct sample_row *r)
 {
-    struct sample *s = ctx;
+    struct exp_sample *s = ctx;
     s->read++;
     if (!r->has_value || !isfinite(r->value) || !r->parameters)
         return;
@@ -51,7 +46,40 @@ static void sample_row(void *ctx, const struct sample_row *r)
     s->t[s->n++] = (struct imp_trial){p, r->value};
 }
 
-static void num(struct strbuf *sb, double v)
+int exp_sample_open(struct db *db, const struct experiment *x, const char *key, struct ss_space **space,
+                    struct exp_sample *s, struct errbuf *e)
+{
+    memset(s, 0, sizeof *s);
+    *space = NULL;
+    if (key && (!*key || strlen(key) > 100 || strpbrk(key, "\"\\"))) {
+        errf(e, "metric: a key of the final metric's dict, 1 to 100 characters without '\"' or '\\' (got '%.100s')",
+             key);
+        return -2;
+    }
+    cJSON *json = x->search_space ? cJSON_Parse(x->search_space) : NULL;
+    int rc = ss_parse(json, space, NULL, 0, e);
+    cJSON_Delete(json);
+    if (rc < 0) {
+        errprefix(e, "the experiment's searchSpace");
+        return -2;
+    }
+    rc = metric_sample_rows(db, x->id, key, IMP_SAMPLE, sample_row, s, e);
+    if (rc < 0)
+        exp_sample_close(space, s);
+    return rc;
+}
+
+void exp_sample_close(struct ss_space **space, struct exp_sample *s)
+{
+    for (int i = 0; i < s->n; i++)
+        cJSON_Delete((cJSON *)s->t[i].params);
+    free(s->t);
+    memset(s, 0, sizeof *s);
+    ss_free(*space);
+    *space = NULL;
+}
+
+void exp_num(struct strbuf *sb, double v)
 {
     if (isfinite(v))
         sb_printf(sb, "%.10g", v);
@@ -59,29 +87,36 @@ static void num(struct strbuf *sb, double v)
         sb_puts(sb, "null");
 }
 
-static void write_json(struct strbuf *out, const char *key, int64_t seq, int maximize, const struct sample *s,
-                       const struct imp_result *r)
+void exp_sample_head(struct strbuf *out, const char *key, int64_t seq, int maximize, const struct exp_sample *s)
 {
-    sb_puts(out, "{");
     if (seq >= 0)
         sb_printf(out, "\"seq\":%lld,", (long long)seq);
-    sb_puts(out, "\"method\":\"PED-ANOVA\",\"metric\":");
+    sb_puts(out, "\"metric\":");
     if (key)
         nj_str(out, key);
     else
         sb_puts(out, "null");
-    sb_printf(out, ",\"optimizeMode\":\"%s\",\"gamma\":", maximize ? "maximize" : "minimize");
-    num(out, IMP_GAMMA);
-    sb_printf(out, ",\"sample\":{\"limit\":%d,\"read\":%d,\"trials\":%d,\"of\":\"the most recent SUCCEEDED"
-                   " trials with a final metric, by sequence\"},\"params\":[", IMP_SAMPLE, s->read, s->n);
+    sb_printf(out, ",\"optimizeMode\":\"%s\",\"sample\":{\"limit\":%d,\"read\":%d,\"trials\":%d,\"of\":\"the most"
+                   " recent SUCCEEDED trials with a final metric, by sequence\"}", maximize ? "maximize" : "minimize",
+              IMP_SAMPLE, s->read, s->n);
+}
+
+static void write_json(struct strbuf *out, const char *key, int64_t seq, int maximize, const struct exp_sample *s,
+                       const struct imp_result *r)
+{
+    sb_puts(out, "{");
+    exp_sample_head(out, key, seq, maximize, s);
+    sb_puts(out, ",\"method\":\"PED-ANOVA\",\"gamma\":");
+    exp_num(out, IMP_GAMMA);
+    sb_puts(out, ",\"params\":[");
     for (int i = 0; i < r->n; i++) {
         const struct imp_param *p = &r->p[i];
         sb_puts(out, i ? ",{\"name\":" : "{\"name\":");
         nj_str(out, p->p->path);
         sb_printf(out, ",\"type\":\"%s\",\"importance\":", ss_type_name(p->p->type));
-        num(out, p->importance);
+        exp_num(out, p->importance);
         sb_puts(out, ",\"divergence\":");
-        num(out, p->divergence);
+        exp_num(out, p->divergence);
         sb_printf(out, ",\"trials\":%d,\"top\":%d}", p->n, p->n_top);
     }
     sb_puts(out, "]}");
@@ -90,31 +125,16 @@ static void write_json(struct strbuf *out, const char *key, int64_t seq, int max
 int exp_importance_json(struct db *db, const struct experiment *x, const char *key, int64_t seq,
                         struct strbuf *out, struct errbuf *e)
 {
-    if (key && (!*key || strlen(key) > 100 || strpbrk(key, "\"\\"))) {
-        errf(e, "metric: a key of the final metric's dict, 1 to 100 characters without '\"' or '\\' (got '%.100s')",
-             key);
-        return -2;
-    }
-    cJSON *json = x->search_space ? cJSON_Parse(x->search_space) : NULL;
-    struct ss_space *space = NULL;
-    int rc = ss_parse(json, &space, NULL, 0, e);
-    cJSON_Delete(json);
-    if (rc < 0) {
-        errprefix(e, "the experiment's searchSpace");
-        return -2;
-    }
-    struct sample s = {0};
-    rc = metric_sample_rows(db, x->id, key, IMP_SAMPLE, sample_row, &s, e);
-    if (rc == 0) {
-        struct imp_result r;
-        int maximize = exp_maximize(x);
-        imp_ped_anova(space, s.t, s.n, maximize, IMP_GAMMA, &r);
-        write_json(out, key, seq, maximize, &s, &r);
-        imp_result_free(&r);
-    }
-    for (int i = 0; i < s.n; i++)
-        cJSON_Delete((cJSON *)s.t[i].params);
-    free(s.t);
-    ss_free(space);
-    return rc;
+    struct ss_space *space;
+    struct exp_sample s;
+    int rc = exp_sample_open(db, x, key, &space, &s, e);
+    if (rc < 0)
+        return rc;
+    struct imp_result r;
+    int maximize = exp_maximize(x);
+    imp_ped_anova(space, s.t, s.n, maximize, IMP_GAMMA, &r);
+    write_json(out, key, seq, maximize, &s, &r);
+    imp_result_free(&r);
+    exp_sample_close(&space, &s);
+    return 0;
 }

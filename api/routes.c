@@ -25,6 +25,7 @@
 #include "api/dispatcher.h"
 #include "api/launch.h"
 #include "api/routes.h"
+#include "api/routes_analysis.h"
 #include "api/routes_webui.h"
 #include "common/chantoken.h"
 #include "common/json.h"
@@ -81,6 +82,7 @@ static const struct route routes[] = {
     {EVHTTP_REQ_DELETE, API "/tensorboard/:id", ROUTE_TOKEN, h_tensorboard_task, 0},
     {EVHTTP_REQ_GET, API "/tensorboard-tasks", 0, h_tensorboard_tasks, 0},
     {EVHTTP_REQ_DELETE, API "/tensorboard-tasks", ROUTE_TOKEN, h_tensorboard_tasks, 0},
+    ANALYSIS_ROUTES, /* the web UI's analysis views (api/routes_analysis.c) */
     WEBUI_ROUTES, /* the web UI and its reads (api/routes_webui.c) */
 };
 

@@ -4,11 +4,14 @@
 // its first poll has rendered everything the page shows) and the bytes received for
 // it (Network.loadingFinished encodedDataLength: headers and bodies, as on the wire).
 // Cases: the overview and the trials page (first table page), each cold (a new
-// browser profile: nothing cached) and warm (files revalidated with 304s).
+// browser profile: nothing cached) and warm (files revalidated with 304s). Then the
+// analysis tabs (webui/analysis.js): ms from the click on each tab to its view drawn,
+// the api's answer uncached (DB given: one trial changed before each click, as while an
+// experiment runs).
 'use strict';
-const { launch } = require('../tests/webui/lib');
+const { launch, sql } = require('../tests/webui/lib');
 
-const [url, runsArg] = process.argv.slice(2);
+const [url, runsArg, db] = process.argv.slice(2);
 const runs = Number(runsArg || 5);
 
 async function once(ctx, path) {
@@ -28,6 +31,21 @@ async function once(ctx, path) {
 
 const median = xs => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+const TABS = ['slice', 'contour', 'ecdf', 'curves'];
+async function tabs(ctx, out) {
+  const page = await ctx.newPage();
+  await page.goto(url + 'detail');
+  await page.waitForSelector('body[data-first-render]', { timeout: 60000 });
+  for (const tab of TABS) {
+    if (db) sql(db, "UPDATE trial SET message = coalesce(message, '') || 'x' WHERE sequence = 7");
+    const t0 = await page.evaluate(() => performance.now());
+    await page.click('[data-tab=' + tab + ']');
+    await page.waitForFunction(t => (document.body.dataset.analysisReady || '').startsWith(t + ':'), tab, { timeout: 60000 });
+    out[tab].push(await page.evaluate(t => performance.now() - t, t0));
+  }
+  await page.close();
+}
+
 (async () => {
   const out = [];
   for (const path of ['oview', 'detail']) {
@@ -43,6 +61,16 @@ const median = xs => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
     for (const [name, rs] of [['cold', cold], ['warm', warm]]) {
       out.push({ path, name, ms: median(rs.map(r => r.ms)), worst: Math.max(...rs.map(r => r.ms)), bytes: median(rs.map(r => r.bytes)), requests: median(rs.map(r => r.requests)) });
     }
+  }
+  const tabMs = Object.fromEntries(TABS.map(t => [t, []]));
+  for (let i = 0; i < runs; i++) {
+    const { ctx, close } = await launch();
+    await tabs(ctx, tabMs);
+    await close();
+  }
+  for (const t of TABS) {
+    console.log(`webui_load: the ${t.padEnd(7)} tab, click to drawn: ${String(Math.round(median(tabMs[t]))).padStart(5)} ms median, ` +
+      `${String(Math.round(Math.max(...tabMs[t]))).padStart(5)} ms worst (target <= 1000 ms)`);
   }
   for (const r of out) {
     const what = r.path === 'oview' ? 'overview (+ chart)        ' : 'trials page (table + chart)';

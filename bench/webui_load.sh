@@ -18,7 +18,7 @@ fi
 
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
 echo "webui_load: load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (wall times scale with it)"
-node "$SRC/bench/webui_load.js" "http://127.0.0.1:$port/" "$RUNS"
+node "$SRC/bench/webui_load.js" "http://127.0.0.1:$port/" "$RUNS" "$DB"
 # the server's side of a first render, uncached (a bucket count no page asks for)
 api=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
 cpu() { awk '{ print $14 + $15 }' "/proc/$api/stat"; }

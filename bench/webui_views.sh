@@ -18,9 +18,14 @@ id=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM experiment LIMIT 1")
 trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true' EXIT
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
 n=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-$PY - "$port" "$RUNS" "$n" "$DB" "$id" <<'PY'
-import http.client, sqlite3, sys, time
-port, runs, n, db, exp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+api=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT api_pid FROM experiment WHERE id='$id'")
+$PY - "$port" "$RUNS" "$n" "$DB" "$id" "$api" <<'PY'
+import http.client, os, sqlite3, sys, time
+port, runs, n, db, exp, api = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+def cpu():
+    """the api's user + system CPU so far, ms"""
+    f = open("/proc/%s/stat" % api).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 def get(path):
     t = time.perf_counter()
@@ -37,7 +42,8 @@ def touch():
     s.commit()
     s.close()
 paths = ["/api/v1/nni/job-statistics", "/api/v1/nni/webui/overview", "/api/v1/nni/webui/charts", "/api/v1/nni/webui/params",
-         "/api/v1/nni/webui/importance", "/api/v1/nni/webui/trials?limit=50", "/api/v1/nni/webui/trials?limit=50&sort=metric&order=desc",
+         "/api/v1/nni/webui/importance", "/api/v1/nni/webui/slice", "/api/v1/nni/webui/contour", "/api/v1/nni/webui/ecdf",
+         "/api/v1/nni/webui/curves", "/api/v1/nni/webui/trials?limit=50", "/api/v1/nni/webui/trials?limit=50&sort=metric&order=desc",
          "/api/v1/nni/webui/trials?limit=50&sort=metric&order=asc&offset=%d" % (n // 2),
          "/api/v1/nni/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10)]
 print("%d trials" % n)
@@ -64,10 +70,12 @@ print("GET /api/v1/nni/webui/charts, the api's first: %.1f ms; meanwhile /job-st
 for p in paths:  # the api's first computation (its caches empty; the page cache warm after the first)
     print("GET %-62s first  %8.1f ms" % (p, get(p)))
 for p in paths:
-    ts = []
+    ts, used = [], 0
     for _ in range(runs):
         touch()
+        c0 = cpu()
         ts.append(get(p))
+        used += cpu() - c0
     ts.sort()
-    print("GET %-62s median %8.1f ms  worst %8.1f ms" % (p, ts[len(ts) // 2], ts[-1]))
+    print("GET %-62s median %8.1f ms  worst %8.1f ms  api CPU %6.1f ms a read" % (p, ts[len(ts) // 2], ts[-1], used / runs))
 PY

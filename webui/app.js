@@ -492,6 +492,7 @@
     else if (tab === 'params') S.params = await get('webui/params?n=1000');
     else if (tab === 'intermediate') S.curves = await loadCurves();
     else if (tab === 'importance') S.importance = await get('webui/importance' + (S.impKey ? '?metric=' + encodeURIComponent(S.impKey) : ''));
+    else if (window.TQAnalysis.has(tab)) await window.TQAnalysis.load(tab, get); // slice, contour, ecdf, curves (analysis.js)
     S.stale.charts = false;
     performance.mark('tq-chart-data');
     drawCharts();
@@ -570,6 +571,8 @@
       note.textContent = 'Blue: the best ' + trials.filter(t => t.top).length + ' trials; grey: a sample of the others (' + fmtInt(S.params.count) + ' trials have a final metric).';
     } else if (tab === 'importance' && S.importance) {
       drawImportance(C, canvas, note);
+    } else if (window.TQAnalysis.has(tab)) {
+      pick = window.TQAnalysis.draw(tab, canvas, note, S.metricKeys);
     } else if (tab === 'intermediate' && S.curves) {
       pick = C.xy(canvas, {
         xLabel: 'step (sequence)', yLabel: 'intermediate result', empty: 'The chosen trials reported no intermediate results',
@@ -616,13 +619,13 @@
       const h = at(ev);
       if (!h) { tip.hidden = true; canvas.style.cursor = ''; return; }
       tip.hidden = false;
-      tip.textContent = (h.s.name ? h.s.name + ': ' : '') + 'trial ' + (h.p[2] || '') + ' · x ' + fmtNum(h.p[0]) + ' · ' + fmtNum(h.p[1]);
+      tip.textContent = h.text || (h.s.name ? h.s.name + ': ' : '') + 'trial ' + (h.p[2] || '') + ' · x ' + fmtNum(h.p[0]) + ' · ' + fmtNum(h.p[1]);
       tip.style.left = (ev.clientX + 12) + 'px';
       tip.style.top = (ev.clientY + 12) + 'px';
-      canvas.style.cursor = h.p[2] ? 'pointer' : '';
+      canvas.style.cursor = h.p && h.p[2] ? 'pointer' : '';
     });
     canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
-    canvas.addEventListener('click', ev => { const h = at(ev); if (h && h.p[2]) openTrial(h.p[2]); });
+    canvas.addEventListener('click', ev => { const h = at(ev); if (h && h.p && h.p[2]) openTrial(h.p[2]); });
   }
 
   /* ---------------- trial dialog ---------------- */
@@ -1131,6 +1134,7 @@
     window.addEventListener('popstate', () => { show(baseless(location.pathname), false); tick(); });
     $('#interval').addEventListener('change', ev => { S.interval = Number(ev.target.value); schedule(); });
     $('#refreshNow').addEventListener('click', async () => { await tick(true); schedule(); });
+    window.TQAnalysis.init(() => loadCharts().catch(e => setReachable(e.status !== 0, e.message)));
     $('#impKey').addEventListener('change', () => {
       S.impKey = $('#impKey').value;
       loadCharts().catch(e => setReachable(e.status !== 0, e.message));
@@ -1298,6 +1302,7 @@
     S.tab = tab;
     $$('#page-detail [data-tab]').forEach(b => b.setAttribute('aria-selected', String(b.dataset.tab === tab)));
     $('#impWrap').hidden = tab !== 'importance';
+    window.TQAnalysis.select(tab);
     if (tab !== 'importance') $('#impKeyBox').hidden = true;
     S.stale.charts = true;
     loadCharts().catch(e => setReachable(e.status !== 0, e.message));

@@ -226,5 +226,5 @@
     return () => null;
   }
 
-  window.TQChart = { xy, parallel, bars, fmt };
+  window.TQChart = { xy, parallel, bars, fmt, setup, ticks };
 })();
