@@ -36,20 +36,7 @@ static const char *webui_dir(void)
         dir = xstrdup(env);
         return dir;
     }
-    char *exe = self_exe_path();
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    char *installed = xasprintf("%s/../share/trialq/webui", exe);
-    char *index = xasprintf("%s/index.html", installed);
-    if (access(index, R_OK) == 0) {
-        dir = installed;
-    } else {
-        free(installed);
-        dir = xstrdup(TRIALQ_SOURCE_DIR "/webui");
-    }
-    free(index);
-    free(exe);
+    dir = trialq_data_dir("webui", "index.html", TRIALQ_BUILD_TREE("/webui"));
     return dir;
 }
 

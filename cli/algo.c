@@ -187,13 +187,13 @@ static int meta_entry(const char *path, int i, const cJSON *m, const cJSON *reg,
     return 0;
 }
 
+static const struct option register_opts[] = {{"meta_path", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
 static int cmd_register_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {{"meta_path", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
     const char *meta = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:", register_opts, NULL)) != -1) {
         if (c != 'm')
             return cli_error("usage: %s", cmd_algo_register.usage);
         meta = optarg;
@@ -265,12 +265,27 @@ static int cmd_unregister_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_algo_list = {"algo", "list", "nnictl algo list", cmd_list_fn};
-const struct cli_cmd cmd_algo_show = {"algo", "show", "nnictl algo show NAME", cmd_show_fn};
-const struct cli_cmd cmd_algo_register = {"algo", "register", "nnictl algo register --meta_path FILE",
-                                          cmd_register_fn};
-const struct cli_cmd cmd_algo_reg = {"algo", "reg", "nnictl algo reg --meta_path FILE (alias of register)",
-                                     cmd_register_fn};
-const struct cli_cmd cmd_algo_unregister = {"algo", "unregister", "nnictl algo unregister NAME", cmd_unregister_fn};
-const struct cli_cmd cmd_algo_unreg = {"algo", "unreg", "nnictl algo unreg NAME (alias of unregister)",
-                                       cmd_unregister_fn};
+const struct cli_cmd cmd_algo_list = {
+    "algo", "list", "nnictl algo list", cmd_list_fn,
+    "Lists the built-in and registered algorithms.",
+    NULL};
+const struct cli_cmd cmd_algo_show = {
+    "algo", "show", "nnictl algo show NAME", cmd_show_fn,
+    "Prints an algorithm's registration.",
+    NULL};
+const struct cli_cmd cmd_algo_register = {
+    "algo", "register", "nnictl algo register --meta_path FILE", cmd_register_fn,
+    "Registers customized Python algorithms from a meta file.",
+    register_opts};
+const struct cli_cmd cmd_algo_reg = {
+    "algo", "reg", "nnictl algo reg --meta_path FILE (alias of register)", cmd_register_fn,
+    "Alias of algo register.",
+    register_opts};
+const struct cli_cmd cmd_algo_unregister = {
+    "algo", "unregister", "nnictl algo unregister NAME", cmd_unregister_fn,
+    "Removes a registered algorithm.",
+    NULL};
+const struct cli_cmd cmd_algo_unreg = {
+    "algo", "unreg", "nnictl algo unreg NAME (alias of unregister)", cmd_unregister_fn,
+    "Alias of algo unregister.",
+    NULL};

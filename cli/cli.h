@@ -3,6 +3,7 @@
 #define TRIALQ_CLI_H
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 
 #include "api/api.h"
 #include "schema/exp_ops.h"
@@ -11,13 +12,21 @@
 int nnictl_main(int argc, char **argv);
 int trialq_main(int argc, char **argv);
 
-/* One nnictl command: "create", or a group and sub-command: "experiment list". */
+/* One nnictl command: "create", or a group and sub-command: "experiment list". Its
+ * usage, summary and options are the one source of `nnictl ... --help`, the man page
+ * (cli/mangen.c) and bash completion (cli/help.c). */
 struct cli_cmd {
     const char *group;     /* NULL for top-level commands */
     const char *name;
     const char *usage;
     int (*fn)(int argc, char **argv); /* argv[0] = the command name */
+    const char *summary;              /* what it does, one or two sentences */
+    const struct option *opts;        /* the getopt_long table fn parses with (NULL: none) */
 };
+/* Every command, in the order of `nnictl --help`; NULL-terminated (cli/nnictl.c). */
+extern const struct cli_cmd *const cli_commands[];
+/* The --trial_id and --home options of cli_home_trial_opts; + 1: --home alone. */
+extern const struct option cli_opts_trial_home[];
 
 /* The command entries, each defined in the file of its group. */
 extern const struct cli_cmd cmd_create, cmd_resume, cmd_view, cmd_stop;

@@ -60,14 +60,15 @@ int cli_int_arg(const char *opt, const char *s, int min, int max, int *out)
     return 0;
 }
 
+const struct option cli_opts_trial_home[] = {
+    {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 int cli_home_trial_opts(int argc, char **argv, const struct cli_cmd *cmd, const char **home, const char **trial_id)
 {
-    static const struct option opts[] = {
-        {"trial_id", required_argument, NULL, 'T'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, trial_id ? "T:H:" : "H:", trial_id ? opts : opts + 1, NULL)) != -1) {
+    const struct option *opts = trial_id ? cli_opts_trial_home : cli_opts_trial_home + 1;
+    while ((c = getopt_long(argc, argv, trial_id ? "T:H:" : "H:", opts, NULL)) != -1) {
         if (c == 'T')
             *trial_id = optarg;
         else if (c == 'H')

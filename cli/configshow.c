@@ -26,4 +26,7 @@ static int cmd_show_fn(int argc, char **argv)
     return 0;
 }
 
-const struct cli_cmd cmd_config_show = {"config", "show", "nnictl config show [ID]", cmd_show_fn};
+const struct cli_cmd cmd_config_show = {
+    "config", "show", "nnictl config show [ID]", cmd_show_fn,
+    "Prints the experiment's config as it is now (secrets redacted).",
+    cli_opts_trial_home + 1};

@@ -317,20 +317,20 @@ struct create_opts {
     int port, foreground, dry, debug;
 };
 
+static const struct option create_options[] = {
+    {"config", required_argument, NULL, 'c'}, {"port", required_argument, NULL, 'p'},
+    {"debug", no_argument, NULL, 'd'},        {"foreground", no_argument, NULL, 'f'},
+    {"url_prefix", required_argument, NULL, 'u'}, {"dry-run", no_argument, NULL, 'n'},
+    {"home", required_argument, NULL, 'H'},   {"bind", required_argument, NULL, 'b'},
+    {NULL, 0, NULL, 0},
+};
 /* 0 parsed, else the exit code (the message printed). */
 static int parse_create_opts(int argc, char **argv, struct create_opts *o)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"port", required_argument, NULL, 'p'},
-        {"debug", no_argument, NULL, 'd'},        {"foreground", no_argument, NULL, 'f'},
-        {"url_prefix", required_argument, NULL, 'u'}, {"dry-run", no_argument, NULL, 'n'},
-        {"home", required_argument, NULL, 'H'},   {"bind", required_argument, NULL, 'b'},
-        {NULL, 0, NULL, 0},
-    };
     *o = (struct create_opts){.port = 8080};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:p:dfu:nH:b:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:p:dfu:nH:b:", create_options, NULL)) != -1) {
         switch (c) {
         case 'c': o->path = optarg; break;
         case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &o->port)) return 1; break;
@@ -632,19 +632,19 @@ static int restart_where(struct db *db, const char *id, struct experiment *x, in
     return 0;
 }
 
+static const struct option restart_opts[] = {
+    {"port", required_argument, NULL, 'p'}, {"debug", no_argument, NULL, 'd'},
+    {"foreground", no_argument, NULL, 'f'}, {"experiment_dir", required_argument, NULL, 'e'},
+    {"home", required_argument, NULL, 'H'}, {"bind", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0},
+};
 /* resume and view share everything but the action */
 static int restart(int argc, char **argv, const char *action)
 {
-    static const struct option opts[] = {
-        {"port", required_argument, NULL, 'p'}, {"debug", no_argument, NULL, 'd'},
-        {"foreground", no_argument, NULL, 'f'}, {"experiment_dir", required_argument, NULL, 'e'},
-        {"home", required_argument, NULL, 'H'}, {"bind", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *bind = NULL;
     int port = 0, foreground = 0, debug = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:dfe:H:b:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:dfe:H:b:", restart_opts, NULL)) != -1) {
         switch (c) {
         case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
         case 'd': debug = 1; break;
@@ -706,9 +706,19 @@ out:
 static int cmd_resume_fn(int argc, char **argv) { return restart(argc, argv, "resume"); }
 static int cmd_view_fn(int argc, char **argv) { return restart(argc, argv, "view"); }
 
-const struct cli_cmd cmd_create = {NULL, "create", "nnictl create --config FILE [--port P] [--url_prefix P] [--bind ADDR]"
-                                                   " [--foreground] [--dry-run]",
-                                   cmd_create_fn};
-const struct cli_cmd cmd_resume = {NULL, "resume", "nnictl resume ID [--port P] [--foreground] [--bind ADDR]",
-                                   cmd_resume_fn};
-const struct cli_cmd cmd_view = {NULL, "view", "nnictl view ID [--port P] [--foreground] [--bind ADDR]", cmd_view_fn};
+const struct cli_cmd cmd_create = {
+    NULL, "create",
+    "nnictl create --config FILE [--port P] [--url_prefix P] [--bind ADDR] [--foreground] [--dry-run]",
+    cmd_create_fn,
+    "Creates an experiment from an NNI v2 YAML config (v1 keys are converted) and starts it; "
+    "--foreground runs it in this terminal with a progress line, --dry-run only validates the "
+    "config and prints it normalized.",
+    create_options};
+const struct cli_cmd cmd_resume = {
+    NULL, "resume", "nnictl resume ID [--port P] [--foreground] [--bind ADDR]", cmd_resume_fn,
+    "Starts a stopped experiment again (also after a crash or a reboot) where it left off.",
+    restart_opts};
+const struct cli_cmd cmd_view = {
+    NULL, "view", "nnictl view ID [--port P] [--foreground] [--bind ADDR]", cmd_view_fn,
+    "Serves a stopped experiment read-only (REST API and web UI); no trial runs.",
+    restart_opts};

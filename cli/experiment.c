@@ -11,18 +11,20 @@
 #include "config/config.h"
 #include "schema/nnijson.h"
 
+/* list's options; the others' are the tail (--home) */
+static const struct option home_all_opts[] = {
+    {"all", no_argument, NULL, 'a'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 /* Parses [--home H] [--all]; leaves optind at the id argument. Returns 0 (message
  * printed) on an unknown option. */
 static int parse_home(int argc, char **argv, const char **home_opt, int *all)
 {
-    static const struct option opts[] = {
-        {"home", required_argument, NULL, 'H'}, {"all", no_argument, NULL, 'a'}, {NULL, 0, NULL, 0},
-    };
     int c;
     optind = 1;
     if (all)
         *all = 0;
-    while ((c = getopt_long(argc, argv, "H:a", opts, NULL)) != -1) {
+    const struct option *opts = all ? home_all_opts : home_all_opts + 1;
+    while ((c = getopt_long(argc, argv, all ? "H:a" : "H:", opts, NULL)) != -1) {
         if (c == 'H')
             *home_opt = optarg;
         else if (c == 'a' && all)
@@ -172,7 +174,19 @@ static int cmd_show_fn(int argc, char **argv) { return with_experiment(argc, arg
 static int cmd_status_fn(int argc, char **argv) { return with_experiment(argc, argv, status); }
 static int cmd_delete_fn(int argc, char **argv) { return with_experiment(argc, argv, delete); }
 
-const struct cli_cmd cmd_experiment_list = {"experiment", "list", "nnictl experiment list [--all]", cmd_list_fn};
-const struct cli_cmd cmd_experiment_show = {"experiment", "show", "nnictl experiment show [ID]", cmd_show_fn};
-const struct cli_cmd cmd_experiment_status = {"experiment", "status", "nnictl experiment status [ID]", cmd_status_fn};
-const struct cli_cmd cmd_experiment_delete = {"experiment", "delete", "nnictl experiment delete [ID]", cmd_delete_fn};
+const struct cli_cmd cmd_experiment_list = {
+    "experiment", "list", "nnictl experiment list [--all]", cmd_list_fn,
+    "Lists the running experiments; --all lists every experiment in the database.",
+    home_all_opts};
+const struct cli_cmd cmd_experiment_show = {
+    "experiment", "show", "nnictl experiment show [ID]", cmd_show_fn,
+    "Prints the experiment's profile as NNI does, with its current faults.",
+    home_all_opts + 1};
+const struct cli_cmd cmd_experiment_status = {
+    "experiment", "status", "nnictl experiment status [ID]", cmd_status_fn,
+    "Prints the experiment's status and its current faults.",
+    home_all_opts + 1};
+const struct cli_cmd cmd_experiment_delete = {
+    "experiment", "delete", "nnictl experiment delete [ID]", cmd_delete_fn,
+    "Deletes a stopped experiment: its rows, trials, metrics and directory.",
+    home_all_opts + 1};

@@ -269,16 +269,16 @@ static int write_csv(struct db *db, const char *id, const char *path, int interm
     return rc;
 }
 
+static const struct option export_opts[] = {
+    {"type", required_argument, NULL, 't'}, {"filename", required_argument, NULL, 'f'},
+    {"intermediate", no_argument, NULL, 'i'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_export_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"type", required_argument, NULL, 't'}, {"filename", required_argument, NULL, 'f'},
-        {"intermediate", no_argument, NULL, 'i'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *type = NULL, *path = NULL;
     int intermediate = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:f:iH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:f:iH:", export_opts, NULL)) != -1) {
         switch (c) {
         case 't': type = optarg; break;
         case 'f': path = optarg; break;
@@ -343,15 +343,15 @@ static int tuner_takes_imports(const struct experiment *x)
     return rc;
 }
 
+static const struct option import_opts[] = {
+    {"filename", required_argument, NULL, 'f'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_import_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *path = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:H:", import_opts, NULL)) != -1) {
         if (c == 'f')
             path = optarg;
         else if (c == 'H')
@@ -406,7 +406,13 @@ static int cmd_import_fn(int argc, char **argv)
 }
 
 const struct cli_cmd cmd_experiment_export = {
-    "experiment", "export", "nnictl experiment export [ID] --type json|csv --filename FILE [--intermediate]",
-    cmd_export_fn};
-const struct cli_cmd cmd_experiment_import = {"experiment", "import", "nnictl experiment import [ID] --filename FILE",
-                                              cmd_import_fn};
+    "experiment", "export",
+    "nnictl experiment export [ID] --type json|csv --filename FILE [--intermediate]", cmd_export_fn,
+    "Writes the experiment's trials (parameters and results; --intermediate: the intermediate "
+    "ones too) to a JSON or CSV file.",
+    export_opts};
+const struct cli_cmd cmd_experiment_import = {
+    "experiment", "import", "nnictl experiment import [ID] --filename FILE", cmd_import_fn,
+    "Imports trial results (NNI's import data: parameters and value) into the experiment's "
+    "tuner.",
+    import_opts};

@@ -36,15 +36,15 @@ static void print_table(const cJSON *j)
     }
 }
 
+static const struct option importance_opts[] = {
+    {"home", required_argument, NULL, 'H'}, {"metric", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+};
 static int cmd_importance_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"home", required_argument, NULL, 'H'}, {"metric", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *key = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "H:m:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:m:", importance_opts, NULL)) != -1) {
         if (c == 'H')
             home_opt = optarg;
         else if (c == 'm')
@@ -73,6 +73,7 @@ static int cmd_importance_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_experiment_importance = {"experiment", "importance",
-                                                  "nnictl experiment importance [ID] [--metric KEY]",
-                                                  cmd_importance_fn};
+const struct cli_cmd cmd_experiment_importance = {
+    "experiment", "importance", "nnictl experiment importance [ID] [--metric KEY]", cmd_importance_fn,
+    "Which parameters matter for the final metric (PED-ANOVA), as a table.",
+    importance_opts};

@@ -15,15 +15,7 @@
  * <prefix>/bin/trialq, else the source tree's sdk/launcher (absolute; caller frees). */
 static char *launcher_dir(void)
 {
-    char *exe = self_exe_path();
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    char *node = xasprintf("%s/../share/trialq/launcher/nni_node/node", exe);
-    char *dir = access(node, X_OK) == 0 ? xasprintf("%s/../share/trialq/launcher", exe)
-                                        : xstrdup(TRIALQ_SOURCE_DIR "/sdk/launcher");
-    free(node);
-    free(exe);
+    char *dir = trialq_data_dir("launcher", "nni_node/node", TRIALQ_BUILD_TREE("/sdk/launcher"));
     char *real = realpath(dir, NULL);
     if (real) {
         free(dir);
@@ -42,14 +34,14 @@ static int cmd_path_fn(int argc, char **argv)
     return 0;
 }
 
+static const struct option install_opts[] = {
+    {"python", required_argument, NULL, 'p'}, {"user", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0}};
 static int cmd_install_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"python", required_argument, NULL, 'p'}, {"user", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0}};
     const char *py = py_interpreter();
     int user = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:u", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:u", install_opts, NULL)) != -1) {
         switch (c) {
         case 'p': py = optarg; break;
         case 'u': user = 1; break;
@@ -91,6 +83,12 @@ static int cmd_install_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_launcher_path = {"launcher", "path", "nnictl launcher path", cmd_path_fn};
-const struct cli_cmd cmd_launcher_install = {"launcher", "install", "nnictl launcher install [--python PY] [--user]",
-                                             cmd_install_fn};
+const struct cli_cmd cmd_launcher_path = {
+    "launcher", "path", "nnictl launcher path", cmd_path_fn,
+    "Prints the PYTHONPATH line that puts trialq's nni_node first, for NNI's Python API and "
+    "NNI's nnictl.",
+    NULL};
+const struct cli_cmd cmd_launcher_install = {
+    "launcher", "install", "nnictl launcher install [--python PY] [--user]", cmd_install_fn,
+    "Writes a .pth file into a Python's site-packages so that NNI's launcher starts trialq.",
+    install_opts};

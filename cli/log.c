@@ -36,19 +36,19 @@ static void print_lines(const char *s, size_t len, long head, long tail)
         putchar('\n');
 }
 
+static const struct option log_opts[] = {
+    {"tail", required_argument, NULL, 'T'}, {"head", required_argument, NULL, 'H'},
+    {"path", no_argument, NULL, 'p'},       {"home", required_argument, NULL, 'o'},
+    {NULL, 0, NULL, 0},
+};
 static int log_file(int argc, char **argv, const char *file, const struct cli_cmd *cmd)
 {
     /* NNI's short options: -T tail, -H head (so --home has no short form here) */
-    static const struct option opts[] = {
-        {"tail", required_argument, NULL, 'T'}, {"head", required_argument, NULL, 'H'},
-        {"path", no_argument, NULL, 'p'},       {"home", required_argument, NULL, 'o'},
-        {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL;
     int head = 0, tail = 0;
     int path_only = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "T:H:p", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "T:H:p", log_opts, NULL)) != -1) {
         switch (c) {
         case 'T': if (cli_int_arg("--tail", optarg, 0, INT_MAX, &tail)) return 1; break;
         case 'H': if (cli_int_arg("--head", optarg, 0, INT_MAX, &head)) return 1; break;
@@ -126,8 +126,17 @@ static int cmd_trial_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_log_stdout = {"log", "stdout", "nnictl log stdout [ID] [--head N | --tail N] [--path]",
-                                       cmd_stdout_fn};
-const struct cli_cmd cmd_log_stderr = {"log", "stderr", "nnictl log stderr [ID] [--head N | --tail N] [--path]",
-                                       cmd_stderr_fn};
-const struct cli_cmd cmd_log_trial = {"log", "trial", "nnictl log trial [ID] [--trial_id TRIAL]", cmd_trial_fn};
+const struct cli_cmd cmd_log_stdout = {
+    "log", "stdout", "nnictl log stdout [ID] [--head N | --tail N] [--path]", cmd_stdout_fn,
+    "Prints the experiment's api output log, whole or its first or last N lines; --path "
+    "prints where it is.",
+    log_opts};
+const struct cli_cmd cmd_log_stderr = {
+    "log", "stderr", "nnictl log stderr [ID] [--head N | --tail N] [--path]", cmd_stderr_fn,
+    "Prints the experiment's api error log, whole or its first or last N lines; --path prints "
+    "where it is.",
+    log_opts};
+const struct cli_cmd cmd_log_trial = {
+    "log", "trial", "nnictl log trial [ID] [--trial_id TRIAL]", cmd_trial_fn,
+    "Prints the log directory of each trial (or of one).",
+    cli_opts_trial_home};

@@ -12,14 +12,14 @@
 #include "config/config.h"
 #include "schema/nnijson.h"
 
+static const struct option machines_opts[] = {
+    {"home", required_argument, NULL, 'H'}, {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
 static int cmd_machines_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"home", required_argument, NULL, 'H'}, {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
     const char *home_opt = NULL;
     int c, json = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "H:j", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:j", machines_opts, NULL)) != -1) {
         if (c == 'H')
             home_opt = optarg;
         else if (c == 'j')
@@ -81,5 +81,8 @@ static int cmd_machines_fn(int argc, char **argv)
     return 0;
 }
 
-const struct cli_cmd cmd_experiment_machines = {"experiment", "machines", "nnictl experiment machines [ID] [--json]",
-                                                cmd_machines_fn};
+const struct cli_cmd cmd_experiment_machines = {
+    "experiment", "machines", "nnictl experiment machines [ID] [--json]", cmd_machines_fn,
+    "Lists the machines of the experiment's training service with their health and GPUs; "
+    "--json prints the REST payload.",
+    machines_opts};

@@ -5,9 +5,10 @@
 
 #include "api/api.h"
 #include "cli/cli.h"
+#include "cli/help.h"
 #include "workers/worker.h"
 
-static const struct cli_cmd *const commands[] = {
+const struct cli_cmd *const cli_commands[] = {
     &cmd_create, &cmd_resume, &cmd_view, &cmd_stop,
     &cmd_experiment_list, &cmd_experiment_show, &cmd_experiment_status, &cmd_experiment_delete,
     &cmd_experiment_secrets, &cmd_experiment_importance,
@@ -21,12 +22,19 @@ static const struct cli_cmd *const commands[] = {
     NULL,
 };
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: nnictl COMMAND ...\n\ncommands:\n");
-    for (int i = 0; commands[i]; i++)
-        fprintf(stderr, "  %s\n", commands[i]->usage);
-}
+const struct cli_role cli_roles[] = {
+    {"trialq api --experiment ID [--action create|resume|view] [--home DIR] [--port N] [--no-workers] "
+     "[--log-level L]",
+     "The experiment's manager: the REST API and web UI on its port, the tuner, the scheduler and (without "
+     "--no-workers) the workers it starts. nnictl create, resume and view start it, and so do the systemd "
+     "units; `trialq api --help` prints its options, also NNI's manager command line that NNI's launcher "
+     "uses through trialq's nni_node."},
+    {"trialq worker --platform PLATFORM --experiment ID [--home DIR] [--log-level L]",
+     "Runs the experiment's trials on one training platform; the api starts it (or trialq-worker@.service)."},
+    {"trialq nnictl COMMAND ...", "The same as nnictl COMMAND ... (nnictl is a link to trialq)."},
+    {"trialq --version", "Prints the version."},
+};
+const int cli_nroles = sizeof cli_roles / sizeof cli_roles[0];
 
 /* NNI commands that have no meaning for trialq, with what to do instead. */
 static const struct {
@@ -55,7 +63,7 @@ static int wants_help(int argc, char **argv)
 static int run(const struct cli_cmd *c, int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
-        printf("usage: %s\n", c->usage);
+        cli_print_help(stdout, c);
         return 0;
     }
     return c->fn(argc, argv);
@@ -65,14 +73,14 @@ static int run(const struct cli_cmd *c, int argc, char **argv)
 static int group_usage(const char *group, int help)
 {
     int n = 0;
-    for (int i = 0; commands[i]; i++)
-        if (commands[i]->group && strcmp(commands[i]->group, group) == 0) {
+    for (int i = 0; cli_commands[i]; i++)
+        if (cli_commands[i]->group && strcmp(cli_commands[i]->group, group) == 0) {
             if (n++ == 0) {
                 if (!help)
                     fprintf(stderr, "ERROR: nnictl %s needs a command\n", group);
                 fprintf(help ? stdout : stderr, "usage:\n");
             }
-            fprintf(help ? stdout : stderr, "  %s\n", commands[i]->usage);
+            fprintf(help ? stdout : stderr, "  %s\n", cli_commands[i]->usage);
         }
     return n == 0 ? -1 : help ? 0 : 2;
 }
@@ -80,7 +88,7 @@ static int group_usage(const char *group, int help)
 int nnictl_main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage();
+        cli_print_commands(stderr);
         return 1;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0) {
@@ -88,12 +96,14 @@ int nnictl_main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage();
+        cli_print_commands(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "__complete") == 0) /* bash completion (contrib/bash-completion) */
+        return cli_complete(argc - 1, argv + 1);
     int rc = -1;
-    for (int i = 0; commands[i] && rc < 0; i++) {
-        const struct cli_cmd *c = commands[i];
+    for (int i = 0; cli_commands[i] && rc < 0; i++) {
+        const struct cli_cmd *c = cli_commands[i];
         if (!c->group && strcmp(argv[1], c->name) == 0)
             rc = run(c, argc - 1, argv + 1);
         else if (c->group && strcmp(argv[1], c->group) == 0 && argc >= 3 && strcmp(argv[2], c->name) == 0)
@@ -111,7 +121,7 @@ int nnictl_main(int argc, char **argv)
         }
     if (rc < 0) {
         fprintf(stderr, "ERROR: unknown command: %s%s%s\n", argv[1], argc >= 3 ? " " : "", argc >= 3 ? argv[2] : "");
-        usage();
+        cli_print_commands(stderr);
         rc = 2;
     }
     return rc;
@@ -133,6 +143,9 @@ int trialq_main(int argc, char **argv)
             return 0;
         }
     }
-    fprintf(stderr, "usage: trialq api|worker|nnictl ... (or run it as nnictl)\n");
+    fprintf(stderr, "usage:\n");
+    for (int i = 0; i < cli_nroles; i++)
+        fprintf(stderr, "  %s\n", cli_roles[i].usage);
+    fprintf(stderr, "(or run it as nnictl; man trialq)\n");
     return 2;
 }

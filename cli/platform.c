@@ -10,13 +10,13 @@
 #include "cli/cli.h"
 #include "config/config.h"
 
+static const struct option clean_opts[] = {{"config", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0}};
 static int cmd_clean_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0}};
     const char *path = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:", clean_opts, NULL)) != -1) {
         if (c == 'c')
             path = optarg;
         else
@@ -43,4 +43,8 @@ static int cmd_clean_fn(int argc, char **argv)
     return 0;
 }
 
-const struct cli_cmd cmd_platform_clean = {"platform", "clean", "nnictl platform clean --config FILE", cmd_clean_fn};
+const struct cli_cmd cmd_platform_clean = {
+    "platform", "clean", "nnictl platform clean --config FILE", cmd_clean_fn,
+    "NNI's cache cleaning of its platforms; trialq's platforms keep no cache, so it only "
+    "checks the config.",
+    clean_opts};

@@ -34,17 +34,17 @@ static int rerun_one(const struct cli_target *t, const char *trial_id)
     return rc;
 }
 
+static const struct option rerun_opts[] = {
+    {"trial_id", required_argument, NULL, 'T'}, {"failed", no_argument, NULL, 'F'},
+    {"home", required_argument, NULL, 'H'},     {NULL, 0, NULL, 0},
+};
 static int cmd_rerun_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"trial_id", required_argument, NULL, 'T'}, {"failed", no_argument, NULL, 'F'},
-        {"home", required_argument, NULL, 'H'},     {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL;
     char **ids = NULL;
     int nids = 0, failed = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "T:FH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "T:FH:", rerun_opts, NULL)) != -1) {
         switch (c) {
         case 'T':
             ids = xrealloc(ids, sizeof *ids * (size_t)(nids + 1));
@@ -109,6 +109,8 @@ out:
     return rc;
 }
 
-const struct cli_cmd cmd_trial_rerun = {"trial", "rerun",
-                                        "nnictl trial rerun [ID] (--trial_id TRIAL ... | --failed | TRIAL)",
-                                        cmd_rerun_fn};
+const struct cli_cmd cmd_trial_rerun = {
+    "trial", "rerun", "nnictl trial rerun [ID] (--trial_id TRIAL ... | --failed | TRIAL)", cmd_rerun_fn,
+    "Runs trials again as new trials with the same parameters (each named one, or every "
+    "FAILED one); their results go to the tuner and they count against maxTrialNumber.",
+    rerun_opts};

@@ -119,16 +119,16 @@ static char *save_target(const struct cli_target *t, const char *dir, int save_c
     return out;
 }
 
+static const struct option save_opts[] = {
+    {"path", required_argument, NULL, 'p'}, {"saveCodeDir", no_argument, NULL, 's'},
+    {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_save_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"path", required_argument, NULL, 'p'}, {"saveCodeDir", no_argument, NULL, 's'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *dir = ".", *home_opt = NULL;
     int save_code = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:sH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:sH:", save_opts, NULL)) != -1) {
         switch (c) {
         case 'p': dir = optarg; break;
         case 's': save_code = 1; break;
@@ -363,17 +363,17 @@ static int load_write(struct load *l)
     return 0;
 }
 
+static const struct option load_opts[] = {
+    {"path", required_argument, NULL, 'p'}, {"codeDir", required_argument, NULL, 'c'},
+    {"logDir", required_argument, NULL, 'l'}, {"searchSpacePath", required_argument, NULL, 's'},
+    {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_load_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"path", required_argument, NULL, 'p'}, {"codeDir", required_argument, NULL, 'c'},
-        {"logDir", required_argument, NULL, 'l'}, {"searchSpacePath", required_argument, NULL, 's'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     struct load l = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:c:l:s:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:l:s:H:", load_opts, NULL)) != -1) {
         switch (c) {
         case 'p': l.path = optarg; break;
         case 'c': l.code_opt = optarg; break;
@@ -415,9 +415,13 @@ static int cmd_load_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_experiment_save = {"experiment", "save", "nnictl experiment save [ID] [--path DIR] [--saveCodeDir]",
-                                            cmd_save_fn};
-const struct cli_cmd cmd_experiment_load = {"experiment", "load",
-                                            "nnictl experiment load --path FILE [--codeDir DIR] [--logDir DIR]"
-                                            " [--searchSpacePath FILE]",
-                                            cmd_load_fn};
+const struct cli_cmd cmd_experiment_save = {
+    "experiment", "save", "nnictl experiment save [ID] [--path DIR] [--saveCodeDir]", cmd_save_fn,
+    "Packs a stopped experiment (its rows and the files of its directory; --saveCodeDir: its "
+    "code too) into one SQLite file.",
+    save_opts};
+const struct cli_cmd cmd_experiment_load = {
+    "experiment", "load",
+    "nnictl experiment load --path FILE [--codeDir DIR] [--logDir DIR] [--searchSpacePath FILE]", cmd_load_fn,
+    "Creates an experiment from a pack written by experiment save, in this home.",
+    load_opts};

@@ -8,18 +8,18 @@
 #include "common/secrets.h"
 #include "config/config.h"
 
+static const struct option secrets_opts[] = {
+    {"config", required_argument, NULL, 'c'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
 /* nnictl experiment secrets ID --config FILE: the secret values of FILE (the config the
  * experiment was created from, or one with the same secrets) written as the
  * experiment's secrets file, for the placeholders its stored config holds: after a pack
  * was loaded (packs hold no secrets), or to change a password. */
 static int cmd_secrets_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
     const char *path = NULL, *home_opt = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:H:", secrets_opts, NULL)) != -1) {
         if (c == 'c')
             path = optarg;
         else if (c == 'H')
@@ -74,5 +74,8 @@ done:
     return rc;
 }
 
-const struct cli_cmd cmd_experiment_secrets = {"experiment", "secrets", "nnictl experiment secrets [ID] --config FILE",
-                                               cmd_secrets_fn};
+const struct cli_cmd cmd_experiment_secrets = {
+    "experiment", "secrets", "nnictl experiment secrets [ID] --config FILE", cmd_secrets_fn,
+    "Writes the secret values of FILE (the config the experiment was created from) to the "
+    "experiment's secrets file again, after a load or on another host.",
+    secrets_opts};

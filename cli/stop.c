@@ -31,17 +31,17 @@ static int stop_candidates(struct db *db, const struct stop_sel *sel, char ***ou
     return nids;
 }
 
+static const struct option stop_opts[] = {
+    {"port", required_argument, NULL, 'p'}, {"all", no_argument, NULL, 'a'},
+    {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_stop_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"port", required_argument, NULL, 'p'}, {"all", no_argument, NULL, 'a'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL;
     int port = 0, all = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:aH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:aH:", stop_opts, NULL)) != -1) {
         switch (c) {
         case 'p': if (cli_int_arg("--port", optarg, 1, 65535, &port)) return 1; break;
         case 'a': all = 1; break;
@@ -102,4 +102,9 @@ static int cmd_stop_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_stop = {NULL, "stop", "nnictl stop [ID] [--all] [--port P]", cmd_stop_fn};
+const struct cli_cmd cmd_stop = {
+    NULL, "stop", "nnictl stop [ID] [--all] [--port P]", cmd_stop_fn,
+    "Stops experiments: the one given, the only running one, every one (--all), the one on "
+    "--port, or those whose id starts with ID ('ID*'). Idempotent: no process is left and the "
+    "port is free.",
+    stop_opts};

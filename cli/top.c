@@ -76,16 +76,16 @@ static int print_screen(struct db *db)
     return shown;
 }
 
+static const struct option top_opts[] = {
+    {"time", required_argument, NULL, 't'}, {"once", no_argument, NULL, 'o'},
+    {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_top_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"time", required_argument, NULL, 't'}, {"once", no_argument, NULL, 'o'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL;
     int interval = 3, once = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:oH:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:oH:", top_opts, NULL)) != -1) {
         switch (c) {
         case 't': if (cli_int_arg("--time", optarg, INT_MIN, INT_MAX, &interval)) return 1; break;
         case 'o': once = 1; break;
@@ -118,4 +118,8 @@ static int cmd_top_fn(int argc, char **argv)
     return 0;
 }
 
-const struct cli_cmd cmd_top = {NULL, "top", "nnictl top [--time SEC] [--once]", cmd_top_fn};
+const struct cli_cmd cmd_top = {
+    NULL, "top", "nnictl top [--time SEC] [--once]", cmd_top_fn,
+    "Shows every running experiment and its trials, redrawn every --time seconds; --once "
+    "prints one screen.",
+    top_opts};

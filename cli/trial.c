@@ -10,16 +10,16 @@
 #include "queue/queue.h"
 #include "schema/nnijson.h"
 
+static const struct option ls_opts[] = {
+    {"head", required_argument, NULL, 'h'}, {"tail", required_argument, NULL, 't'},
+    {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
 static int cmd_ls_fn(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"head", required_argument, NULL, 'h'}, {"tail", required_argument, NULL, 't'},
-        {"home", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL;
     int head = 0, tail = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h:t:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h:t:H:", ls_opts, NULL)) != -1) {
         switch (c) {
         case 'h': if (cli_int_arg("--head", optarg, INT_MIN, INT_MAX, &head)) return 1; if (head <= 0) head = -1; break;
         case 't': if (cli_int_arg("--tail", optarg, INT_MIN, INT_MAX, &tail)) return 1; if (tail <= 0) tail = -1; break;
@@ -108,5 +108,11 @@ static int cmd_kill_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_trial_ls = {"trial", "ls", "nnictl trial ls [ID] [--head N | --tail N]", cmd_ls_fn};
-const struct cli_cmd cmd_trial_kill = {"trial", "kill", "nnictl trial kill [ID] --trial_id TRIAL", cmd_kill_fn};
+const struct cli_cmd cmd_trial_ls = {
+    "trial", "ls", "nnictl trial ls [ID] [--head N | --tail N]", cmd_ls_fn,
+    "Lists the experiment's trials with their parameters and results.",
+    ls_opts};
+const struct cli_cmd cmd_trial_kill = {
+    "trial", "kill", "nnictl trial kill [ID] --trial_id TRIAL", cmd_kill_fn,
+    "Kills one trial of a running experiment.",
+    cli_opts_trial_home};

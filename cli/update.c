@@ -91,16 +91,16 @@ out:
     return rc;
 }
 
+static const struct option update_opts[] = {
+    {"value", required_argument, NULL, 'v'}, {"filename", required_argument, NULL, 'f'},
+    {"home", required_argument, NULL, 'H'},  {NULL, 0, NULL, 0},
+};
 static int run_update(int argc, char **argv, const struct update *u)
 {
-    static const struct option opts[] = {
-        {"value", required_argument, NULL, 'v'}, {"filename", required_argument, NULL, 'f'},
-        {"home", required_argument, NULL, 'H'},  {NULL, 0, NULL, 0},
-    };
     const char *home_opt = NULL, *value = NULL, *file = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "v:f:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "v:f:H:", update_opts, NULL)) != -1) {
         switch (c) {
         case 'v': value = optarg; break;
         case 'f': file = optarg; break;
@@ -161,11 +161,19 @@ static int cmd_concurrency_fn(int argc, char **argv) { return run_update(argc, a
 static int cmd_duration_fn(int argc, char **argv) { return run_update(argc, argv, &u_duration); }
 static int cmd_trialnum_fn(int argc, char **argv) { return run_update(argc, argv, &u_trialnum); }
 
-const struct cli_cmd cmd_update_searchspace = {"update", "searchspace", "nnictl update searchspace [ID] --filename FILE",
-                                               cmd_searchspace_fn};
-const struct cli_cmd cmd_update_concurrency = {"update", "concurrency", "nnictl update concurrency [ID] --value N",
-                                               cmd_concurrency_fn};
-const struct cli_cmd cmd_update_duration = {"update", "duration", "nnictl update duration [ID] --value 30m|2h|1d",
-                                            cmd_duration_fn};
-const struct cli_cmd cmd_update_trialnum = {"update", "trialnum", "nnictl update trialnum [ID] --value N",
-                                            cmd_trialnum_fn};
+const struct cli_cmd cmd_update_searchspace = {
+    "update", "searchspace", "nnictl update searchspace [ID] --filename FILE", cmd_searchspace_fn,
+    "Replaces the search space of a running experiment.",
+    update_opts};
+const struct cli_cmd cmd_update_concurrency = {
+    "update", "concurrency", "nnictl update concurrency [ID] --value N", cmd_concurrency_fn,
+    "Sets trialConcurrency of a running experiment.",
+    update_opts};
+const struct cli_cmd cmd_update_duration = {
+    "update", "duration", "nnictl update duration [ID] --value 30m|2h|1d", cmd_duration_fn,
+    "Sets maxExperimentDuration of a running experiment.",
+    update_opts};
+const struct cli_cmd cmd_update_trialnum = {
+    "update", "trialnum", "nnictl update trialnum [ID] --value N", cmd_trialnum_fn,
+    "Sets maxTrialNumber of a running experiment.",
+    update_opts};

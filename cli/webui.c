@@ -30,4 +30,7 @@ static int cmd_url_fn(int argc, char **argv)
     return rc;
 }
 
-const struct cli_cmd cmd_webui_url = {"webui", "url", "nnictl webui url [ID]", cmd_url_fn};
+const struct cli_cmd cmd_webui_url = {
+    "webui", "url", "nnictl webui url [ID]", cmd_url_fn,
+    "Prints where the running experiment's web UI and REST API listen.",
+    cli_opts_trial_home + 1};

@@ -192,7 +192,19 @@ void gen_token(char *out, size_t hexlen); /* hex secret, NUL-terminated */
 /* ---- the trialq home: $NNI_HOME or ~/nni-experiments ---- */
 char *trialq_home(const char *override); /* caller frees */
 char *trialq_db_path(const char *home);  /* <home>/trialq.db */
-/* Directory holding this executable (for locating the SDK and web UI). */
+/* The path of this executable (/proc/self/exe: links resolved). Caller frees. */
 char *self_exe_path(void);
+/* The folder of trialq's data NAME (webui, python, launcher): <the folder of this
+ * executable>/../share/trialq/NAME when it holds PROBE (trialq installed under any
+ * prefix: /usr/bin, /usr/local/bin, ~/.local/bin), else BUILD_TREE, the source tree's
+ * folder of it (a binary of a build tree), given as TRIALQ_BUILD_TREE("/webui"). A
+ * package's build (TRIALQ_INSTALLED_ONLY) knows no source tree: the installed folder
+ * always. Caller frees. */
+char *trialq_data_dir(const char *name, const char *probe, const char *build_tree);
+#ifdef TRIALQ_INSTALLED_ONLY
+#define TRIALQ_BUILD_TREE(rel) NULL
+#else
+#define TRIALQ_BUILD_TREE(rel) (TRIALQ_SOURCE_DIR rel)
+#endif
 
 #endif

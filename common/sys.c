@@ -644,3 +644,22 @@ char *self_exe_path(void)
     buf[n] = '\0';
     return xstrdup(buf);
 }
+
+char *trialq_data_dir(const char *name, const char *probe, const char *build_tree)
+{
+    char *exe = self_exe_path();
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    char *installed = xasprintf("%s/../share/trialq/%s", exe, name);
+    free(exe);
+    if (!build_tree)
+        return installed;
+    char *path = xasprintf("%s/%s", installed, probe);
+    int ok = access(path, R_OK) == 0;
+    free(path);
+    if (ok)
+        return installed;
+    free(installed);
+    return xstrdup(build_tree);
+}

@@ -43,20 +43,7 @@ char *nas_job_name(const char *exp_id, const struct trial *t)
 
 static char *sdk_dir(void)
 {
-    char *exe = self_exe_path();
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    char *installed = xasprintf("%s/../share/trialq/python", exe);
-    char *probe = xasprintf("%s/nni", installed);
-    free(exe);
-    if (access(probe, R_OK) == 0) {
-        free(probe);
-        return installed;
-    }
-    free(probe);
-    free(installed);
-    return xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
+    return trialq_data_dir("python", "nni", TRIALQ_BUILD_TREE("/sdk/python"));
 }
 
 int nas_ship_code(struct worker *w, const char *local_root, struct errbuf *e)

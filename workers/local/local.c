@@ -87,12 +87,7 @@ static int local_init(struct worker *w, struct errbuf *e)
         free(exe);
         return -1;
     }
-    char *installed = xasprintf("%s/../share/trialq/python/nni", exe);
-    if (access(installed, R_OK) == 0)
-        ls->sdk_path = xasprintf("%s/../share/trialq/python", exe);
-    else
-        ls->sdk_path = xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
-    free(installed);
+    ls->sdk_path = trialq_data_dir("python", "nni", TRIALQ_BUILD_TREE("/sdk/python"));
     free(exe);
     ls->real_nni = real_nni_installed();
     struct gpu_need need;

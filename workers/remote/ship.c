@@ -58,20 +58,12 @@ int remote_pack(struct worker *w, struct remote_state *rs, struct errbuf *e)
             errprefix(e, "packing %s", root);
     }
     if (rc == 0) {
-        char *exe = self_exe_path();
-        char *sdk = xasprintf("%s/../share/trialq/python", exe);
-        char *probe = xasprintf("%s/nni", sdk);
-        if (access(probe, R_OK) != 0) {
-            free(sdk);
-            sdk = xstrdup(TRIALQ_SOURCE_DIR "/sdk/python");
-        }
+        char *sdk = trialq_data_dir("python", "nni", TRIALQ_BUILD_TREE("/sdk/python"));
         char *const sargv[] = {"tar", "-czf", rs->sdk_tgz, "--exclude=__pycache__", "-C", sdk, "nni", NULL};
         rc = run_tar(sargv, e);
         if (rc < 0)
             errprefix(e, "packing the nni SDK of %s", sdk);
-        free(probe);
         free(sdk);
-        free(exe);
     }
     free(listf);
     free(dir);
