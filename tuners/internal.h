@@ -45,6 +45,11 @@ int curve_predict(const double *y, int n, int target, double *pred, int *n_effec
  * parameter sets are the same trial when their canonical texts are equal. */
 char *json_canonical(const cJSON *j);
 uint64_t str_hash64(const char *s);  /* FNV-1a */
+/* Whether json_canonical(a) and json_canonical(b) would be equal, without writing
+ * them when the members come in the same order (a repeat check against a long
+ * history); json_hash64 is equal for such values. */
+int json_same(const cJSON *a, const cJSON *b);
+uint64_t json_hash64(const cJSON *j);
 
 /* ---- seen.c: which canonical texts were already produced ---- */
 /* Maps 64-bit hashes to ids (0, 1, 2, ...); the owner keeps the texts (or can

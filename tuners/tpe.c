@@ -423,90 +423,64 @@ static void gen_group(struct gen_ctx *c, int g, cJSON *obj)
     free(x);
 }
 
-/* The parameter sets already in the history, as canonical texts (for NNI's
- * deduplication of finite spaces). */
-struct history_texts {
-    char **text;
-    int n;
+/* The parameter sets already in the history, indexed by json_hash64 (for NNI's
+ * deduplication of finite spaces, once a suggestion turned out to be a repeat). */
+struct history_index {
+    const struct tuner_history *hist;
     struct seen seen;
 };
 
-struct text_probe {
-    const struct history_texts *h;
-    const char *canon;
+struct param_probe {
+    const struct history_index *h;
+    const cJSON *params;
 };
 
-static int same_text(void *ctx, int64_t id)
+static int same_params(void *ctx, int64_t id)
 {
-    const struct text_probe *q = ctx;
-    return strcmp(q->h->text[id], q->canon) == 0;
+    const struct param_probe *q = ctx;
+    return json_same(q->h->hist->items[id].parameters, q->params);
 }
 
-static int text_seen(const struct history_texts *h, const char *canon)
+static int index_has(const struct history_index *h, const cJSON *params)
 {
-    struct text_probe q = {h, canon};
-    return seen_find(&h->seen, str_hash64(canon), same_text, &q) >= 0;
+    struct param_probe q = {h, params};
+    return seen_find(&h->seen, json_hash64(params), same_params, &q) >= 0;
 }
 
-static void history_texts_build(struct history_texts *h, const struct tuner_history *hist)
+static void history_index_build(struct history_index *h, const struct tuner_history *hist)
 {
-    memset(h, 0, sizeof *h);
+    h->hist = hist;
     seen_init(&h->seen);
-    int n = hist ? hist->n : 0;
-    h->text = xcalloc((size_t)(n ? n : 1), sizeof *h->text);
-    for (int i = 0; i < n; i++) {
-        if (!hist->items[i].parameters)
-            continue;
-        char *canon = json_canonical(hist->items[i].parameters);
-        if (text_seen(h, canon)) {
-            free(canon);
-            continue;
-        }
-        h->text[h->n] = canon;
-        seen_add(&h->seen, str_hash64(canon), h->n);
-        h->n++;
-    }
-}
-
-static void history_texts_free(struct history_texts *h)
-{
-    for (int i = 0; i < h->n; i++)
-        free(h->text[i]);
-    free(h->text);
-    seen_free(&h->seen);
+    for (int i = 0; hist && i < hist->n; i++)
+        if (hist->items[i].parameters && !index_has(h, hist->items[i].parameters))
+            seen_add(&h->seen, json_hash64(hist->items[i].parameters), i);
 }
 
 /* Replaces a repeated suggestion as NNI's Deduplicator does: by the first grid-search
  * point that is not in the history. Returns 1 with *params replaced, 0 when every
- * point of the space has been tried. */
+ * point of the space has been tried. A suggestion that is new (the usual case) costs
+ * one pass of json_same over the history, most of which stop at the first value. */
 static int dedup(struct tpe_state *t, const struct tuner_history *hist, cJSON **params)
 {
-    struct history_texts h;
-    history_texts_build(&h, hist);
-    char *canon = json_canonical(*params);
-    int repeat = text_seen(&h, canon);
-    free(canon);
-    int rc = 1;
-    if (repeat) {
-        cJSON_Delete(*params);
-        *params = NULL;
-        if (!t->grid)
-            t->grid = grid_new(t->space);
-        rc = 0;
-        cJSON *p;
-        for (int64_t i = 0; grid_point(t->grid, i, &p); i++) {
-            canon = json_canonical(p);
-            int dup = text_seen(&h, canon);
-            free(canon);
-            if (!dup) {
-                *params = p;
-                rc = 1;
-                break;
-            }
-            cJSON_Delete(p);
+    if (!history_has(hist, *params))
+        return 1;
+    struct history_index h;
+    history_index_build(&h, hist);
+    cJSON_Delete(*params);
+    *params = NULL;
+    if (!t->grid)
+        t->grid = grid_new(t->space);
+    int rc = 0;
+    cJSON *p;
+    for (int64_t i = 0; grid_point(t->grid, i, &p); i++) {
+        if (!index_has(&h, p)) {
+            *params = p;
+            rc = 1;
+            break;
         }
+        cJSON_Delete(p);
     }
-    history_texts_free(&h);
+    seen_free(&h.seen);
     return rc;
 }
 
