@@ -13,6 +13,9 @@
  * models, which gp.c caps at GP_MAX_OBS = 300); its default cold_start_num 10 means
  * the 10-trial point already fits the model.
  *
+ * "TPE finite" is the same 5 parameters q-rounded (finite_space_json), where every
+ * suggestion is also checked against the history for a repeat.
+ *
  *   usage: tuner_latency [--reps N] */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +28,15 @@ static const char space_json[] =
     "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 5]},"
     " \"x2\": {\"_type\": \"uniform\", \"_value\": [0, 10]},"
     " \"lr\": {\"_type\": \"loguniform\", \"_value\": [1e-5, 1e-1]},"
+    " \"n\": {\"_type\": \"randint\", \"_value\": [1, 17]},"
+    " \"cat\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\", \"c\", \"d\"]}}";
+
+/* The same parameters made finite (q-rounded), where TPE must also check that a
+ * suggestion is not a repeat of a trial in the history (NNI's Deduplicator). */
+static const char finite_space_json[] =
+    "{\"x1\": {\"_type\": \"quniform\", \"_value\": [-5, 5, 0.01]},"
+    " \"x2\": {\"_type\": \"quniform\", \"_value\": [0, 10, 0.01]},"
+    " \"lr\": {\"_type\": \"qloguniform\", \"_value\": [1e-5, 1e-1, 1e-5]},"
     " \"n\": {\"_type\": \"randint\", \"_value\": [1, 17]},"
     " \"cat\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\", \"c\", \"d\"]}}";
 
@@ -70,6 +82,40 @@ static double time_suggest(const struct tuner_ops *ops, void *state, const struc
     return median;
 }
 
+/* A history of n SUCCEEDED trials: the Random tuner's suggestions in space. */
+static struct tuner_result *random_history(const struct ss_space *space, int n, cJSON ***params)
+{
+    const struct tuner_ops *random = tuner_find("Random");
+    struct errbuf e;
+    void *rnd;
+    if (random->create(NULL, space, 1, &rnd, &e) < 0) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    struct tuner_result *items = xcalloc((size_t)n, sizeof *items);
+    *params = xcalloc((size_t)n, sizeof **params);
+    for (int i = 0; i < n; i++) {
+        random->suggest(rnd, i, NULL, &(*params)[i], &e);
+        items[i] = (struct tuner_result){.parameter_id = i, .parameters = (*params)[i], .has_value = 1,
+                                         .value = objective((*params)[i]), .status = "SUCCEEDED"};
+    }
+    random->destroy(rnd);
+    return items;
+}
+
+static struct ss_space *parse_space(const char *text)
+{
+    cJSON *sj = cJSON_Parse(text);
+    struct ss_space *space;
+    struct errbuf e;
+    if (ss_parse(sj, &space, NULL, 0, &e) < 0) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    cJSON_Delete(sj);
+    return space;
+}
+
 int main(int argc, char **argv)
 {
     int reps = 50;
@@ -83,33 +129,27 @@ int main(int argc, char **argv)
     }
     if (reps < 1)
         reps = 1;
-    cJSON *sj = cJSON_Parse(space_json);
-    struct ss_space *space;
+    struct ss_space *space = parse_space(space_json), *finite = parse_space(finite_space_json);
     struct errbuf e;
-    if (ss_parse(sj, &space, NULL, 0, &e) < 0) {
-        fprintf(stderr, "%s\n", e.msg);
-        return 1;
-    }
     int max_n = points[sizeof points / sizeof points[0] - 1].trials;
-    struct tuner_result *items = xcalloc((size_t)max_n, sizeof *items);
-    cJSON **params = xcalloc((size_t)max_n, sizeof *params);
+    cJSON **params, **fparams;
+    struct tuner_result *items = random_history(space, max_n, &params);
+    struct tuner_result *fitems = random_history(finite, max_n, &fparams);
     const struct tuner_ops *random = tuner_find("Random"), *tpe_ops = tuner_find("TPE"), *gp_ops = tuner_find("GP");
-    void *rnd, *tpe, *gp;
+    void *rnd, *tpe, *ftpe, *gp;
     cJSON *gp_args = cJSON_Parse("{\"optimize_mode\": \"minimize\"}");
     if (random->create(NULL, space, 1, &rnd, &e) < 0 || tpe_ops->create(NULL, space, 1, &tpe, &e) < 0 ||
-        gp_ops->create(gp_args, space, 1, &gp, &e) < 0) {
+        tpe_ops->create(NULL, finite, 1, &ftpe, &e) < 0 || gp_ops->create(gp_args, space, 1, &gp, &e) < 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
-    for (int i = 0; i < max_n; i++) {
-        random->suggest(rnd, i, NULL, &params[i], &e);
-        items[i] = (struct tuner_result){.parameter_id = i, .parameters = params[i], .has_value = 1,
-                                         .value = objective(params[i]), .status = "SUCCEEDED"};
-    }
-    printf("%-16s %12s %12s %16s %12s\n", "finished trials", "TPE ms", "Random ms", "Optuna TPE ms", "GP ms");
+    printf("%-16s %12s %16s %12s %16s %12s\n", "finished trials", "TPE ms", "TPE finite ms", "Random ms",
+           "Optuna TPE ms", "GP ms");
     for (size_t k = 0; k < sizeof points / sizeof points[0]; k++) {
         struct tuner_history h = {.n = points[k].trials, .items = items};
+        struct tuner_history fh = {.n = points[k].trials, .items = fitems};
         double t = time_suggest(tpe_ops, tpe, &h, reps);
+        double ft = time_suggest(tpe_ops, ftpe, &fh, reps);
         double r = time_suggest(random, rnd, &h, reps);
         char ref[32] = "-";
         if (points[k].optuna_ms > 0)
@@ -118,18 +158,23 @@ int main(int argc, char **argv)
         int n = points[k].trials;
         if (n == 10 || n == 100 || n == 1000)
             snprintf(gp_ms, sizeof gp_ms, "%.3f", time_suggest(gp_ops, gp, &h, reps < 10 ? reps : 10));
-        printf("%-16d %12.3f %12.3f %16s %12s\n", n, t, r, ref, gp_ms);
+        printf("%-16d %12.3f %16.3f %12.3f %16s %12s\n", n, t, ft, r, ref, gp_ms);
     }
-    printf("(below n_startup_jobs = 20 finished trials TPE draws at random, as NNI's does)\n");
+    printf("(below n_startup_jobs finished trials TPE draws at random, as NNI and Optuna do)\n");
     tpe_ops->destroy(tpe);
+    tpe_ops->destroy(ftpe);
     gp_ops->destroy(gp);
     cJSON_Delete(gp_args);
     random->destroy(rnd);
-    for (int i = 0; i < max_n; i++)
+    for (int i = 0; i < max_n; i++) {
         cJSON_Delete(params[i]);
+        cJSON_Delete(fparams[i]);
+    }
     free(params);
+    free(fparams);
     free(items);
+    free(fitems);
     ss_free(space);
-    cJSON_Delete(sj);
+    ss_free(finite);
     return 0;
 }

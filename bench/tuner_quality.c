@@ -13,7 +13,7 @@
  * percentiles; numpy.percentile's interpolation), Random's beside each row.
  *
  *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--budgets 100,300,1000] [--conc 1,8,32]
- *                        [--tuners Random,TPE,Anneal,Evolution,GP,Metis] [--only NAME,...]
+ *                        [--tuners Random,TPE,Anneal,Evolution,GP,Metis,BOHB] [--only NAME,...]
  *                        [--tpe-args JSON] [--evolution-args JSON] [--anchor FILE] [--check]
  *          tuner_quality --trace TUNER --space SPACE_JSON_FILE --objective NAME --seed S --budget N
  *                        [--args CLASSARGS_JSON]
@@ -24,8 +24,10 @@
  * trialConcurrency 1 and the same seed runs exactly these trials. --tpe-args gives
  * TPE's classArgs (default none: trialq's defaults). --evolution-args gives
  * Evolution's (default {"optimize_mode": "minimize"}). Anneal runs with NNI's
- * defaults, whose mode is minimize. GP, Metis and RegularizedEvolutionTuner run with
- * NNI's defaults except {"optimize_mode": "minimize"} (their default is maximize). */
+ * defaults, whose mode is minimize. GP, Metis, BOHB and RegularizedEvolutionTuner run
+ * with NNI's defaults except {"optimize_mode": "minimize"} (their default is maximize);
+ * BOHB's trials report the function's value whatever their TRIAL_BUDGET (the functions
+ * have no fidelity), so its rows measure its model and its brackets' order only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,13 +265,15 @@ static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const s
                 break;
             }
             roundtrip(&params[n]);
-            items[n] = (struct tuner_result){.parameter_id = n, .parameters = params[n], .status = "RUNNING"};
+            /* an advisor's brackets (BOHB) find their trials by the label, as the api keeps it */
+            items[n] = (struct tuner_result){.parameter_id = n, .parameters = params[n], .status = "RUNNING",
+                                             .label = ops->label ? ops->label(state, n) : NULL};
             n++;
         }
         for (int i = start; i < n; i++) {
             values[i] = bench_eval(b, params[i]);
-            items[i].has_value = 1;
-            items[i].value = values[i];
+            items[i].has_value = items[i].has_latest = 1;
+            items[i].value = items[i].latest = values[i];
             items[i].status = "SUCCEEDED";
         }
         done = n;
@@ -277,8 +281,10 @@ static int run_one(const struct tuner_ops *ops, const cJSON *class_args, const s
             break;
     }
     ops->destroy(state);
-    for (int i = 0; i < done; i++)
+    for (int i = 0; i < done; i++) {
         cJSON_Delete(params[i]);
+        free((char *)items[i].label);
+    }
     free(params);
     free(items);
     return done;
@@ -391,7 +397,7 @@ static int parse_list(const char *text, int *out, int cap, const char *what)
 static void usage(void)
 {
     fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--budgets 100,300,1000] [--conc 1,8,32]\n"
-                    "         [--tuners Random,TPE,Anneal,Evolution,GP,Metis] [--only NAME[,NAME...]]\n"
+                    "         [--tuners Random,TPE,Anneal,Evolution,GP,Metis,BOHB] [--only NAME[,NAME...]]\n"
                     "         [--tpe-args JSON] [--evolution-args JSON] [--anchor OPTUNA_TSV] [--check]\n");
     exit(2);
 }
@@ -405,9 +411,25 @@ static const cJSON *args_for(const char *tuner, const cJSON *tpe, const cJSON *e
         return tpe;
     if (strcmp(tuner, "Evolution") == 0)
         return evo;
-    if (strcmp(tuner, "GP") == 0 || strcmp(tuner, "Metis") == 0 || strcmp(tuner, "RegularizedEvolutionTuner") == 0)
+    if (strcmp(tuner, "GP") == 0 || strcmp(tuner, "Metis") == 0 || strcmp(tuner, "RegularizedEvolutionTuner") == 0 ||
+        strcmp(tuner, "BOHB") == 0)
         return minimize;
     return NULL;
+}
+
+/* A tuner that cannot take a function's space (BOHB and nested choices) gets a line
+ * saying so instead of its rows. */
+static int refuses(const struct tuner_ops *ops, const cJSON *class_args, const struct ss_space *space,
+                   const char *function)
+{
+    struct errbuf e = {{0}};
+    void *state = NULL;
+    if (ops->create(class_args, space, 0, &state, &e) == 0) {
+        ops->destroy(state);
+        return 0;
+    }
+    printf("%-12s %s refuses the space: %s\n", function, ops->name, e.msg);
+    return 1;
 }
 
 static int listed(const char *list, const char *name)
@@ -529,6 +551,8 @@ int main(int argc, char **argv)
                         return 2;
                     }
                     struct figures f = rnd;
+                    if (ops != random && refuses(ops, args_for(ops->name, tpe_args, evo_args, minimize), space, name))
+                        continue;
                     if (ops != random) {
                         memset(&f, 0, sizeof f);
                         for (int s = 0; s < seeds; s++)

@@ -108,7 +108,10 @@ static void density_on(const struct pz_dim *z, const double *x, int n, const dou
     for (int i = 0; i < n; i++)
         w[i] = 1;
     struct pz_mixture mix;
-    pz_build(&mix, z, 1, x, w, n, n, n, 1.0);
+    /* NNI's shape: clip at min(100, n + 2), prior weight 1 for every kind */
+    const struct pz_shape sh = {.n_spread = n, .clip_div = n + 2 < 100 ? n + 2 : 100, .prior_weight = 1,
+                                .cat_prior_weight = 1};
+    pz_build(&mix, z, 1, x, w, n, &sh);
     for (int i = 0; i < m; i++)
         out[i] = pz_logpdf(&mix, &g[i]);
     pz_free(&mix);

@@ -45,6 +45,11 @@ int curve_predict(const double *y, int n, int target, double *pred, int *n_effec
  * parameter sets are the same trial when their canonical texts are equal. */
 char *json_canonical(const cJSON *j);
 uint64_t str_hash64(const char *s);  /* FNV-1a */
+/* Whether json_canonical(a) and json_canonical(b) would be equal, without writing
+ * them when the members come in the same order (a repeat check against a long
+ * history); json_hash64 is equal for such values. */
+int json_same(const cJSON *a, const cJSON *b);
+uint64_t json_hash64(const cJSON *j);
 
 /* ---- seen.c: which canonical texts were already produced ---- */
 /* Maps 64-bit hashes to ids (0, 1, 2, ...); the owner keeps the texts (or can
@@ -249,13 +254,20 @@ struct pz_mixture {
     double *logc_other;         /* n*d: categorical: log p(another option) */
 };
 
+/* How pz_build shapes an estimator. A numeric kernel's width is NNI's adaptive rule
+ * over the rows x[0 .. n_spread) (n_spread >= n_obs: later rows only shape the
+ * widths), floored at prior_sigma / clip_div (NNI: min(100, n + 2), hyperopt's
+ * "magic clip"). The prior joins the mixture with prior_weight; a categorical
+ * dimension's kernels are shaped as if it were cat_prior_weight (NNI: prior_weight). */
+struct pz_shape {
+    int n_spread;
+    double clip_div, prior_weight, cat_prior_weight;
+};
+
 /* Builds the estimator with one component per row x[0 .. n_obs) (row-major, d values
- * a row) weighted w, and the prior weighted prior_weight. A numeric kernel's width
- * is NNI's adaptive rule over the rows x[0 .. n_spread) (n_spread >= n_obs: later rows
- * only shape the widths), floored at prior_sigma / min(100, n_clip + 2). dims is
- * borrowed. */
+ * a row) weighted w, and the prior, shaped by *sh. dims is borrowed. */
 void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const double *x, const double *w, int n_obs,
-              int n_spread, int n_clip, double prior_weight);
+              const struct pz_shape *sh);
 void pz_free(struct pz_mixture *m);
 void pz_sample(const struct pz_mixture *m, struct rng *r, double *x);
 double pz_logpdf(const struct pz_mixture *m, const double *x);

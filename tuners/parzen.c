@@ -12,7 +12,8 @@
  * mixture is exactly NNI's categorical estimate (count + prior_weight) / total:
  * with m observations of total weight W and prior weight a, an observation's kernel
  * gives its own option 1 + beta and every option beta (normalised), with
- * beta = a (K - 1) / (K (W + a)). */
+ * beta = a (K - 1) / (K (W + a)). A smaller a in beta alone (pz_shape's
+ * cat_prior_weight) makes each kernel favour its own option more than NNI's does. */
 #include "tuners/internal.h"
 
 #include <math.h>
@@ -115,13 +116,13 @@ static double clamp(double v, double lo, double hi)
 /* NNI's adaptive bandwidths for one numeric dimension (tpe_tuner.py,
  * adaptive_parzen_normal): sort the values together with the prior mean; a value's
  * sigma is the larger of the gaps to its neighbours; all are clipped to
- * [prior_sigma / min(100, n_clip + 2), prior_sigma], hyperopt's "magic clip".
- * sigma[i] is set for the n values x[i * stride]. */
-static void adaptive_sigmas(const struct pz_dim *dim, const double *x, int stride, int n, int n_clip,
+ * [prior_sigma / clip_div, prior_sigma], hyperopt's "magic clip" (NNI's clip_div:
+ * min(100, n + 2)). sigma[i] is set for the n values x[i * stride]. */
+static void adaptive_sigmas(const struct pz_dim *dim, const double *x, int stride, int n, double clip_div,
                             double *sigma, struct ranked *tmp)
 {
     double ps = dim->prior_sigma;
-    double lo = ps / (n_clip + 2 < 100 ? n_clip + 2 : 100);
+    double lo = ps / clip_div;
     if (n == 1) {
         sigma[0] = clamp(0.5 * ps, lo, ps);  /* NNI's special case of one observation */
         return;
@@ -140,7 +141,7 @@ static void adaptive_sigmas(const struct pz_dim *dim, const double *x, int strid
 }
 
 void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const double *x, const double *w, int n_obs,
-              int n_spread, int n_clip, double prior_weight)
+              const struct pz_shape *sh)
 {
     memset(m, 0, sizeof *m);
     int n = n_obs + 1;
@@ -160,9 +161,9 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
     double total = 0;
     for (int i = 0; i < n_obs; i++)
         total += w[i];
-    double pw = prior_weight;
+    double pw = sh->prior_weight, cpw = sh->cat_prior_weight;
     if (total + pw <= 0)
-        pw = 1;
+        pw = cpw = 1;
     double acc = 0;
     for (int i = 0; i < n; i++) {
         double wi = i < n_obs ? w[i] : pw;
@@ -172,15 +173,14 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
     }
     m->cum[n - 1] = 1.0;
 
-    if (n_spread < n_obs)
-        n_spread = n_obs;
+    int n_spread = sh->n_spread < n_obs ? n_obs : sh->n_spread;
     double *sigma = xmalloc(sizeof *sigma * (size_t)(n_spread + 1));
     struct ranked *tmp = xmalloc(sizeof *tmp * (size_t)(n_spread + 1));
     for (int j = 0; j < d; j++) {
         const struct pz_dim *dim = &dims[j];
         if (dim->n_cat > 0) {
             int K = dim->n_cat;
-            double beta = pw * (K - 1) / ((double)K * (total + pw));
+            double beta = cpw * (K - 1) / ((double)K * (total + cpw));
             double hit = log((1 + beta) / (1 + K * beta)), other = log(beta / (1 + K * beta));
             for (int i = 0; i < n_obs; i++) {
                 size_t at = (size_t)i * d + j;
@@ -195,7 +195,7 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
         }
         double ps = dim->prior_sigma;
         if (n_obs > 0)
-            adaptive_sigmas(dim, x + j, d, n_spread, n_clip, sigma, tmp);
+            adaptive_sigmas(dim, x + j, d, n_spread, sh->clip_div, sigma, tmp);
         sigma[n_obs] = ps;  /* the prior keeps its own width */
         for (int i = 0; i < n; i++) {
             size_t at = (size_t)i * d + j;

@@ -79,17 +79,10 @@ int observed_value(const struct ss_param *p, const cJSON *v, double *out)
 
 int history_has(const struct tuner_history *hist, const cJSON *params)
 {
-    char *want = json_canonical(params);
-    int found = 0;
-    for (int i = 0; hist && i < hist->n && !found; i++) {
-        if (!hist->items[i].parameters)
-            continue;
-        char *other = json_canonical(hist->items[i].parameters);
-        found = strcmp(other, want) == 0;
-        free(other);
-    }
-    free(want);
-    return found;
+    for (int i = 0; hist && i < hist->n; i++)
+        if (hist->items[i].parameters && json_same(hist->items[i].parameters, params))
+            return 1;
+    return 0;
 }
 
 int choice_index(const struct ss_param *p, const cJSON *v)

@@ -138,12 +138,13 @@ static void tpe_destroy(void *state)
 static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                       struct errbuf *e)
 {
-    /* NNI's defaults (TpeArguments, TpeTuner.__init__) but two, for parallel trials
+    /* NNI's defaults (TpeArguments, TpeTuner.__init__) but three, for parallel trials
      * (issue 33, docs/config.md): the liar is "worst" (NNI: "best", which fills the
-     * small good part with the running trials' unevaluated points), and gamma is
-     * unset: model_choose()'s split (NNI: 0.25, n_below = ceil(0.25 sqrt(n))). */
+     * small good part with the running trials' unevaluated points); gamma is unset:
+     * model_choose()'s split (NNI: 0.25, n_below = ceil(0.25 sqrt(n))); and the model
+     * starts after 10 trials (NNI: 20; Optuna: 10), a tenth of a 100-trial budget. */
     struct tpe_args a = {
-        .maximize = 0, .liar = LIAR_WORST, .n_startup_jobs = 20, .n_ei_candidates = 24,
+        .maximize = 0, .liar = LIAR_WORST, .n_startup_jobs = 10, .n_ei_candidates = 24,
         .linear_forgetting = 25, .prior_weight = 1.0, .gamma = 0,
     };
     uint64_t own_seed = seed;
@@ -293,21 +294,38 @@ static void forgetting_weights(int n, int lf, double *w)
         w[i] = 1;
 }
 
-/* Chooses the values of group g's parameters from its observations o: out[j] is
- * the internal value of dimension j.
+/* trialq's split (gamma unset; issue 33, figures in bench/README.md): a running
+ * trial's kernel in g(x) weighs this much of a result's, l(x)'s categorical kernels
+ * are shaped with this share of prior_weight, and the numeric kernels may narrow to
+ * prior_sigma / max(100, TPE_CLIP_PER_TRIAL n). */
+#define TPE_PENDING_WEIGHT 0.1
+#define TPE_CAT_PRIOR_SHARE 0.4
+#define TPE_CLIP_PER_TRIAL 0.4
+
+/* Chooses the values of group g's parameters from its observations o (the first
+ * n_results are results, the others the liar's): out[j] is the internal value of
+ * dimension j.
  *
  * The n observations sorted by loss are split into the best n_below and the rest.
  * With gamma given (NNI's rule) n_below = min(ceil(gamma sqrt(n)), linear_forgetting)
  * and each part is weighted by linear_forgetting_weights in that (loss) order, as
- * NNI's code does. By default (gamma absent) n_below = min(ceil(n / 10),
- * linear_forgetting), Optuna's split, and the good kernels are weighted by rank, from
- * 1 for the best down to 0.1: NNI's 3 to 5 good trials of a few hundred leave most of
- * the trials near the optimum in the bad part, so g(x) is highest exactly there and
- * the candidates that win are far away (the search drifts off what it found); a
- * tenth keeps the optimum's neighbourhood in l(x), and the rank weights keep the
- * pull towards the very best that the small split had (issue 33; the figures are in
- * bench/README.md). The prior joins both estimators with prior_weight, and the
- * candidate with the largest log l(x) - log g(x) of n_ei_candidates drawn from l wins.
+ * NNI's code does. By default (gamma absent) n_below = ceil(n / 10) of the results
+ * (Optuna's split, not capped: a cap of 25 drifts at 1,000 trials), and the good
+ * kernels are weighted by rank, from 1 for the best down to 0.1: NNI's 3 to 5 good
+ * trials of a few hundred leave most of the trials near the optimum in the bad
+ * part, so g(x) is highest exactly there and the candidates that win are far away
+ * (the search drifts off what it found); a tenth keeps the optimum's neighbourhood
+ * in l(x), and the rank weights keep the pull towards the very best that the small
+ * split had. Also by default, the running trials stay in the bad part but weigh
+ * TPE_PENDING_WEIGHT there (enough to spread a batch of parallel suggestions, not so
+ * much that they push it off the good region), l(x)'s categorical kernels are
+ * sharper (TPE_CAT_PRIOR_SHARE: its draws keep the good trials' options; g(x)'s stay
+ * NNI's, as sharper ones there made the search leave the best option late: drift4,
+ * 4 of 20 seeds), and the numeric kernels' floor keeps narrowing past 250
+ * trials (TPE_CLIP_PER_TRIAL; NNI's stops at a hundredth of the range, where a long
+ * search stalls and its last trials get worse than the ones before). The prior joins
+ * both estimators with prior_weight, and the candidate with the largest
+ * log l(x) - log g(x) of n_ei_candidates drawn from l wins.
  *
  * Unlike NNI, one estimator models the whole group jointly (a kernel per trial
  * over all its parameters, as in Optuna's multivariate TPE), so that correlated
@@ -321,7 +339,7 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     const struct sg_group *G = &t->sg.g[g];
     const struct pz_dim *pz = t->pz[g];
     const struct tpe_args *a = &t->args;
-    int n = o->n, d = G->d;
+    int n = o->n, d = G->d, nni = a->gamma > 0;
     if (d == 0)
         return;
 
@@ -329,10 +347,10 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     for (int i = 0; i < n; i++)
         rank[i] = (struct ranked){o->loss[i], i};
     ranked_sort(rank, n);  /* ties in trial order, as Python's stable sort */
-    int n_below = a->gamma > 0 ? (int)ceil(a->gamma * sqrt((double)n)) : (int)ceil(0.1 * n);
-    if (a->gamma > 0 && n_below > a->linear_forgetting)
+    int n_below = nni ? (int)ceil(a->gamma * sqrt((double)n)) : (int)ceil(0.1 * n);
+    if (nni && n_below > a->linear_forgetting)
         n_below = a->linear_forgetting;
-    if (a->gamma == 0 && n_below > n_results)
+    if (!nni && n_below > n_results)
         n_below = n_results;  /* the liar's trials stay in the bad part */
     if (n_below > n)
         n_below = n;
@@ -346,16 +364,26 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     double *w = xmalloc(sizeof *w * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++)
         memcpy(xs + (size_t)i * d, o->x + (size_t)rank[i].i * d, sizeof *xs * (size_t)d);
-    free(rank);
     forgetting_weights(n_below, a->linear_forgetting, w);
     forgetting_weights(n - n_below, a->linear_forgetting, w + n_below);
-    if (a->gamma == 0)  /* trialq's split: the good kernels weighted by rank */
-        for (int i = 0; i < n_below; i++)
+    if (!nni) {
+        for (int i = 0; i < n_below; i++)  /* the good kernels weighted by rank */
             w[i] = 1.0 - 0.9 * i / n_below;
+        for (int i = n_below; i < n; i++)
+            if (rank[i].i >= n_results)
+                w[i] *= TPE_PENDING_WEIGHT;
+    }
+    free(rank);
 
+    double clip_div = n + 2 < 100 ? n + 2 : 100;
+    if (!nni && TPE_CLIP_PER_TRIAL * n > clip_div)
+        clip_div = TPE_CLIP_PER_TRIAL * n;
+    struct pz_shape good = {n_spread, clip_div, a->prior_weight,
+                            nni ? a->prior_weight : TPE_CAT_PRIOR_SHARE * a->prior_weight};
+    struct pz_shape bad = {n - n_below, clip_div, a->prior_weight, a->prior_weight};
     struct pz_mixture below, above;
-    pz_build(&below, pz, d, xs, w, n_below, n_spread, n, a->prior_weight);
-    pz_build(&above, pz, d, xs + (size_t)n_below * d, w + n_below, n - n_below, n - n_below, n, a->prior_weight);
+    pz_build(&below, pz, d, xs, w, n_below, &good);
+    pz_build(&above, pz, d, xs + (size_t)n_below * d, w + n_below, n - n_below, &bad);
     double *cand = xmalloc(sizeof *cand * (size_t)d);
     double best = -INFINITY;
     for (int c = 0; c < a->n_ei_candidates; c++) {
@@ -422,90 +450,64 @@ static void gen_group(struct gen_ctx *c, int g, cJSON *obj)
     free(x);
 }
 
-/* The parameter sets already in the history, as canonical texts (for NNI's
- * deduplication of finite spaces). */
-struct history_texts {
-    char **text;
-    int n;
+/* The parameter sets already in the history, indexed by json_hash64 (for NNI's
+ * deduplication of finite spaces, once a suggestion turned out to be a repeat). */
+struct history_index {
+    const struct tuner_history *hist;
     struct seen seen;
 };
 
-struct text_probe {
-    const struct history_texts *h;
-    const char *canon;
+struct param_probe {
+    const struct history_index *h;
+    const cJSON *params;
 };
 
-static int same_text(void *ctx, int64_t id)
+static int same_params(void *ctx, int64_t id)
 {
-    const struct text_probe *q = ctx;
-    return strcmp(q->h->text[id], q->canon) == 0;
+    const struct param_probe *q = ctx;
+    return json_same(q->h->hist->items[id].parameters, q->params);
 }
 
-static int text_seen(const struct history_texts *h, const char *canon)
+static int index_has(const struct history_index *h, const cJSON *params)
 {
-    struct text_probe q = {h, canon};
-    return seen_find(&h->seen, str_hash64(canon), same_text, &q) >= 0;
+    struct param_probe q = {h, params};
+    return seen_find(&h->seen, json_hash64(params), same_params, &q) >= 0;
 }
 
-static void history_texts_build(struct history_texts *h, const struct tuner_history *hist)
+static void history_index_build(struct history_index *h, const struct tuner_history *hist)
 {
-    memset(h, 0, sizeof *h);
+    h->hist = hist;
     seen_init(&h->seen);
-    int n = hist ? hist->n : 0;
-    h->text = xcalloc((size_t)(n ? n : 1), sizeof *h->text);
-    for (int i = 0; i < n; i++) {
-        if (!hist->items[i].parameters)
-            continue;
-        char *canon = json_canonical(hist->items[i].parameters);
-        if (text_seen(h, canon)) {
-            free(canon);
-            continue;
-        }
-        h->text[h->n] = canon;
-        seen_add(&h->seen, str_hash64(canon), h->n);
-        h->n++;
-    }
-}
-
-static void history_texts_free(struct history_texts *h)
-{
-    for (int i = 0; i < h->n; i++)
-        free(h->text[i]);
-    free(h->text);
-    seen_free(&h->seen);
+    for (int i = 0; hist && i < hist->n; i++)
+        if (hist->items[i].parameters && !index_has(h, hist->items[i].parameters))
+            seen_add(&h->seen, json_hash64(hist->items[i].parameters), i);
 }
 
 /* Replaces a repeated suggestion as NNI's Deduplicator does: by the first grid-search
  * point that is not in the history. Returns 1 with *params replaced, 0 when every
- * point of the space has been tried. */
+ * point of the space has been tried. A suggestion that is new (the usual case) costs
+ * one pass of json_same over the history, most of which stop at the first value. */
 static int dedup(struct tpe_state *t, const struct tuner_history *hist, cJSON **params)
 {
-    struct history_texts h;
-    history_texts_build(&h, hist);
-    char *canon = json_canonical(*params);
-    int repeat = text_seen(&h, canon);
-    free(canon);
-    int rc = 1;
-    if (repeat) {
-        cJSON_Delete(*params);
-        *params = NULL;
-        if (!t->grid)
-            t->grid = grid_new(t->space);
-        rc = 0;
-        cJSON *p;
-        for (int64_t i = 0; grid_point(t->grid, i, &p); i++) {
-            canon = json_canonical(p);
-            int dup = text_seen(&h, canon);
-            free(canon);
-            if (!dup) {
-                *params = p;
-                rc = 1;
-                break;
-            }
-            cJSON_Delete(p);
+    if (!history_has(hist, *params))
+        return 1;
+    struct history_index h;
+    history_index_build(&h, hist);
+    cJSON_Delete(*params);
+    *params = NULL;
+    if (!t->grid)
+        t->grid = grid_new(t->space);
+    int rc = 0;
+    cJSON *p;
+    for (int64_t i = 0; grid_point(t->grid, i, &p); i++) {
+        if (!index_has(&h, p)) {
+            *params = p;
+            rc = 1;
+            break;
         }
+        cJSON_Delete(p);
     }
-    history_texts_free(&h);
+    seen_free(&h.seen);
     return rc;
 }
 

@@ -952,6 +952,58 @@ static void test_canonical(void **state)
     cJSON_Delete(c);
 }
 
+/* json_same answers exactly as comparing canonical texts does, and equal values hash
+ * alike: every pair of a set of values that differ by one member's order, a key, a
+ * value's type, an ulp, the sign of zero, or a duplicate key. */
+static void test_json_same(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{\"x\": 1, \"c\": \"a\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.01}}",
+        "{\"c\": \"a\", \"x\": 1.0, \"o\": {\"lr\": 0.01, \"_name\": \"sgd\"}}",
+        "{\"x\": 1.0000000000000002, \"c\": \"a\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.01}}",
+        "{\"x\": 1, \"c\": \"a\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.02}}",
+        "{\"x\": 1, \"c\": \"b\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.01}}",
+        "{\"x\": 1, \"c\": \"a\"}",
+        "{\"x\": \"1\", \"c\": \"a\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.01}}",
+        "{\"y\": 1, \"c\": \"a\", \"o\": {\"_name\": \"sgd\", \"lr\": 0.01}}",
+        "{\"x\": 0, \"c\": [1, 2]}",
+        "{\"x\": -0.0, \"c\": [1, 2]}",
+        "{\"x\": 0, \"c\": [2, 1]}",
+        "{\"c\": [1, 2], \"x\": 0}",
+        "{\"x\": 1, \"x\": 2}",
+        "{\"x\": 2, \"x\": 1}",
+        "{\"x\": 1, \"x\": 2, \"a\": null}",
+        "{\"a\": null, \"x\": 1, \"x\": 2}",
+        "{\"a\": true, \"b\": false}",
+        "{\"a\": false, \"b\": true}",
+        "[1, {\"a\": 1, \"b\": 2}]",
+        "[1, {\"b\": 2, \"a\": 1}]",
+    };
+    enum { N = sizeof texts / sizeof texts[0] };
+    cJSON *v[N];
+    char *canon[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = cJSON_Parse(texts[i]);
+        assert_non_null(v[i]);
+        canon[i] = json_canonical(v[i]);
+    }
+    int equal_pairs = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            int same = strcmp(canon[i], canon[j]) == 0;
+            assert_int_equal(json_same(v[i], v[j]), same);
+            if (same)
+                assert_true(json_hash64(v[i]) == json_hash64(v[j]));
+            equal_pairs += same && i < j;
+        }
+    assert_int_equal(equal_pairs, 4);  /* texts 0-1, 8-11, 14-15 and 18-19 */
+    for (int i = 0; i < N; i++) {
+        cJSON_Delete(v[i]);
+        free(canon[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -979,6 +1031,7 @@ int main(void)
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_erfinv),
         cmocka_unit_test(test_canonical),
+        cmocka_unit_test(test_json_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
