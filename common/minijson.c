@@ -59,6 +59,37 @@ static int simple_escape(char ch)
     }
 }
 
+/* The first quote, backslash or control byte in [p, end), or end: eight bytes at a time
+ * while none of them is one (the tests of "Bit Twiddling Hacks": a zero byte, a byte
+ * less than n). */
+static const char *next_special(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        if ((((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs)
+            break;
+        p += 8;
+    }
+    while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+        p++;
+    return p;
+}
+
+/* The escape after a backslash at p[0..end): its length (2, or 6 for \uXXXX), or -1
+ * when it is not one JSON has. */
+static int escape_len(const char *p, const char *end)
+{
+    unsigned u;
+    if (end - p < 2)
+        return -1;
+    if (p[1] == 'u')
+        return end - p >= 6 && hex4(p + 2, &u) == 0 ? 6 : -1;
+    return simple_escape(p[1]) ? 2 : -1;
+}
+
 static int skip_string(struct cur *c)
 {
     /* local pointers: a char read through c->p could alias c->p itself, which would
@@ -66,40 +97,19 @@ static int skip_string(struct cur *c)
     const char *p = c->p, *end = c->end;
     if (p >= end || *p != '"')
         return -1;
-    for (p++;; p++) {
-        /* eight bytes at a time while none of them is a quote, a backslash or a
-         * control byte (the tests of "Bit Twiddling Hacks": a zero byte, a byte < n) */
-        while (end - p >= 8) {
-            uint64_t x, ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-            memcpy(&x, p, 8);
-            uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-            if ((((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs)
-                break;
-            p += 8;
-        }
-        if (p >= end)
+    for (p++;;) {
+        p = next_special(p, end);
+        if (p >= end || (unsigned char)*p < 0x20)
             return -1;
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"') {
+        if (*p == '"') {
             c->p = p + 1;
             return 0;
         }
-        if (ch < 0x20)
+        int n = escape_len(p, end);
+        if (n < 0)
             return -1;
-        if (ch == '\\') {
-            if (++p >= end)
-                return -1;
-            unsigned u;
-            if (*p == 'u') {
-                if (end - p < 5 || hex4(p + 1, &u) < 0)
-                    return -1;
-                p += 4;
-            } else if (!simple_escape(*p)) {
-                return -1;
-            }
-        }
+        p += n;
     }
-    return -1;
 }
 
 static int digits(struct cur *c)
@@ -311,48 +321,50 @@ static char unescaped(char ch)
 
 char *mj_string(const char *v, size_t n, size_t *len)
 {
-    struct cur c = {v, v + n};
-    if (skip_string(&c) < 0 || c.p != c.end)
+    if (n < 2 || v[0] != '"')
         return NULL;
-    /* one buffer: no escape decodes to more bytes than it is written with (\uXXXX: at
-     * most 3, a surrogate pair's 12: 4), and the quotes make room for the NUL */
+    /* checked and decoded in one pass, into one buffer: no escape decodes to more bytes
+     * than it is written with (\uXXXX: at most 3, a surrogate pair's 12: 4), and the
+     * quotes make room for the NUL */
     char *out = xmalloc(n), *o = out;
-    const char *p = v + 1, *end = v + n - 1;
-    while (p < end) {
-        const char *q = memchr(p, '\\', (size_t)(end - p));
-        if (!q)
-            q = end;
+    const char *p = v + 1, *end = v + n, *close = end - 1;
+    for (;;) {
+        const char *q = next_special(p, end);
         memcpy(o, p, (size_t)(q - p));
         o += q - p;
-        if (q >= end)
+        if (q >= end || (unsigned char)*q < 0x20)
+            break; /* no closing quote, or a control byte */
+        if (*q == '"') {
+            if (q != close)
+                break; /* the literal ends before the text does */
+            *o = '\0';
+            *len = (size_t)(o - out);
+            return out;
+        }
+        int el = escape_len(q, end);
+        if (el < 0)
             break;
-        q++; /* the escape; skip_string checked its shape */
-        char ch = *q++;
-        if (ch != 'u') {
-            *o++ = unescaped(ch);
-            p = q;
+        if (el == 2) {
+            *o++ = unescaped(q[1]);
+            p = q + 2;
             continue;
         }
-        unsigned u = 0xfffd, lo = 0; /* hex4 sets u: skip_string checked the four digits */
-        hex4(q, &u);
-        q += 4;
-        if (u >= 0xd800 && u < 0xdc00 && end - q >= 6 && q[0] == '\\' && q[1] == 'u' && hex4(q + 2, &lo) == 0 &&
+        unsigned u = 0, lo = 0;
+        hex4(q + 2, &u);
+        p = q + 6;
+        if (u >= 0xd800 && u < 0xdc00 && close - p >= 6 && p[0] == '\\' && p[1] == 'u' && hex4(p + 2, &lo) == 0 &&
             lo >= 0xdc00 && lo < 0xe000) {
             u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-            q += 6;
+            p += 6;
         } else if (u >= 0xd800 && u < 0xe000) {
             u = 0xfffd; /* an unpaired surrogate */
         }
-        if (u == 0) {
-            free(out);
-            return NULL;
-        }
+        if (u == 0)
+            break;
         o += put_utf8(o, u);
-        p = q;
     }
-    *o = '\0';
-    *len = (size_t)(o - out);
-    return out;
+    free(out);
+    return NULL;
 }
 
 void json_put_string(struct strbuf *sb, const char *str)
