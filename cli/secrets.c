@@ -21,8 +21,10 @@ int cli_secrets_take_out(const char *home, const char *exp_id, cJSON *canonical,
 }
 
 /* Moves the secrets of one stored row out: the file first, then the row (a crash
- * between leaves the row as it was, and the next open does it again). */
-static int migrate_row(struct db *db, const char *home, const struct exp_config_row *r, struct errbuf *e)
+ * between leaves the row as it was, and the next open does it again). Counts the rows
+ * changed in *moved. */
+static int migrate_row(struct db *db, const char *home, const struct exp_config_row *r, int *moved,
+                       struct errbuf *e)
 {
     cJSON *cfg = cJSON_Parse(r->config);
     if (!cfg)
@@ -35,6 +37,7 @@ static int migrate_row(struct db *db, const char *home, const struct exp_config_
         if (rc == 0)
             rc = exp_config_replace(db, r->id, r->config, text, e);
         free(text);
+        *moved += rc == 0;
         if (rc == 0)
             fprintf(stderr, "INFO: experiment %s: %d secret value%s of its config moved out of the database into "
                             "secrets/%s.json\n",
@@ -54,17 +57,23 @@ int cli_secrets_migrate(struct db *db, const char *home)
     }
     struct errbuf e;
     struct exp_config_row *rows;
-    int n;
-    /* the old text is overwritten with zeros where SQLite frees it, not left in the file */
-    db_secure_delete(db, 1);
+    int n, moved = 0;
     int rc = exp_config_rows(db, &rows, &n, &e);
+    /* the old text is overwritten with zeros where SQLite frees it, not left in the file */
+    if (rc == 0 && n > 0)
+        db_secure_delete(db, 1);
     for (int i = 0; rc == 0 && i < n; i++)
-        if (rows[i].id && rows[i].config && is_experiment_id(rows[i].id) && migrate_row(db, home, &rows[i], &e) < 0)
+        if (rows[i].id && rows[i].config && is_experiment_id(rows[i].id) &&
+            migrate_row(db, home, &rows[i], &moved, &e) < 0)
             rc = -1;
+    if (n > 0)
+        db_secure_delete(db, 0);
     exp_config_rows_free(rows, n);
-    db_secure_delete(db, 0);
     char *dir = path_join(home, "secrets");
-    if (rc == 0 && (mkdir_p(dir, 0700) < 0 || write_file_atomic(marker, "", 0, 0600) < 0))
+    /* a marker after a check that changed nothing (a new home: every create) needs no
+     * fsync: lost in a power cut, it only costs the check again */
+    if (rc == 0 && (mkdir_p(dir, 0700) < 0 || (moved ? write_file_atomic(marker, "", 0, 0600)
+                                                    : write_file_replace(marker, "", 0, 0600)) < 0))
         rc = errf(&e, "cannot write %s: %s", marker, strerror(errno));
     if (rc < 0)
         cli_error("moving the secrets of stored configs out of the database: %s", e.msg);

@@ -50,32 +50,66 @@ static int hex4(const char *p, unsigned *out)
     return 0;
 }
 
+/* The one-letter escapes: \" \\ \/ \b \f \n \r \t. */
+static int simple_escape(char ch)
+{
+    switch (ch) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return 1;
+    default: return 0;
+    }
+}
+
+/* The first quote, backslash or control byte in [p, end), or end: eight bytes at a time
+ * while none of them is one (the tests of "Bit Twiddling Hacks": a zero byte, a byte
+ * less than n). */
+static const char *next_special(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        if ((((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs)
+            break;
+        p += 8;
+    }
+    while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+        p++;
+    return p;
+}
+
+/* The escape after a backslash at p[0..end): its length (2, or 6 for \uXXXX), or -1
+ * when it is not one JSON has. */
+static int escape_len(const char *p, const char *end)
+{
+    unsigned u;
+    if (end - p < 2)
+        return -1;
+    if (p[1] == 'u')
+        return end - p >= 6 && hex4(p + 2, &u) == 0 ? 6 : -1;
+    return simple_escape(p[1]) ? 2 : -1;
+}
+
 static int skip_string(struct cur *c)
 {
-    if (c->p >= c->end || *c->p != '"')
+    /* local pointers: a char read through c->p could alias c->p itself, which would
+     * keep the compiler from holding it in a register */
+    const char *p = c->p, *end = c->end;
+    if (p >= end || *p != '"')
         return -1;
-    for (c->p++; c->p < c->end; c->p++) {
-        unsigned char ch = (unsigned char)*c->p;
-        if (ch == '"') {
-            c->p++;
+    for (p++;;) {
+        p = next_special(p, end);
+        if (p >= end || (unsigned char)*p < 0x20)
+            return -1;
+        if (*p == '"') {
+            c->p = p + 1;
             return 0;
         }
-        if (ch < 0x20)
+        int n = escape_len(p, end);
+        if (n < 0)
             return -1;
-        if (ch == '\\') {
-            if (++c->p >= c->end)
-                return -1;
-            unsigned u;
-            if (*c->p == 'u') {
-                if (c->end - c->p < 5 || hex4(c->p + 1, &u) < 0)
-                    return -1;
-                c->p += 4;
-            } else if (!strchr("\"\\/bfnrt", *c->p) || !*c->p) {
-                return -1;
-            }
-        }
+        p += n;
     }
-    return -1;
 }
 
 static int digits(struct cur *c)
@@ -167,10 +201,28 @@ static int skip_value(struct cur *c, int depth)
     }
 }
 
-int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *vlen)
+/* Whether the string literal k[0..klen) (with its quotes, checked by skip_string) holds
+ * key: compared in place unless it has escapes. */
+static int key_is(const char *k, size_t klen, const char *key)
+{
+    size_t n = strlen(key);
+    if (!memchr(k + 1, '\\', klen - 2))
+        return klen - 2 == n && memcmp(k + 1, key, n) == 0;
+    size_t dl;
+    char *dk = mj_string(k, klen, &dl);
+    int same = dk && dl == n && memcmp(dk, key, n) == 0;
+    free(dk);
+    return same;
+}
+
+int mj_members(const char *s, size_t n, const char *const *keys, int nkeys, const char **v, size_t *vlen)
 {
     struct cur c = {s, s + n};
     int found = 0;
+    for (int i = 0; i < nkeys; i++) {
+        v[i] = NULL;
+        vlen[i] = 0;
+    }
     ws(&c);
     if (c.p >= c.end || *c.p != '{')
         return -1;
@@ -192,15 +244,13 @@ int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *
             const char *val = c.p;
             if (skip_value(&c, 1) < 0)
                 return -1;
-            if (!found) {
-                size_t dl;
-                char *dk = mj_string(k, klen, &dl);
-                if (dk && strcmp(dk, key) == 0 && dl == strlen(key)) {
-                    found = 1;
-                    *v = val;
-                    *vlen = (size_t)(c.p - val);
+            for (int i = 0; found < nkeys && i < nkeys; i++) {
+                if (!v[i] && key_is(k, klen, keys[i])) { /* the first one counts */
+                    v[i] = val;
+                    vlen[i] = (size_t)(c.p - val);
+                    found++;
+                    break;
                 }
-                free(dk);
             }
             ws(&c);
             if (c.p < c.end && *c.p == ',') {
@@ -219,79 +269,102 @@ int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *
     return c.p == c.end ? found : -1;
 }
 
-static void put_utf8(struct strbuf *sb, unsigned u)
+int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *vlen)
 {
-    char b[4];
-    size_t n;
-    if (u < 0x80) {
-        b[0] = (char)u;
-        n = 1;
-    } else if (u < 0x800) {
-        b[0] = (char)(0xc0 | u >> 6);
-        b[1] = (char)(0x80 | (u & 0x3f));
-        n = 2;
-    } else if (u < 0x10000) {
-        b[0] = (char)(0xe0 | u >> 12);
-        b[1] = (char)(0x80 | (u >> 6 & 0x3f));
-        b[2] = (char)(0x80 | (u & 0x3f));
-        n = 3;
-    } else {
-        b[0] = (char)(0xf0 | u >> 18);
-        b[1] = (char)(0x80 | (u >> 12 & 0x3f));
-        b[2] = (char)(0x80 | (u >> 6 & 0x3f));
-        b[3] = (char)(0x80 | (u & 0x3f));
-        n = 4;
+    const char *val;
+    size_t len;
+    int rc = mj_members(s, n, &key, 1, &val, &len);
+    if (rc == 1) {
+        *v = val;
+        *vlen = len;
     }
-    sb_add(sb, b, n);
+    return rc;
+}
+
+/* Writes u as UTF-8 at out; returns the bytes written (1..4). */
+static size_t put_utf8(char *out, unsigned u)
+{
+    if (u < 0x80) {
+        out[0] = (char)u;
+        return 1;
+    }
+    if (u < 0x800) {
+        out[0] = (char)(0xc0 | u >> 6);
+        out[1] = (char)(0x80 | (u & 0x3f));
+        return 2;
+    }
+    if (u < 0x10000) {
+        out[0] = (char)(0xe0 | u >> 12);
+        out[1] = (char)(0x80 | (u >> 6 & 0x3f));
+        out[2] = (char)(0x80 | (u & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | u >> 18);
+    out[1] = (char)(0x80 | (u >> 12 & 0x3f));
+    out[2] = (char)(0x80 | (u >> 6 & 0x3f));
+    out[3] = (char)(0x80 | (u & 0x3f));
+    return 4;
+}
+
+/* The one-letter escape's character (skip_string checked it is one). */
+static char unescaped(char ch)
+{
+    switch (ch) {
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: return ch; /* " \ / */
+    }
 }
 
 char *mj_string(const char *v, size_t n, size_t *len)
 {
-    struct cur c = {v, v + n};
-    if (skip_string(&c) < 0 || c.p != c.end)
+    if (n < 2 || v[0] != '"')
         return NULL;
-    struct strbuf sb;
-    sb_init(&sb);
-    const char *p = v + 1, *end = v + n - 1;
-    while (p < end) {
-        const char *q = p;
-        while (q < end && *q != '\\')
-            q++;
-        sb_add(&sb, p, (size_t)(q - p));
-        if (q >= end)
-            break;
-        q++; /* the escape; skip_string checked its shape */
-        char ch = *q++;
-        switch (ch) {
-        case 'b': sb_add(&sb, "\b", 1); break;
-        case 'f': sb_add(&sb, "\f", 1); break;
-        case 'n': sb_add(&sb, "\n", 1); break;
-        case 'r': sb_add(&sb, "\r", 1); break;
-        case 't': sb_add(&sb, "\t", 1); break;
-        case 'u': {
-            unsigned u = 0xfffd, lo = 0; /* hex4 sets u: skip_string checked the four digits */
-            hex4(q, &u);
-            q += 4;
-            if (u >= 0xd800 && u < 0xdc00 && end - q >= 6 && q[0] == '\\' && q[1] == 'u' && hex4(q + 2, &lo) == 0 &&
-                lo >= 0xdc00 && lo < 0xe000) {
-                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-                q += 6;
-            } else if (u >= 0xd800 && u < 0xe000) {
-                u = 0xfffd; /* an unpaired surrogate */
-            }
-            if (u == 0) {
-                sb_free(&sb);
-                return NULL;
-            }
-            put_utf8(&sb, u);
-            break;
+    /* checked and decoded in one pass, into one buffer: no escape decodes to more bytes
+     * than it is written with (\uXXXX: at most 3, a surrogate pair's 12: 4), and the
+     * quotes make room for the NUL */
+    char *out = xmalloc(n), *o = out;
+    const char *p = v + 1, *end = v + n, *close = end - 1;
+    for (;;) {
+        const char *q = next_special(p, end);
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        if (q >= end || (unsigned char)*q < 0x20)
+            break; /* no closing quote, or a control byte */
+        if (*q == '"') {
+            if (q != close)
+                break; /* the literal ends before the text does */
+            *o = '\0';
+            *len = (size_t)(o - out);
+            return out;
         }
-        default: sb_add(&sb, &ch, 1); break; /* " \ / */
+        int el = escape_len(q, end);
+        if (el < 0)
+            break;
+        if (el == 2) {
+            *o++ = unescaped(q[1]);
+            p = q + 2;
+            continue;
         }
-        p = q;
+        unsigned u = 0, lo = 0;
+        hex4(q + 2, &u);
+        p = q + 6;
+        if (u >= 0xd800 && u < 0xdc00 && close - p >= 6 && p[0] == '\\' && p[1] == 'u' && hex4(p + 2, &lo) == 0 &&
+            lo >= 0xdc00 && lo < 0xe000) {
+            u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+            p += 6;
+        } else if (u >= 0xd800 && u < 0xe000) {
+            u = 0xfffd; /* an unpaired surrogate */
+        }
+        if (u == 0)
+            break;
+        o += put_utf8(o, u);
     }
-    *len = sb.len;
-    return sb_detach(&sb);
+    free(out);
+    return NULL;
 }
 
 void json_put_string(struct strbuf *sb, const char *str)

@@ -16,6 +16,10 @@ struct strbuf;
  * has no such member; -1: the text is not one JSON object (NaN, Infinity and -Infinity
  * are accepted as numbers, as NNI's SDK may write them). */
 int mj_member(const char *s, size_t n, const char *key, const char **v, size_t *vlen);
+/* The same for nkeys keys in one pass over s: v[i], vlen[i] the raw value of keys[i]'s
+ * first member (NULL, 0 when there is none). Returns how many keys were found, or -1
+ * when the text is not one JSON object. */
+int mj_members(const char *s, size_t n, const char *const *keys, int nkeys, const char **v, size_t *vlen);
 
 /* The string that the JSON string literal v[0..n) holds (with its quotes), as UTF-8,
  * NUL-terminated, *len its length; NULL when v is not a string literal or holds \u0000.

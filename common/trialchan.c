@@ -105,15 +105,19 @@ int tc_flush(struct tc_conn *c)
 void tc_reply(struct tc_conn *c, int code, const char *body)
 {
     size_t blen = body ? strlen(body) : 0;
-    struct strbuf sb;
-    sb_init(&sb);
-    sb_printf(&sb, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, http1_reason(code),
-              blen ? "Content-Type: application/json\r\n" : "", blen, code == 405 ? "Allow: GET, PUT\r\n" : "",
-              c->close_after ? "Connection: close\r\n" : "");
+    /* one send of head and body, from the stack unless the body is long (a command) */
+    char small[1024];
+    int n = snprintf(small, 256, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n%s%s\r\n", code, http1_reason(code),
+                     blen ? "Content-Type: application/json\r\n" : "", blen, code == 405 ? "Allow: GET, PUT\r\n" : "",
+                     c->close_after ? "Connection: close\r\n" : "");
+    char *msg = (size_t)n + blen <= sizeof small ? small : xmalloc((size_t)n + blen);
+    if (msg != small)
+        memcpy(msg, small, (size_t)n);
     if (blen)
-        sb_add(&sb, body, blen);
-    out_write(c, sb.buf, sb.len);
-    sb_free(&sb);
+        memcpy(msg + n, body, blen);
+    out_write(c, msg, (size_t)n + blen);
+    if (msg != small)
+        free(msg);
     c->pending = 0;
     c->last_ms = mono_ms();
     if (c->ops->replied)
@@ -337,10 +341,11 @@ void tc_command(const char *body, size_t len, int json_body, const char *trial_i
         snprintf(cmd->msg, sizeof cmd->msg, "PUT %.100s: Content-Type must be application/json", trial_id);
         return;
     }
-    const char *v;
-    size_t vl;
-    int rc = body ? mj_member(body, len, "type", &v, &vl) : -1;
-    char *type = rc == 1 ? mj_string(v, vl, &vl) : NULL;
+    static const char *const keys[] = {"type", "metric"};
+    const char *v[2];
+    size_t vl[2], tl = 0;
+    int rc = body ? mj_members(body, len, keys, 2, v, vl) : -1;
+    char *type = rc > 0 && v[0] ? mj_string(v[0], vl[0], &tl) : NULL;
     if (rc < 0) {
         cmd_refuse(cmd, 400, "body: not a JSON object (a trial command)");
     } else if (!type) {
@@ -348,14 +353,14 @@ void tc_command(const char *body, size_t len, int json_body, const char *trial_i
     } else if (strcmp(type, "request_parameter") == 0) {
         cmd->kind = TC_CMD_PARAMETER;
     } else if (strcmp(type, "metric") == 0) {
-        if (mj_member(body, len, "metric", &v, &vl) == 1 && (cmd->metric = mj_string(v, vl, &cmd->metric_len)))
+        if (v[1] && (cmd->metric = mj_string(v[1], vl[1], &cmd->metric_len)))
             cmd->kind = TC_CMD_METRIC;
         else
             cmd_refuse(cmd, 400, NO_METRIC);
     } else {
         char key[96], shown[SNIPPET_SIZE];
         snprintf(key, sizeof key, "%strial channel %.60s", who, trial_id);
-        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s", snippet(shown, type, vl));
+        log_input(LOG_WARN, key, "unexpected commands", "unexpected command type %s", snippet(shown, type, tl));
         cmd->kind = TC_CMD_OTHER;
     }
     free(type);
@@ -369,21 +374,22 @@ void tc_cmd_free(struct tc_cmd *cmd)
 
 int tc_metric_check(const char *m, size_t ml, const char *trial_id, char *msg, size_t size)
 {
-    const char *f;
-    size_t fl;
-    int rc = mj_member(m, ml, "type", &f, &fl), code = 400;
-    char *type = rc == 1 ? mj_string(f, fl, &fl) : NULL;
+    static const char *const keys[] = {"type", "value", "trial_job_id"};
+    const char *f[3];
+    size_t fl[3], len;
+    int rc = mj_members(m, ml, keys, 3, f, fl), code = 400;
+    char *type = rc > 0 && f[0] ? mj_string(f[0], fl[0], &len) : NULL;
     char *tj = NULL;
     if (rc < 0) {
         snprintf(msg, size, "metric is not a JSON object: %.80s", m);
     } else if (!type || (strcmp(type, "PERIODICAL") != 0 && strcmp(type, "FINAL") != 0)) {
         snprintf(msg, size, "metric has no type PERIODICAL or FINAL: %.80s", m);
-    } else if (mj_member(m, ml, "value", &f, &fl) != 1) {
+    } else if (!f[1]) {
         snprintf(msg, size, "metric has no value: %.80s", m);
     } else {
         /* the record names its trial: only this channel's */
-        int named = mj_member(m, ml, "trial_job_id", &f, &fl) == 1;
-        if (named && !(tj = mj_string(f, fl, &fl)) && fl == 4 && memcmp(f, "null", 4) == 0)
+        int named = f[2] != NULL;
+        if (named && !(tj = mj_string(f[2], fl[2], &len)) && fl[2] == 4 && memcmp(f[2], "null", 4) == 0)
             named = 0; /* null: as NNI's SDK sends without a trial id */
         code = 200;
         if (named && !(tj && strcmp(tj, trial_id) == 0)) {

@@ -16,6 +16,7 @@
  * pointer is never a key) and its hash. */
 struct db_stmt_cache {
     char *sql[CACHE_SIZE];
+    const char *from[CACHE_SIZE]; /* the caller's text it was last asked by (a literal, mostly) */
     uint64_t hash[CACHE_SIZE];
     sqlite3_stmt *st[CACHE_SIZE];
     int n;
@@ -249,16 +250,27 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+/* The cached statement i, ready for new bindings; asked for by sql. */
+static sqlite3_stmt *cached(struct db_stmt_cache *c, int i, const char *sql)
+{
+    sqlite3_reset(c->st[i]);
+    sqlite3_clear_bindings(c->st[i]);
+    c->from[i] = sql;
+    return c->st[i];
+}
+
 sqlite3_stmt *db_prep(struct db *db, const char *sql, struct errbuf *e)
 {
     struct db_stmt_cache *c = db->cache;
+    /* the same text at the same address as last time (a literal): found without the
+     * hash, whose byte-by-byte loop costs more than the comparison that confirms it */
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == sql && strcmp(c->sql[i], sql) == 0)
+            return cached(c, i, sql);
     uint64_t h = fnv1a(sql);
     for (int i = 0; i < c->n; i++)
-        if (c->hash[i] == h && strcmp(c->sql[i], sql) == 0) {
-            sqlite3_reset(c->st[i]);
-            sqlite3_clear_bindings(c->st[i]);
-            return c->st[i];
-        }
+        if (c->hash[i] == h && strcmp(c->sql[i], sql) == 0)
+            return cached(c, i, sql);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
         errf(e, "prepare: %s (in: %.120s)", sqlite3_errmsg(db->h), sql);
@@ -268,11 +280,13 @@ sqlite3_stmt *db_prep(struct db *db, const char *sql, struct errbuf *e)
         sqlite3_finalize(c->st[0]);
         free(c->sql[0]);
         memmove(c->sql, c->sql + 1, sizeof c->sql[0] * (CACHE_SIZE - 1));
+        memmove(c->from, c->from + 1, sizeof c->from[0] * (CACHE_SIZE - 1));
         memmove(c->hash, c->hash + 1, sizeof c->hash[0] * (CACHE_SIZE - 1));
         memmove(c->st, c->st + 1, sizeof c->st[0] * (CACHE_SIZE - 1));
         c->n--;
     }
     c->sql[c->n] = xstrdup(sql);
+    c->from[c->n] = sql;
     c->hash[c->n] = h;
     c->st[c->n] = st;
     c->n++;

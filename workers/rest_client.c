@@ -55,6 +55,39 @@ static void answered(struct rest_client *r, long status)
     }
 }
 
+/* The options that stay the same from call to call, on a handle that has not got them
+ * (or had others): set once, not on every call (CURLOPT_CAINFO_BLOB copies the CA). */
+static void handle_options(struct rest_client *r)
+{
+    CURL *c = r->curl;
+    if (r->applied.set && r->applied.timeout_ms == r->timeout_ms && r->applied.ca_bundle == r->ca_bundle &&
+        r->applied.insecure_tls == r->insecure_tls && r->applied.follow_redirects == r->follow_redirects &&
+        r->applied.setup == r->setup && r->applied.setup_ud == r->setup_ud)
+        return;
+    if (r->applied.set)
+        curl_easy_reset(c); /* keeps its connections, sessions and DNS cache */
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, r->follow_redirects ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (r->ca_bundle)
+        curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, r->insecure_tls ? 0L : 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, r->insecure_tls ? 0L : 2L);
+    if (r->setup)
+        r->setup(c, r->setup_ud);
+    r->applied.set = 1;
+    r->applied.timeout_ms = r->timeout_ms;
+    r->applied.ca_bundle = r->ca_bundle;
+    r->applied.insecure_tls = r->insecure_tls;
+    r->applied.follow_redirects = r->follow_redirects;
+    r->applied.setup = r->setup;
+    r->applied.setup_ud = r->setup_ud;
+}
+
 int rest_call(struct rest_client *r, const char *method, const char *url, const char *shown,
               const char *const *headers, const char *body, long *status, char **resp, struct errbuf *e)
 {
@@ -63,7 +96,7 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
         return errf(e, "%s %s: held back after a failure (%s); next try in %lld ms", method, shown, r->down_why,
                     (long long)(r->down_until - mono_ms()));
     CURL *c = r->curl;
-    curl_easy_reset(c);
+    handle_options(r);
     struct body b = {.max = r->max_body > 0 ? (size_t)r->max_body : MAX_BODY};
     sb_init(&b.sb);
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -71,37 +104,32 @@ int rest_call(struct rest_client *r, const char *method, const char *url, const 
     for (int i = 0; headers && headers[i]; i++)
         h = curl_slist_append(h, headers[i]);
     h = curl_slist_append(h, "Expect:");
+    /* the request's own options, every one of them on every call: nothing of the last
+     * call's is left */
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, r->follow_redirects ? 1L : 0L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms < 5000 ? r->timeout_ms : 5000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    if (r->ca_bundle)
-        curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_bundle);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, r->insecure_tls ? 0L : 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, r->insecure_tls ? 0L : 2L);
-    if (r->setup)
-        r->setup(c, r->setup_ud);
     /* what changes something (a POST creates a job) never goes on a reused connection:
      * libcurl sends a request again, unchanged, when a reused connection closes before
      * any answer, and the server may have handled the first one (a second job, a signed
      * nonce refused as replayed). A lost answer is the caller's to handle. */
-    if (strcmp(method, "GET") != 0 && !r->reuse_always) {
-        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-    }
+    long fresh = strcmp(method, "GET") != 0 && !r->reuse_always;
+    curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, fresh);
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, fresh);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L); /* no body: not the last call's POST */
     }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     CURLcode rc = curl_easy_perform(c);
+    /* nothing on the handle points at this call's memory once it returns */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
     curl_slist_free_all(h);
     r->tls_refused = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
     if (rc != CURLE_OK) {

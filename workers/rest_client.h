@@ -24,9 +24,21 @@ struct rest_client {
     int follow_redirects;  /* only where no secret is in the URL */
     int reuse_always;      /* changes go on a kept connection too (their resend is harmless) */
     long max_body;         /* the longest answer taken; 0: 8 MiB */
-    /* the connection's own options (client certificates, CA data), set on every call */
+    /* the connection's own options (client certificates, CA data), set on the handle
+     * with the others above (not per call: a CA blob is copied once) */
     void (*setup)(CURL *c, void *ud);
     void *setup_ud;
+    /* what curl holds of the options above (set on the handle once, again only after
+     * one of them changed): libcurl keeps options between calls, so only the request's
+     * own are set per call */
+    struct {
+        int set;
+        long timeout_ms;
+        const char *ca_bundle;
+        int insecure_tls, follow_redirects;
+        void (*setup)(CURL *c, void *ud);
+        void *setup_ud;
+    } applied;
     int64_t down_until;    /* no call before this (mono ms): backing off */
     int held;              /* the last call was not made: held back by the back-off */
     int down_failures;

@@ -16,7 +16,7 @@ int kube_backing_off(const struct kube_conn *k)
     return rest_backing_off(&k->rest);
 }
 
-/* The connection's TLS and basic auth, on every call (rest_client's setup). */
+/* The connection's TLS and basic auth, set once on the handle (rest_client's setup). */
 static void tls_setup(CURL *c, void *ud)
 {
     const struct kube_conn *k = ud;
