@@ -55,6 +55,20 @@ static int64_t kept(struct db *db, const char *exp, const char *name)
     return n;
 }
 
+/* "name=n name=n ...": each of exp's kept counts */
+static void assert_kept(struct db *db, const char *exp, const char *want)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", want);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(w, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        if (kept(db, exp, w) != atoll(eq + 1))
+            fail_msg("%s: %s is %lld, wanted %s", exp, w, (long long)kept(db, exp, w), eq + 1);
+    }
+}
+
 static void run(struct db *db, const char *sql)
 {
     struct errbuf e;
@@ -83,10 +97,7 @@ static void test_triggers(void **state)
     run(db, "UPDATE trial SET waiting_reason = 'PENDING (Resources)' WHERE id = 'e10004'");
     run(db, "UPDATE trial SET waiting_reason = 'not submitted yet, retried: 503' WHERE id = 'e10005'");
     assert_recount(db);
-    assert_int_equal(kept(db, "e1", "waiting:claimed"), 3);
-    assert_int_equal(kept(db, "e1", "waiting:gpu"), 1);
-    assert_int_equal(kept(db, "e1", "waiting:platform"), 1);
-    assert_int_equal(kept(db, "e1", "waiting:submit_retry"), 1);
+    assert_kept(db, "e1", "waiting:claimed=3 waiting:gpu=1 waiting:platform=1 waiting:submit_retry=1");
     /* starts, a retry (back to WAITING, started again), ends, a cancel before a start */
     run(db, "UPDATE trial SET status = 'RUNNING', start_time = 5, waiting_reason = NULL"
             " WHERE id IN ('e10000', 'e10001', 'e10002')");
@@ -99,11 +110,8 @@ static void test_triggers(void **state)
     run(db, "UPDATE trial SET status = 'USER_CANCELED' WHERE id = 'e10003'");
     run(db, "UPDATE trial SET updated_at = 9, status = 'SUCCEEDED' WHERE id = 'e10000'"); /* no change */
     assert_recount(db);
-    assert_int_equal(kept(db, "e1", "started"), 4);
-    assert_int_equal(kept(db, "e1", "ended:SUCCEEDED"), 2);
-    assert_int_equal(kept(db, "e1", "ended:FAILED"), 1);
-    assert_int_equal(kept(db, "e1", "ended:USER_CANCELED"), 1);
-    assert_int_equal(kept(db, "e2", "started"), 0);
+    assert_kept(db, "e1", "started=4 ended:SUCCEEDED=2 ended:FAILED=1 ended:USER_CANCELED=1");
+    assert_kept(db, "e2", "started=0");
     /* metrics: once each, a repeat ignored */
     add_metric(db, "e10000", "PERIODICAL", 0);
     add_metric(db, "e10000", "PERIODICAL", 1);
@@ -111,13 +119,10 @@ static void test_triggers(void **state)
     add_metric(db, "e10000", "FINAL", 0);
     add_metric(db, "e20000", "FINAL", 0);
     assert_recount(db);
-    assert_int_equal(kept(db, "e1", "metrics:PERIODICAL"), 2);
-    assert_int_equal(kept(db, "e1", "metrics:FINAL"), 1);
+    assert_kept(db, "e1", "metrics:PERIODICAL=2 metrics:FINAL=1");
     /* a deleted trial leaves the gauges, not the totals */
     run(db, "DELETE FROM trial WHERE id IN ('e10004', 'e10000')");
-    assert_int_equal(kept(db, "e1", "trials:WAITING"), 1);
-    assert_int_equal(kept(db, "e1", "waiting:platform"), 0);
-    assert_int_equal(kept(db, "e1", "ended:SUCCEEDED"), 2);
+    assert_kept(db, "e1", "trials:WAITING=1 waiting:platform=0 ended:SUCCEEDED=2");
     /* an experiment's rows go with it */
     run(db, "DELETE FROM experiment WHERE id = 'e2'");
     int64_t left = -1;
@@ -144,11 +149,7 @@ static void test_migration(void **state)
     db_close(db);
     assert_int_equal(db_open(path, &db, &e), 0);
     assert_recount(db);
-    assert_int_equal(kept(db, "e1", "started"), 3);
-    assert_int_equal(kept(db, "e1", "ended:SUCCEEDED"), 1);
-    assert_int_equal(kept(db, "e1", "waiting:gpu"), 1);
-    assert_int_equal(kept(db, "e1", "waiting:queued"), 1);
-    assert_int_equal(kept(db, "e1", "metrics:FINAL"), 1);
+    assert_kept(db, "e1", "started=3 ended:SUCCEEDED=1 waiting:gpu=1 waiting:queued=1 metrics:FINAL=1");
     db_close(db);
     free(path);
 }
