@@ -24,6 +24,7 @@
 #include "api/channel.h"
 #include "api/dispatcher.h"
 #include "api/launch.h"
+#include "api/prom.h"
 #include "api/routes.h"
 #include "api/routes_analysis.h"
 #include "api/routes_webui.h"
@@ -75,6 +76,7 @@ static const struct route routes[] = {
     {EVHTTP_REQ_GET, API "/trial-file/:id/:filename", 0, h_trial_file, 0},
     {EVHTTP_REQ_GET, API "/export-data", 0, h_export_data, 0},
     {EVHTTP_REQ_GET, "/logs/:file", 0, h_log_file, 0},
+    {EVHTTP_REQ_GET, "/metrics", 0, h_metrics, 0}, /* Prometheus (api/routes_prom.c): a read like the others */
     /* TensorBoard (api/routes_tensorboard.c): processes, not stored state, so view mode may too */
     {EVHTTP_REQ_POST, API "/tensorboard", ROUTE_TOKEN, h_tensorboard_start, 0},
     {EVHTTP_REQ_GET, API "/tensorboard/:id", 0, h_tensorboard_task, 0},
@@ -361,8 +363,10 @@ static void dispatch(struct evhttp_request *r, void *arg)
         size_t l = strlen(allowed);
         snprintf(allowed + l, sizeof allowed - l, "%s%s", l ? ", " : "", method_name(routes[i].method));
     }
-    if (found)
+    if (found) {
+        prom_request_begin(r); /* its latency, for GET /metrics */
         run_route(found, &q, m);
+    }
     else
         no_route(a, r, m, raw, &segs, allowed);
     evhttp_clear_headers(&qs);

@@ -46,6 +46,8 @@ void h_metric_data(struct req *q);
 void h_metric_data_trial(struct req *q);
 void h_metric_data_range(struct req *q);
 void h_metric_data_latest(struct req *q);
+/* routes_prom.c: GET /metrics (Prometheus) */
+void h_metrics(struct req *q);
 /* routes_files.c */
 void h_trial_file(struct req *q);
 /* 0 when trial-file may look for NAME (a route argument, decoded once) in a trial's

@@ -21,6 +21,7 @@
 #include "api/dispatcher.h"
 #include "api/guard.h"
 #include "api/launch.h"
+#include "api/prom.h"
 #include "api/routes.h"
 #include "api/scheduler.h"
 #include "api/tensorboard.h"
@@ -91,6 +92,7 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
 {
     (void)fd; (void)ev;
     struct api *a = arg;
+    prom_note_tick(mono_ms(), TICK_MS); /* how late it runs: GET /metrics */
     children_restart_due(a);
     tensorboard_tick(a);
     sched_tick(a);

@@ -24,6 +24,7 @@
 #define STATUS_EVERY_MS 1000
 #define CLAIM_EVERY_MS 500
 #define FAULT_RETRY_MS 1000 /* a submit that met a full disk, tried again */
+#define REPORT_EVERY_MS 5000 /* the counts for GET /metrics: one small transaction */
 #define KILL_POLL_MS 100     /* after a confirmed kill: look for the end soon */
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 10000
@@ -88,6 +89,25 @@ static void notify_api(struct worker *w)
 
 /* The experiment row as it is now: the api to wake (its pid, if it lives). 0 when the
  * experiment is gone, -1 when it cannot be read. */
+/* A call to the platform made (op: WSTAT_SUBMIT...), failed or not: for GET /metrics. */
+static void count_call(struct worker *w, int op, int failed)
+{
+    w->counted.requests[op]++;
+    w->counted.errors[op] += failed != 0;
+}
+
+/* The counts since the last report added to the platform's worker_stat rows; kept for
+ * the next try when the database cannot take them now (a full disk). */
+static void report_counts(struct worker *w)
+{
+    struct errbuf e;
+    if (worker_stats_report(w->db, w->exp_id, w->ops->name, &w->counted, &e) < 0) {
+        log_limited(LOG_WARN, "cannot report the worker's counts: %s", e.msg);
+        return;
+    }
+    memset(&w->counted, 0, sizeof w->counted);
+}
+
 static int refresh_experiment(struct worker *w)
 {
     struct experiment x;
@@ -247,7 +267,9 @@ static int poll_one(struct worker *w, struct worker_trial *wt, int64_t now)
     struct job_state js;
     struct errbuf e;
     memset(&js, 0, sizeof js);
-    if (w->ops->poll(w, &wt->t, &js, &e) < 0) {
+    int polled = w->ops->poll(w, &wt->t, &js, &e);
+    count_call(w, WSTAT_POLL, polled < 0);
+    if (polled < 0) {
         int64_t wait = worker_backoff_ms(poll_every(w, wt), ++wt->poll_failures);
         wt->next_poll_ms = now + wait;
         note_failure(wt, "poll", wt->poll_failures, wait, e.msg);
@@ -280,6 +302,7 @@ static int start_trial(struct worker *w, struct worker_trial *wt)
     char *job_id = NULL, *dir = NULL;
     struct trial *t = &wt->t;
     int how = w->ops->submit(w, t, &job_id, &dir, &e);
+    count_call(w, WSTAT_SUBMIT, how < 0);
     /* the trial's files cannot be written (a full disk): it is not the trial's fault, and
      * it is not started now; it stays ours, WAITING, and is tried again */
     if (how == SUBMIT_FAULT) {
@@ -443,7 +466,9 @@ static void check_kills(struct worker *w)
 static void send_kill(struct worker *w, struct worker_trial *wt, int64_t now)
 {
     struct errbuf e;
-    if (w->ops->kill(w, &wt->t, &e) == 0) {
+    int killed = w->ops->kill(w, &wt->t, &e);
+    count_call(w, WSTAT_KILL, killed != 0);
+    if (killed == 0) {
         wt->kill_sent = 1;
         wt->kill_failures = 0;
         if (wt->next_poll_ms > now + KILL_POLL_MS)
@@ -472,6 +497,7 @@ static void list_jobs(struct worker *w, int64_t now)
     if (now >= next) {
         struct errbuf e;
         int rc = w->ops->poll_all(w, &e);
+        count_call(w, WSTAT_LIST, rc < 0);
         if (rc == POLL_ALL_REFUSED) {
             char shown[SNIPPET_SIZE];
             log_warn("the service refuses to list the experiment's jobs (%s); each job is polled on its own "
@@ -616,14 +642,15 @@ void worker_start(struct worker *w, int64_t now)
         claim_all(w, now);
     w->next = (struct worker_timers){.collect = now + COLLECT_EVERY_MS, .kill = now,
                                      .renew = now + w->lease_ms / 3, .adopt = now + ADOPT_EVERY_MS,
-                                     .status = now + STATUS_EVERY_MS, .claim = now + CLAIM_EVERY_MS};
+                                     .status = now + STATUS_EVERY_MS, .claim = now + CLAIM_EVERY_MS,
+                                     .report = now + REPORT_EVERY_MS};
 }
 
 int64_t worker_next_due(const struct worker *w)
 {
     const struct worker_timers *n = &w->next;
     int64_t next = n->collect;
-    int64_t all[] = {n->kill, n->renew, n->adopt, n->status, n->claim};
+    int64_t all[] = {n->kill, n->renew, n->adopt, n->status, n->claim, n->report};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] < next)
             next = all[i];
@@ -649,6 +676,10 @@ static void check_experiment(struct worker *w)
 void worker_step(struct worker *w, int64_t now)
 {
     struct worker_timers *n = &w->next;
+    /* how late this pass runs: its earliest task was due then (a wake-up comes early) */
+    int64_t late = now - worker_next_due(w);
+    if (late > w->counted.loop_lag_ms)
+        w->counted.loop_lag_ms = late;
     if (w->wake || now >= n->kill) {
         check_kills(w);
         n->kill = now + KILLCHECK_EVERY_MS;
@@ -680,6 +711,10 @@ void worker_step(struct worker *w, int64_t now)
     if (now >= n->status) {
         check_experiment(w);
         n->status = now + STATUS_EVERY_MS;
+    }
+    if (now >= n->report) {
+        report_counts(w);
+        n->report = now + REPORT_EVERY_MS;
     }
     if (w->drain)
         drain_check(w, now);
@@ -737,6 +772,9 @@ int worker_open(struct worker *w, const struct platform_ops *ops, const char *ho
 
 void worker_close(struct worker *w)
 {
+    struct worker_report none = {{0}, {0}, 0};
+    if (w->db && w->ops && memcmp(&w->counted, &none, sizeof none) != 0)
+        report_counts(w); /* what it counted since its last report */
     if (w->platform)
         w->ops->destroy(w);
     for (int i = 0; i < w->ntrials; i++)

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "queue/queue.h"
+#include "schema/counters.h"
 
 struct worker;
 
@@ -158,6 +159,7 @@ struct worker_trial {
 struct worker_timers {
     int64_t collect, kill, renew, adopt, status, claim;
     int64_t list;            /* the next listing may run (ops->poll_all) */
+    int64_t report;          /* the next report of its counts (worker_stat, GET /metrics) */
 };
 
 struct worker {
@@ -186,6 +188,7 @@ struct worker {
     double submit_rate;      /* new jobs per second at most (TRIALQ_SUBMIT_RATE; 0: no limit) */
     double submit_tokens;    /* ... a token bucket of one second's burst */
     int64_t submit_refill;   /* mono ms it was last refilled */
+    struct worker_report counted; /* calls to the platform and loop lag since the last report */
 };
 
 /* The registry (workers/platforms.c): every platform, NULL-terminated; the first one is

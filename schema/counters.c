@@ -1,0 +1,77 @@
+/* counters.c: the kept counts of migration 018 (schema/counters.h). */
+#include <string.h>
+
+#include "schema/counters.h"
+
+const char *const wstat_op_names[WSTAT_OPS] = {"submit", "poll", "list", "kill"};
+
+int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
+                  struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT name, n FROM exp_counter WHERE experiment_id = ? ORDER BY name", "s",
+                                exp_id);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), arg);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "exp_counter: %s", sqlite3_errmsg(db->h));
+}
+
+int worker_stats_each(struct db *db, const char *exp_id,
+                      void (*fn)(const char *platform, const char *name, int64_t value, void *arg), void *arg,
+                      struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e, "SELECT platform, name, value FROM worker_stat WHERE experiment_id = ?"
+                                       " ORDER BY platform, name", "s", exp_id);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           sqlite3_column_int64(st, 2), arg);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "worker_stat: %s", sqlite3_errmsg(db->h));
+}
+
+static int stat_put(struct db *db, const char *exp_id, const char *platform, const char *name, int64_t value,
+                    int add, struct errbuf *e)
+{
+    return db_run(db, e, add ? "INSERT INTO worker_stat (experiment_id, platform, name, value) VALUES (?, ?, ?, ?)"
+                               " ON CONFLICT DO UPDATE SET value = value + excluded.value"
+                             : "INSERT INTO worker_stat (experiment_id, platform, name, value) VALUES (?, ?, ?, ?)"
+                               " ON CONFLICT DO UPDATE SET value = excluded.value",
+                  "sssi", exp_id, platform, name, value);
+}
+
+int worker_stats_report(struct db *db, const char *exp_id, const char *platform, const struct worker_report *r,
+                        struct errbuf *e)
+{
+    if (db_begin(db, e) < 0)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < WSTAT_OPS && rc >= 0; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "requests:%s", wstat_op_names[i]);
+        rc = stat_put(db, exp_id, platform, name, r->requests[i], 1, e);
+        snprintf(name, sizeof name, "errors:%s", wstat_op_names[i]);
+        if (rc >= 0)
+            rc = stat_put(db, exp_id, platform, name, r->errors[i], 1, e);
+    }
+    if (rc >= 0)
+        rc = stat_put(db, exp_id, platform, "loop_lag_ms", r->loop_lag_ms, 0, e);
+    if (rc >= 0)
+        rc = stat_put(db, exp_id, platform, "report_ms", now_ms(), 0, e);
+    if (rc < 0) {
+        db_rollback(db);
+        return -1;
+    }
+    return db_commit(db, e);
+}
+
+int oldest_waiting_submit(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e)
+{
+    return db_int(db, e, out, "SELECT submit_time FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
+                              " ORDER BY sequence LIMIT 1", "s", exp_id);
+}

@@ -1,0 +1,36 @@
+/* counters.h: the kept counts GET /metrics serves (migration 018): per experiment,
+ * counts that triggers keep with every trial and metric change (exp_counter), and what
+ * each worker reports of its loop (worker_stat). Each read is a few rows whatever the
+ * number of trials. */
+#ifndef TRIALQ_COUNTERS_H
+#define TRIALQ_COUNTERS_H
+
+#include "schema/db.h"
+
+/* Calls fn for each exp_counter row of the experiment ("trials:RUNNING", "started", ...;
+ * migration 018 lists them), in name order. 0, or -1 on error. */
+int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
+                  struct errbuf *e);
+
+/* Calls fn for each worker_stat row of the experiment, by platform and name. */
+int worker_stats_each(struct db *db, const char *exp_id,
+                      void (*fn)(const char *platform, const char *name, int64_t value, void *arg), void *arg,
+                      struct errbuf *e);
+
+/* What one worker adds to its platform's rows in one report. */
+enum { WSTAT_SUBMIT, WSTAT_POLL, WSTAT_LIST, WSTAT_KILL, WSTAT_OPS };
+extern const char *const wstat_op_names[WSTAT_OPS]; /* submit, poll, list, kill */
+struct worker_report {
+    int64_t requests[WSTAT_OPS], errors[WSTAT_OPS]; /* counted since the last report */
+    int64_t loop_lag_ms;                           /* the most its loop ran late meanwhile */
+};
+/* One transaction: the counts added to the platform's totals, the lag and the time of the
+ * report set. 0, or -1 (nothing written: the caller keeps its counts for the next). */
+int worker_stats_report(struct db *db, const char *exp_id, const char *platform, const struct worker_report *r,
+                        struct errbuf *e);
+
+/* The submit time (epoch ms) of the experiment's WAITING trial with the lowest sequence
+ * (the oldest submitted): 1 with *out, 0 when none waits, -1 on error. One index seek. */
+int oldest_waiting_submit(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e);
+
+#endif
