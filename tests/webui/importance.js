@@ -7,28 +7,12 @@
 // for the dict key "other" chosen in the tab's menu. No console error. Screenshots of
 // both in ARTIFACTS.
 'use strict';
-const http = require('http');
 const path = require('path');
-const { runTest, assert, eq } = require('./lib');
+const { runTest, assert, eq, fmtNum, getJson } = require('./lib');
 
 const [url, api, artifacts] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
 const log = m => console.log('webui-importance: ' + m);
-function fmtNum(v) { // chart.js's number format
-  const a = Math.abs(v);
-  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
-  return String(Number(v.toPrecision(6)));
-}
-function getJson(u) {
-  return new Promise((resolve, reject) => {
-    http.get(u, res => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', c => { body += c; });
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(u + ': ' + res.statusCode))));
-    }).on('error', reject);
-  });
-}
 
 async function checkTable(page, want, what) {
   const rows = await page.$$eval('#impTable tbody tr', trs => trs.map(tr => Array.from(tr.cells).map(c => c.textContent)));

@@ -64,4 +64,23 @@ function runTest(artifacts, failShot, body) {
   })().catch(e => { console.error('FAIL: ' + (e.stack || e)); process.exit(1); });
 }
 
-module.exports = { launch, runTest, sql, assert, eq, until };
+// chart.js's number format (what the UI prints)
+function fmtNum(v) {
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
+  return String(Number(v.toPrecision(6)));
+}
+
+// GET a JSON answer over plain http (a REST read the test compares the UI with)
+function getJson(u) {
+  return new Promise((resolve, reject) => {
+    require('http').get(u, res => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', c => { body += c; });
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(u + ': ' + res.statusCode))));
+    }).on('error', reject);
+  });
+}
+
+module.exports = { launch, runTest, sql, assert, eq, until, fmtNum, getJson };
