@@ -46,18 +46,15 @@
     m.className = 'msg ' + (ok ? 'ok' : 'err');
   }
 
-  /* the checkboxes on the rows app.js (re)draws, and the button's count */
+  /* a checkbox at the start of each row's name cell (the columns stay those app.js
+   * draws), and the button's count */
   function decorate() {
     const table = $('#experiments');
     if (!table) return;
-    const head = table.querySelector('thead tr');
-    if (head && !head.querySelector('.cmpcol')) head.insertAdjacentHTML('afterbegin', '<th scope="col" class="cmpcol"><span class="sr-only">Compare</span></th>');
-    table.querySelectorAll('tbody tr').forEach(tr => {
-      if (tr.querySelector('.cmpcol')) return;
-      const id = tr.dataset.exp;
-      tr.insertAdjacentHTML('afterbegin', id
-        ? '<td class="cmpcol"><input type="checkbox" data-cmp="' + esc(id) + '" aria-label="Compare ' + esc(id) + '"' + (picked.has(id) ? ' checked' : '') + '></td>'
-        : '<td class="cmpcol"></td>');
+    table.querySelectorAll('tbody tr[data-exp]').forEach(tr => {
+      const id = tr.dataset.exp, td = tr.cells[0];
+      if (!td || td.querySelector('input[data-cmp]')) return;
+      td.insertAdjacentHTML('afterbegin', '<input type="checkbox" class="cmpbox" data-cmp="' + esc(id) + '" aria-label="Compare ' + esc(id) + '"' + (picked.has(id) ? ' checked' : '') + '> ');
     });
     const b = $('#cmpBtn');
     if (b) {
