@@ -20,8 +20,8 @@
 #include "schema/exp_ops.h"
 
 #define CMP_MAX_EXPS 8
-#define CMP_TOP 300
-#define CMP_SPREAD 1000
+#define CMP_TOP 250
+#define CMP_SPREAD 500
 #define CMP_BINS 30
 
 /* One trial of the sample: its sequence, final metric, and x of the curve by time (ms
