@@ -1,5 +1,5 @@
 // compare.js: "Compare experiments" on the All experiments page in headless chromium
-// (tests/e2e/67-webui-compare.sh):
+// (tests/e2e/68-webui-compare.sh):
 //   node compare.js URL API ARTIFACTS ID...
 // URL is one experiment's UI, API its GET /webui/compare, ID... the experiments to
 // tick. Ticking them and pressing "Compare selected" shows the comparison: both charts
@@ -9,7 +9,7 @@
 // differences" leaves those alone. No console error. Screenshots in ARTIFACTS.
 'use strict';
 const path = require('path');
-const { runTest, assert, eq, fmtNum, getJson } = require('./lib');
+const { runTest, assert, eq, fmtNum, getJson, pageErrors } = require('./lib');
 
 const [url, api, artifacts, ...ids] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
@@ -31,9 +31,7 @@ const colored = (page, sel, rgb) => page.$eval(sel, (c, rgb) => {
 const SERIES = [[0x0b, 0x5c, 0xad], [0xd1, 0x49, 0x5b], [0x1a, 0x7f, 0x37]];
 
 runTest(artifacts, '99-failure', async (ctx, page) => {
-  const errors = [];
-  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', e => errors.push(String(e)));
+  const errors = pageErrors(page);
   await page.goto(url + 'experiment');
   await page.waitForSelector('body[data-experiments-ready]');
   assert(await page.isDisabled('#cmpBtn'), 'nothing ticked: the button is disabled');

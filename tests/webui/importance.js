@@ -8,7 +8,7 @@
 // both in ARTIFACTS.
 'use strict';
 const path = require('path');
-const { runTest, assert, eq, fmtNum, getJson } = require('./lib');
+const { runTest, assert, eq, fmtNum, getJson, pageErrors } = require('./lib');
 
 const [url, api, artifacts] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
@@ -25,9 +25,7 @@ async function checkTable(page, want, what) {
 }
 
 runTest(artifacts, '99-failure', async (ctx, page) => {
-  const errors = [];
-  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', e => errors.push(String(e)));
+  const errors = pageErrors(page);
   await page.goto(url + 'detail');
   await page.waitForSelector('body[data-table-ready]');
   await page.click('[data-tab=importance]');

@@ -64,14 +64,14 @@ function runTest(artifacts, failShot, body) {
   })().catch(e => { console.error('FAIL: ' + (e.stack || e)); process.exit(1); });
 }
 
-// chart.js's number format (what the UI prints)
+// chart.js's number format (fmt), as the UI prints numbers
 function fmtNum(v) {
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
   return String(Number(v.toPrecision(6)));
 }
 
-// GET a JSON answer over plain http (a REST read the test compares the UI with)
+// GET u as JSON (a status other than 200 rejects)
 function getJson(u) {
   return new Promise((resolve, reject) => {
     require('http').get(u, res => {
@@ -83,4 +83,12 @@ function getJson(u) {
   });
 }
 
-module.exports = { launch, runTest, sql, assert, eq, until, fmtNum, getJson };
+// the page's console errors and uncaught exceptions from now on
+function pageErrors(page) {
+  const errors = [];
+  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', e => errors.push(String(e)));
+  return errors;
+}
+
+module.exports = { launch, runTest, sql, assert, eq, until, fmtNum, getJson, pageErrors };

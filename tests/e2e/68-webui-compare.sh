@@ -11,7 +11,7 @@
 # equals one full read (the seek of migration 018), on each experiment's api. Then the
 # All experiments page in headless chromium (tests/webui/compare.js): three rows ticked,
 # "Compare selected" draws both charts and the tables equal to the REST answer.
-# Screenshots: <ctest's working dir>/webui-artifacts/67-webui-compare/*.png
+# Screenshots: <ctest's working dir>/webui-artifacts/68-webui-compare/*.png
 . "$(dirname "$0")/lib.sh"
 
 webui_artifacts   # sets ART
