@@ -34,13 +34,14 @@ COMMIT;
 SQL
     echo "COMPARE_COPY: experiment benchcopy, a copy of $id's trials, added in $(( $(date +%s) - t0 )) s"
 fi
-ids=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT group_concat(id) FROM (SELECT id FROM experiment ORDER BY start_time, id LIMIT 8)")
+CMP_IDS=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT group_concat(id) FROM (SELECT id FROM experiment ORDER BY start_time, id LIMIT 8)")
+export CMP_IDS
 trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true' EXIT
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
 n=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
-$PY - "$port" "$RUNS" "$n" "$DB" "$id" "$ids" <<'PY'
+$PY - "$port" "$RUNS" "$n" "$DB" "$id" <<'PY'
 import http.client, sqlite3, sys, time
-port, runs, n, db, exp, ids = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+port, runs, n, db, exp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 def get(path):
     t = time.perf_counter()
@@ -59,9 +60,10 @@ def touch():
 paths = ["/api/v1/nni/job-statistics", "/api/v1/nni/webui/overview", "/api/v1/nni/webui/charts", "/api/v1/nni/webui/params",
          "/api/v1/nni/webui/importance", "/api/v1/nni/webui/trials?limit=50", "/api/v1/nni/webui/trials?limit=50&sort=metric&order=desc",
          "/api/v1/nni/webui/trials?limit=50&sort=metric&order=asc&offset=%d" % (n // 2),
-         "/api/v1/nni/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10),
-         "/api/v1/nni/webui/compare?ids=" + ids]
+         "/api/v1/nni/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10)]
 print("%d trials" % n)
+import os
+paths.append("/api/v1/nni/webui/compare?ids=" + os.environ["CMP_IDS"])  # the experiments of the database
 # the api's first chart reads every trial: how long it takes, and how long another
 # request waits meanwhile (the reading is sliced: the api answers in between)
 import threading
