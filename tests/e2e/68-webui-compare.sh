@@ -10,7 +10,8 @@
 # Bad ids are a 400 or a 404 naming them. GET /metric-data paged with offsets of 7
 # equals one full read (the seek of migration 018), on each experiment's api. Then the
 # All experiments page in headless chromium (tests/webui/compare.js): three rows ticked,
-# "Compare selected" draws both charts and the tables equal to the REST answer.
+# "Compare selected" draws both charts and the tables equal to the REST answer; 5 more
+# trials of the Random experiment (nnictl update trialnum) show up without a reload.
 # Screenshots: <ctest's working dir>/webui-artifacts/68-webui-compare/*.png
 . "$(dirname "$0")/lib.sh"
 
@@ -27,7 +28,7 @@ nni.report_intermediate_result(f + 1)
 nni.report_intermediate_result(f + 0.5)
 nni.report_final_result(f)
 PY
-ss='{x: {_type: quniform, _value: [0, 4, 1]}, y: {_type: quniform, _value: [0, 2, 1]}}'
+ss='{x: {_type: quniform, _value: [0, 4, 0.5]}, y: {_type: quniform, _value: [0, 2, 1]}}'
 declare -A offset=([tpe]=0 [rnd]=1.5 [grid]=3.25)
 declare -A tuner=([tpe]='{name: TPE, classArgs: {optimize_mode: maximize, seed: 3}}'
                   [rnd]='{name: Random, classArgs: {seed: 4}}' [grid]='{name: GridSearch}')

@@ -6,10 +6,13 @@
 // drawn (labelled, not blank), by trial number and by time; the figures table equals
 // the REST answer (trials, best, trial of the best, median); the config table has a row
 // per key with exactly the REST answer's differing keys marked, and "only the
-// differences" leaves those alone. No console error. Screenshots in ARTIFACTS.
+// differences" leaves those alone. Then 5 more trials of the second experiment (nnictl
+// update trialnum): the comparison follows them without a reload of the page. No
+// console error. Screenshots in ARTIFACTS.
 'use strict';
 const path = require('path');
-const { runTest, assert, eq, fmtNum, getJson, pageErrors } = require('./lib');
+const { execFileSync } = require('child_process');
+const { runTest, assert, eq, until, fmtNum, getJson, pageErrors } = require('./lib');
 
 const [url, api, artifacts, ...ids] = process.argv.slice(2);
 const shot = (page, name) => page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
@@ -79,5 +82,16 @@ runTest(artifacts, '99-failure', async (ctx, page) => {
   await page.check('#cmpOnlyDiff');
   eq(await page.$$eval('#cmpConfig tbody tr', trs => trs.length), want.config.differing, 'only the differences');
   await page.locator('#cmpExps').screenshot({ path: path.join(artifacts, '02-compare-by-time-differences.png') });
+  // live: the second experiment runs 5 more trials while the comparison is shown
+  await page.evaluate(() => { window.__sameDocument = 1; });
+  const before = want.experiments[1].trials;
+  execFileSync('nnictl', ['update', 'trialnum', ids[1], '--value', String(before + 5)]);
+  await until('the comparison to count the new trials', async () =>
+    (await page.textContent('#cmpStats tbody tr[data-cexp="' + ids[1] + '"] .ctrials')) === String(before + 5), 120000, 500);
+  assert(await page.evaluate(() => window.__sameDocument === 1), 'the page was not reloaded');
+  const now = await getJson(api + '?ids=' + ids.join(','));
+  eq(now.experiments[1].trials, before + 5, 'the REST answer counts them too');
+  eq(await page.textContent('#cmpStats tbody tr[data-cexp="' + ids[1] + '"] .cmedian'), fmtNum(now.experiments[1].distribution.median), 'the median follows');
+  log('live: ' + ids[1] + ' ' + before + ' -> ' + (before + 5) + ' trials without a reload');
   eq(errors.length, 0, 'console errors: ' + errors.join(' | '));
 });
