@@ -395,7 +395,7 @@ static int metric_count_in(struct db *db, const struct page *p, int64_t lo, int6
                             " AND (?4 IS NULL OR m.type = ?4)", "siis", p->exp_id, lo, hi, p->type) < 0 ? -1 : 0;
 }
 
-#define MC_SHIFT 6 /* metric_count's blocks: 64 trial sequences (migration 018) */
+#define MC_SHIFT 6 /* metric_count's blocks: 64 trial sequences (migration 019) */
 
 /* An offset into the whole listing (or a range of trial sequences) as a seek: the
  * blocks' counts (metric_count) are summed up to the block that holds the offset-th

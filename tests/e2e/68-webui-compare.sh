@@ -8,7 +8,7 @@
 # number and by time (all trials are read: each curve is exact), its median, and the
 # config keys that differ (the tuner, the name...) marked, those the three share not.
 # Bad ids are a 400 or a 404 naming them. GET /metric-data paged with offsets of 7
-# equals one full read (the seek of migration 018), on each experiment's api. Then the
+# equals one full read (the seek of migration 019), on each experiment's api. Then the
 # All experiments page in headless chromium (tests/webui/compare.js): three rows ticked,
 # "Compare selected" draws both charts and the tables equal to the REST answer; 5 more
 # trials of the Random experiment (nnictl update trialnum) show up without a reload.

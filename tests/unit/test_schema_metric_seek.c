@@ -1,4 +1,4 @@
-/* test_schema_metric_seek.c: GET /metric-data's offset as a seek (migration 018's
+/* test_schema_metric_seek.c: GET /metric-data's offset as a seek (migration 019's
  * metric_count, listing.c's metric_seek). Every page at every offset, for every filter
  * the listings take (type, a range of trial sequences), equals the same slice of one full
  * read, on a history with what makes counting hard: trials without metrics, gaps in the

@@ -1,4 +1,4 @@
--- 018: the number of metrics of each type per (experiment, block of 64 trial sequences),
+-- 019: the number of metrics of each type per (experiment, block of 64 trial sequences),
 -- counting only the metrics of each trial's current attempt (those the listings show),
 -- kept by triggers in the transaction that inserts or deletes a metric or changes a
 -- trial's attempt, sequence or experiment, so it is never out of step with the metrics (a
