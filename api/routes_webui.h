@@ -13,6 +13,7 @@ void h_webui_trials(struct req *q);
 void h_webui_charts(struct req *q);
 void h_webui_params(struct req *q);
 void h_webui_importance(struct req *q);
+void h_webui_compare(struct req *q); /* api/routes_compare.c */
 
 /* Entries of routes.c's table (struct route: method, pattern, flags, handler). The
  * static files take every one-segment GET that no other route takes. */
@@ -22,6 +23,7 @@ void h_webui_importance(struct req *q);
         {EVHTTP_REQ_GET, API_PREFIX "/webui/charts", 0, h_webui_charts, 0},     \
         {EVHTTP_REQ_GET, API_PREFIX "/webui/params", 0, h_webui_params, 0},     \
         {EVHTTP_REQ_GET, API_PREFIX "/webui/importance", 0, h_webui_importance, 0}, \
+        {EVHTTP_REQ_GET, API_PREFIX "/webui/compare", 0, h_webui_compare, 0},       \
         {EVHTTP_REQ_GET, "/", 0, h_webui_file, 0}, {EVHTTP_REQ_GET, "/:file", 0, h_webui_file, 0}
 
 #endif

@@ -50,7 +50,7 @@ print("GET /trial-jobs?limit=100&offset=rnd p50 %6.2f ms  p99 %6.2f ms  (%d requ
       % (pct(deep, .5), pct(deep, .99), len(deep)))
 print("GET /trial-jobs?since=<last 100>     p50 %6.2f ms  p99 %6.2f ms  (%d requests)"
       % (pct(inc, .5), pct(inc, .99), len(inc)))
-# other reads, median and worst of 5 (a deep metric offset walks: use since= to page metrics)
+# other reads, median and worst of 5 (a metric offset is a seek: migration 019, metric_count)
 _, _, r = get("/metric-data?limit=1")
 mseq = int(r.getheader("X-Trialq-Seq"))
 k = (n // 2) // 10000

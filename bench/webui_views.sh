@@ -2,8 +2,12 @@
 # bench/webui_views: what the web UI's views and the counts cost the api over a large
 # history: the first read after the api started (its caches empty), then each read
 # uncached (one trial changed before each, as while an experiment runs): median and
-# worst of RUNS, in ms. Reuses a history built by bench/history_api.sh.
-#   usage: HISTORY_DIR=/tmp/DIR bench/webui_views.sh [BUILD_DIR]   env: RUNS=5
+# worst of RUNS, in ms. Reuses a history built by bench/history_api.sh. GET
+# /webui/compare compares every experiment of the database (at most 8); COMPARE_COPY=1
+# first adds, once, a second experiment: a copy of the first one's trial rows (no
+# metrics) under another id, minimizing, so that two experiments of N trials each (mixed
+# modes) are compared.
+#   usage: HISTORY_DIR=/tmp/DIR bench/webui_views.sh [BUILD_DIR]   env: RUNS=5 COMPARE_COPY
 # The api migrates the database: give it a copy of a history that an older build reads.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +18,24 @@ export NNI_HOME=$HISTORY_DIR/home
 DB=$NNI_HOME/trialq.db
 PY=/usr/bin/python3
 port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-id=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM experiment LIMIT 1")
+id=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT id FROM experiment ORDER BY start_time, id LIMIT 1")
+if [ -n "${COMPARE_COPY:-}" ] && [ "$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM experiment")" = 1 ]; then
+    t0=$(date +%s)
+    sqlite3 -cmd ".timeout 10000" "$DB" <<SQL
+BEGIN;
+CREATE TEMP TABLE x AS SELECT * FROM experiment WHERE id = '$id';
+UPDATE x SET id = 'benchcopy', name = 'bench copy', api_pid = NULL, port = NULL,
+    config = json_set(config, '$.tuner.classArgs.optimize_mode', 'minimize');
+INSERT INTO experiment SELECT * FROM x;
+CREATE TEMP TABLE t AS SELECT * FROM trial WHERE experiment_id = '$id';
+UPDATE t SET id = 'c' || id, experiment_id = 'benchcopy';
+INSERT INTO trial SELECT * FROM t;
+COMMIT;
+SQL
+    echo "COMPARE_COPY: experiment benchcopy, a copy of $id's trials, added in $(( $(date +%s) - t0 )) s"
+fi
+CMP_IDS=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT group_concat(id) FROM (SELECT id FROM experiment ORDER BY start_time, id LIMIT 8)")
+export CMP_IDS
 trap '"$BUILD/nnictl" stop --all >/dev/null 2>&1 || true' EXIT
 "$BUILD/nnictl" view "$id" --port "$port" > /dev/null
 n=$(sqlite3 -cmd ".timeout 10000" "$DB" "SELECT count(*) FROM trial WHERE experiment_id='$id'")
@@ -47,6 +68,8 @@ paths = ["/api/v1/nni/job-statistics", "/api/v1/nni/webui/overview", "/api/v1/nn
          "/api/v1/nni/webui/trials?limit=50&sort=metric&order=asc&offset=%d" % (n // 2),
          "/api/v1/nni/trial-jobs?status=SUCCEEDED&limit=100&offset=%d" % (n * 8 // 10)]
 print("%d trials" % n)
+import os
+paths.append("/api/v1/nni/webui/compare?ids=" + os.environ["CMP_IDS"])  # the experiments of the database
 # the api's first chart reads every trial: how long it takes, and how long another
 # request waits meanwhile (the reading is sliced: the api answers in between)
 import threading

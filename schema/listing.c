@@ -363,12 +363,106 @@ static int render_metrics(struct db *db, sqlite3_stmt *st, struct page *p, struc
     return step_error(db, st, s, e) < 0 ? -1 : n;
 }
 
+/* The key (trial sequence, metric id) of the nth (0-based) metric of the listing among
+ * the trials with sequences lo..hi: counted in the database, at most one block of
+ * metrics walked. 1 found, 0 there is none, -1 error. */
+static int metric_key_at(struct db *db, const struct page *p, int64_t lo, int64_t hi, int64_t nth, int64_t *seq,
+                         int64_t *id, struct errbuf *e)
+{
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT t.sequence, m.id FROM trial t JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt"
+        " WHERE t.experiment_id = ?1 AND t.sequence >= ?2 AND t.sequence <= ?3 AND (?4 IS NULL OR m.type = ?4)"
+        " ORDER BY t.sequence, m.id LIMIT 1 OFFSET ?5", "siisi", p->exp_id, lo, hi, p->type, nth);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *seq = col_i64(st, 0);
+        *id = col_i64(st, 1);
+    }
+    if (step_error(db, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, e) < 0)
+        return -1;
+    return rc == SQLITE_ROW;
+}
+
+/* The metrics of the listing among the trials with sequences lo..hi (a part of one block). */
+static int metric_count_in(struct db *db, const struct page *p, int64_t lo, int64_t hi, int64_t *n,
+                           struct errbuf *e)
+{
+    *n = 0;
+    return db_int(db, e, n, "SELECT count(*) FROM trial t JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt"
+                            " WHERE t.experiment_id = ?1 AND t.sequence >= ?2 AND t.sequence <= ?3"
+                            " AND (?4 IS NULL OR m.type = ?4)", "siis", p->exp_id, lo, hi, p->type) < 0 ? -1 : 0;
+}
+
+#define MC_SHIFT 6 /* metric_count's blocks: 64 trial sequences (migration 019) */
+
+/* An offset into the whole listing (or a range of trial sequences) as a seek: the
+ * blocks' counts (metric_count) are summed up to the block that holds the offset-th
+ * metric, which is then found by a walk of that block alone; a block the range cuts is
+ * counted row by row. The page then starts after the last metric skipped (p->key1,
+ * key2). 1 skipped, 0 past the end (the page is empty), 2 the counts disagree with the
+ * rows (a database edited by hand): walk instead. -1 error. */
+static int metric_seek(struct db *db, struct page *p, int64_t off, struct errbuf *e)
+{
+    int64_t lo = p->seq_min, hi = p->seq_max, nth = off - 1;
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT block, CASE ?4 WHEN 'FINAL' THEN final WHEN 'PERIODICAL' THEN periodical ELSE periodical + final END"
+        " FROM metric_count WHERE experiment_id = ?1 AND block >= ?2 AND block <= ?3 ORDER BY block",
+        "siis", p->exp_id, lo >> MC_SHIFT, hi >> MC_SHIFT, p->type);
+    if (!st)
+        return -1;
+    int rc, found = 0, bad = 0;
+    int64_t from = 0, to = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t block = col_i64(st, 0), n = col_i64(st, 1);
+        from = block << MC_SHIFT;
+        to = from + ((INT64_C(1) << MC_SHIFT) - 1);
+        if (from < lo)
+            from = lo;
+        if (to > hi)
+            to = hi;
+        if ((from != block << MC_SHIFT || to != from + ((INT64_C(1) << MC_SHIFT) - 1)) &&
+            metric_count_in(db, p, from, to, &n, e) < 0) {
+            bad = 1;
+            break;
+        }
+        if (n > nth) {
+            found = 1;
+            break;
+        }
+        nth -= n;
+    }
+    if (step_error(db, st, rc == SQLITE_ROW || bad ? SQLITE_DONE : rc, e) < 0 || bad)
+        return -1;
+    if (!found)
+        return 0;
+    int64_t seq, id;
+    int at = metric_key_at(db, p, from, to, nth, &seq, &id, e);
+    if (at <= 0)
+        return at < 0 ? -1 : 2;
+    p->key1 = seq;
+    p->key2 = id;
+    return 1;
+}
+
 int metric_page_next(struct db *db, struct page *p, size_t max_bytes, struct strbuf *sb, struct errbuf *e)
 {
     while (!p->done && sb->len < max_bytes) {
         int64_t want = rows_wanted(p);
         if (!want)
             break;
+        if (p->offset > 0 && !p->incremental && !p->trial_id && p->key1 == INT64_MIN) {
+            int found = metric_seek(db, p, p->offset, e);
+            if (found < 0)
+                return -1;
+            if (found != 2)
+                p->offset = 0; /* skipped; else the query below walks it */
+            if (!found) {
+                p->done = 1;
+                break;
+            }
+        }
         sqlite3_stmt *st = metric_query(db, p, want, e);
         if (!st)
             return -1;

@@ -308,6 +308,7 @@ static int param_step(struct db *db, sqlite3_stmt *st, void (*fn)(void *ctx, con
             .sequence = col_i64(st, 1),
             .metric = sqlite3_column_double(st, 2),
             .parameters = (const char *)sqlite3_column_text(st, 3),
+            .end_time = col_i64(st, 4),
         };
         fn(ctx, &r);
     }
@@ -315,7 +316,7 @@ static int param_step(struct db *db, sqlite3_stmt *st, void (*fn)(void *ctx, con
     return rc == SQLITE_DONE ? 0 : errf(e, "parameter sample: %s", sqlite3_errmsg(db->h));
 }
 
-#define PARAM_ROW "SELECT id, sequence, final_metric, parameters FROM trial WHERE experiment_id = ?" \
+#define PARAM_ROW "SELECT id, sequence, final_metric, parameters, coalesce(end_time, 0) FROM trial WHERE experiment_id = ?" \
                   " AND final_metric IS NOT NULL" METRIC_SHOWN
 
 int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,

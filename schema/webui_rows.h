@@ -59,6 +59,7 @@ struct param_row {
     const char *id, *parameters; /* valid during the callback */
     int64_t sequence;
     double metric;
+    int64_t end_time; /* ms, 0 when none */
 };
 int param_rows(struct db *db, const char *exp_id, int maximize, int64_t limit,
                void (*fn)(void *ctx, const struct param_row *r), void *ctx, struct errbuf *e);
