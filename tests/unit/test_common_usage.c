@@ -25,8 +25,8 @@ static const struct option opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const char usage[] = "demo --experiment ID [--home DIR] [--quiet]\n"
-                            "demo --mode a|b [--debug[=true|false]]";
+static const char usage[] = "demo --experiment ID [--home DIR] [--quiet] --mode a|b\n"
+                            "demo --other X [--debug[=true|false]]";
 
 static void test_opt_arg(void **st)
 {
@@ -37,9 +37,11 @@ static void test_opt_arg(void **st)
     assert_null(usage_opt_arg(usage, &opts[2], buf, sizeof buf));
     assert_string_equal(usage_opt_arg(usage, &opts[3], buf, sizeof buf), "[=true|false]");
     assert_string_equal(usage_opt_arg(usage, &opts[4], buf, sizeof buf), "[=ARG]");
-    /* from the second form, its name ending at the line's end */
+    /* a name ends at the end of its form's line; one from the second form */
     assert_string_equal(usage_opt_arg(usage, &opts[5], buf, sizeof buf), "a|b");
-    assert_string_equal(usage_opt_arg(usage, &opts[6], buf, sizeof buf), "ARG");
+    assert_string_equal(usage_opt_arg(usage, &opts[6], buf, sizeof buf), "X");
+    assert_string_equal(usage_opt_arg("demo --other Y", &opts[6], buf, sizeof buf), "Y");
+    assert_string_equal(usage_opt_arg("demo", &opts[6], buf, sizeof buf), "ARG");
     /* --home is DIR even where the usage leaves it out */
     assert_string_equal(usage_opt_arg("demo", &opts[1], buf, sizeof buf), "DIR");
     assert_string_equal(usage_opt_text(usage, &opts[3], buf, sizeof buf), "--debug[=true|false]");
@@ -56,8 +58,8 @@ static void test_forms(void **st)
     assert_int_equal(len, (int)strcspn(usage, "\n"));
     f = usage_form(usage, 1, &len);
     assert_non_null(f);
-    assert_int_equal(len, (int)strlen("demo --mode a|b [--debug[=true|false]]"));
-    assert_memory_equal(f, "demo --mode", strlen("demo --mode"));
+    assert_int_equal(len, (int)strlen("demo --other X [--debug[=true|false]]"));
+    assert_memory_equal(f, "demo --other", strlen("demo --other"));
     assert_null(usage_form(usage, 2, &len));
     assert_null(usage_form("one\n", 1, &len)); /* a trailing newline is no form */
     f = usage_form("", 0, &len);
@@ -80,11 +82,11 @@ static void test_print(void **st)
 {
     (void)st;
     char *text = printed(usage, "Does a demo.", opts);
-    assert_string_equal(text, "usage: demo --experiment ID [--home DIR] [--quiet]\n"
-                              "   or: demo --mode a|b [--debug[=true|false]]\n"
+    assert_string_equal(text, "usage: demo --experiment ID [--home DIR] [--quiet] --mode a|b\n"
+                              "   or: demo --other X [--debug[=true|false]]\n"
                               "\nDoes a demo.\n\noptions:\n"
                               "  --experiment ID\n  --home DIR\n  --quiet\n  --debug[=true|false]\n"
-                              "  --level[=ARG]\n  --mode a|b\n  --other ARG\n");
+                              "  --level[=ARG]\n  --mode a|b\n  --other X\n");
     free(text);
     text = printed("nnictl x", "X.", NULL);
     assert_string_equal(text, "usage: nnictl x\n\nX.\n\noptions:\n");
