@@ -67,6 +67,9 @@ struct api {
 };
 
 int api_main(int argc, char **argv);
+struct role; /* common/usage.h */
+/* `trialq api`'s usage, summary and options (api/server.c), for trialq(1) too */
+extern const struct role api_role;
 
 /* NNI's launcher starts `trialq api --action create` for an id without a row and POSTs
  * the config to /experiment (api/launch.c): the hook checks it as nnictl create checks a

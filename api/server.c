@@ -1,7 +1,6 @@
 /* server.c: `trialq api --experiment ID`: the event loop. Signals are handled inside
  * the loop (libevent), never in signal context. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "api/scheduler.h"
 #include "api/tensorboard.h"
 #include "common/secrets.h"
+#include "common/usage.h"
 #include "schema/exp_api.h"
 #include "schema/trial_sets.h"
 
@@ -99,15 +99,38 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
     log_input_flush(0); /* the counts of repeated malformed input, once a minute */
 }
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: trialq api --experiment ID [--action create|resume|view] [--home DIR]\n"
-                    "                  [--port N] [--no-workers] [--log-level L]\n"
-                    "   or NNI's manager command line (its launcher, through trialq's nni_node):\n"
-                    "       trialq api --port N --experiment-id ID --action create|resume|view --mode PLATFORM\n"
-                    "                  --experiments-directory DIR --log-level L --foreground true|false\n"
-                    "                  [--url-prefix U] [--tuner-command-channel URL] --python-interpreter PY\n");
-}
+static const struct option api_options[] = {
+    {"experiment", required_argument, NULL, 'e'},
+    {"action", required_argument, NULL, 'a'},
+    {"home", required_argument, NULL, 'H'},
+    {"port", required_argument, NULL, 'p'},
+    {"no-workers", no_argument, NULL, 'W'},
+    {"log-level", required_argument, NULL, 'l'},
+    /* NNI's manager's (ts/nni_manager/common/globals/arguments.ts) */
+    {"experiment-id", required_argument, NULL, 'i'},
+    {"experiments-directory", required_argument, NULL, 'D'},
+    {"mode", required_argument, NULL, 'M'},
+    {"foreground", required_argument, NULL, 'F'},
+    {"url-prefix", required_argument, NULL, 'U'},
+    {"tuner-command-channel", required_argument, NULL, 'T'},
+    {"python-interpreter", required_argument, NULL, 'P'},
+    {"debug", optional_argument, NULL, 'd'},
+    {NULL, 0, NULL, 0},
+};
+
+const struct role api_role = {
+    .usage = "trialq api --experiment ID [--action create|resume|view] [--home DIR] [--port N] [--no-workers] "
+             "[--log-level L]\n"
+             "trialq api --port N --experiment-id ID --action create|resume|view --mode PLATFORM "
+             "--experiments-directory DIR --log-level L --foreground true|false [--url-prefix U] "
+             "[--tuner-command-channel URL] --python-interpreter PY [--debug[=true|false]]",
+    .summary = "The experiment's manager: the REST API and web UI on its port, the tuner, the scheduler and "
+               "(without --no-workers) the workers it starts. nnictl create, resume and view start it, and so "
+               "do the systemd units. The second form is NNI's manager command line, which NNI's launcher "
+               "uses through trialq's nni_node.",
+    .shortopts = "e:a:H:p:Wl:",
+    .opts = api_options,
+};
 
 struct api_opts {
     const char *home;
@@ -123,27 +146,39 @@ static int nni_id_ok(const char *id)
     return n >= 1 && n <= 32 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
 }
 
+struct api_args {
+    struct api *a;
+    struct api_opts *o;
+};
+
+/* One option of the command line into a and o (role_getopt's set). */
+static int set_arg(void *ctx, int c, char *arg)
+{
+    struct api *a = ((struct api_args *)ctx)->a;
+    struct api_opts *o = ((struct api_args *)ctx)->o;
+    switch (c) {
+    case 'e': a->exp_id = arg; break;
+    case 'i': a->exp_id = arg, a->nni_launched = 1; break;
+    case 'D': free(a->exp_root), a->exp_root = path_abs(".", arg); break;
+    case 'U': o->url_prefix = arg; break;
+    /* the config's trainingService is the platform; trialq has its own foreground
+     * and tuner channel; the interpreter is the one with NNI for its Python tuners */
+    case 'M': case 'F': case 'T': break;
+    case 'P': setenv("TRIALQ_PYTHON", arg, 0); break;
+    case 'd': if (!arg || strcmp(arg, "false") != 0) a->log_level = "debug"; break;
+    case 'a': o->action = arg; break;
+    case 'H': o->home = arg; break;
+    case 'p': o->port = atoi(arg); break;
+    case 'W': a->spawn_workers = 0; break;
+    case 'l': a->log_level = arg; break;
+    default: return -1;
+    }
+    return 0;
+}
+
 /* The command line into a and o: 0, or the exit code (2, usage shown). */
 static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
 {
-    static const struct option opts[] = {
-        {"experiment", required_argument, NULL, 'e'},
-        {"action", required_argument, NULL, 'a'},
-        {"home", required_argument, NULL, 'H'},
-        {"port", required_argument, NULL, 'p'},
-        {"no-workers", no_argument, NULL, 'W'},
-        {"log-level", required_argument, NULL, 'l'},
-        /* NNI's manager's (ts/nni_manager/common/globals/arguments.ts) */
-        {"experiment-id", required_argument, NULL, 'i'},
-        {"experiments-directory", required_argument, NULL, 'D'},
-        {"mode", required_argument, NULL, 'M'},
-        {"foreground", required_argument, NULL, 'F'},
-        {"url-prefix", required_argument, NULL, 'U'},
-        {"tuner-command-channel", required_argument, NULL, 'T'},
-        {"python-interpreter", required_argument, NULL, 'P'},
-        {"debug", optional_argument, NULL, 'd'},
-        {NULL, 0, NULL, 0},
-    };
     a->spawn_workers = 1;
     a->next_index = -1;
     a->log_level = "info";
@@ -151,31 +186,11 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
     o->action = "create";
     o->port = 0;
     o->url_prefix = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "e:a:H:p:Wl:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e': a->exp_id = optarg; break;
-        case 'i': a->exp_id = optarg, a->nni_launched = 1; break;
-        case 'D': free(a->exp_root), a->exp_root = path_abs(".", optarg); break;
-        case 'U': o->url_prefix = optarg; break;
-        /* the config's trainingService is the platform; trialq has its own foreground
-         * and tuner channel; the interpreter is the one with NNI for its Python tuners */
-        case 'M': case 'F': case 'T': break;
-        case 'P': setenv("TRIALQ_PYTHON", optarg, 0); break;
-        case 'd': if (!optarg || strcmp(optarg, "false") != 0) a->log_level = "debug"; break;
-        case 'a': o->action = optarg; break;
-        case 'H': o->home = optarg; break;
-        case 'p': o->port = atoi(optarg); break;
-        case 'W': a->spawn_workers = 0; break;
-        case 'l': a->log_level = optarg; break;
-        default: usage(); return 2;
-        }
-    }
-    if (!a->exp_id || optind < argc) {
-        usage();
+    struct api_args args = {a, o};
+    if (role_getopt(&api_role, argc, argv, set_arg, &args) != 0)
         return 2;
-    }
+    if (!a->exp_id || optind < argc)
+        return role_usage(&api_role);
     if (a->nni_launched && !nni_id_ok(a->exp_id)) {
         log_error("--experiment-id %.64s: an id is 1 to 32 letters, digits, _ or -", a->exp_id);
         return 2;
@@ -186,10 +201,8 @@ static int parse_args(struct api *a, int argc, char **argv, struct api_opts *o)
         a->action = ACTION_RESUME;
     else if (strcmp(o->action, "view") == 0)
         a->action = ACTION_VIEW, a->readonly = 1, a->spawn_workers = 0;
-    else {
-        usage();
-        return 2;
-    }
+    else
+        return role_usage(&api_role);
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* help.c: what nnictl says about itself, all of it from the command table (cli_commands,
- * each command's usage, summary and getopt table): `nnictl ... --help`, the words bash
- * completes (`nnictl __complete`, contrib/bash-completion/nnictl) and the man pages
- * (cli/mangen.c). Nothing here repeats a command's name or options. */
+ * each command's usage, summary and getopt table, printed as common/usage.c prints
+ * them): `nnictl ... --help`, the words bash completes (`nnictl __complete`,
+ * contrib/bash-completion/nnictl) and the man pages (cli/mangen.c). Nothing here
+ * repeats a command's name or options. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,39 +12,11 @@
 #include "cli/cli.h"
 #include "cli/help.h"
 #include "common/common.h"
-
-/* The argument of options that a command's usage line leaves out. */
-static const struct {
-    const char *name, *arg;
-} implied_args[] = {{"home", "DIR"}, {"experiment_dir", "DIR"}};
-
-const char *cli_opt_arg(const struct cli_cmd *c, const struct option *o, char *buf, size_t n)
-{
-    if (o->has_arg == no_argument)
-        return NULL;
-    char key[64];
-    snprintf(key, sizeof key, "--%s ", o->name);
-    const char *at = strstr(c->usage, key);
-    if (at) {
-        at += strlen(key);
-        size_t len = strcspn(at, " ])");
-        snprintf(buf, n, "%.*s", (int)len, at);
-        return buf;
-    }
-    for (size_t i = 0; i < sizeof implied_args / sizeof implied_args[0]; i++)
-        if (strcmp(o->name, implied_args[i].name) == 0)
-            return implied_args[i].arg;
-    return "ARG";
-}
+#include "common/usage.h"
 
 void cli_print_help(FILE *f, const struct cli_cmd *c)
 {
-    fprintf(f, "usage: %s\n\n%s\n\noptions:\n", c->usage, c->summary);
-    char buf[64];
-    for (const struct option *o = c->opts; o && o->name; o++) {
-        const char *arg = cli_opt_arg(c, o, buf, sizeof buf);
-        fprintf(f, "  --%s%s%s\n", o->name, arg ? " " : "", arg ? arg : "");
-    }
+    usage_print(f, c->usage, c->summary, c->opts);
     fprintf(f, "  --help\n");
 }
 
@@ -116,7 +89,7 @@ static void put_ids(const struct comp *k)
 static void put_value(const struct comp *k, const struct cli_cmd *c, const struct option *o)
 {
     char buf[64];
-    const char *arg = cli_opt_arg(c, o, buf, sizeof buf);
+    const char *arg = usage_opt_arg(c->usage, o, buf, sizeof buf);
     if (strcmp(arg, "FILE") == 0 || strcmp(arg, "DIR") == 0) {
         printf("%s\n", CLI_COMPLETE_FILES);
         return;

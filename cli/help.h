@@ -5,15 +5,12 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "common/usage.h"
 
 /* What `nnictl __complete` prints when the word is a file or folder name: the bash
  * completion completes it with compgen -f. */
 #define CLI_COMPLETE_FILES "@files"
 
-/* The argument's name of option o of command c as its usage line spells it ("FILE",
- * "json|csv"), DIR for --home, ARG for others; NULL for an option without one. buf (n
- * bytes) may hold the answer. */
-const char *cli_opt_arg(const struct cli_cmd *c, const struct option *o, char *buf, size_t n);
 /* `nnictl X --help`: usage, summary, options. */
 void cli_print_help(FILE *f, const struct cli_cmd *c);
 /* `nnictl --help`: every command's usage. */
@@ -24,11 +21,8 @@ void cli_print_commands(FILE *f);
  * CLI_COMPLETE_FILES. Always 0. */
 int cli_complete(int argc, char **argv);
 
-/* trialq's roles (`trialq ROLE ...`), for trialq's usage and its man page. */
-struct cli_role {
-    const char *usage, *summary;
-};
-extern const struct cli_role cli_roles[];
-extern const int cli_nroles;
+/* trialq's roles (`trialq ROLE ...`), for trialq's usage and its man page;
+ * NULL-terminated (cli/nnictl.c). */
+extern const struct role *const cli_roles[];
 
 #endif

@@ -1,9 +1,10 @@
 /* mangen.c: `trialq-mangen nnictl|trialq` prints the man page (roff) of nnictl(1) or
- * trialq(1) from the tables `nnictl --help` and trialq's usage print (cli_commands,
- * cli_roles): the build runs it, so the pages cannot drift from the help texts. Not
+ * trialq(1) from the tables `nnictl --help` and trialq's roles print their help from
+ * (cli_commands, cli_roles: common/usage.h): the build runs it, so the pages cannot drift from the help texts. Not
  * installed. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -60,27 +61,47 @@ static void files(void)
     }
 }
 
-static void command(const struct cli_cmd *c)
+/* ".br", then "Options: --a ARG, --b." of a command or role whose usage text is usage */
+static void options(const char *usage, const struct option *opts)
 {
-    printf(".TP\n.B ");
-    line(c->usage + strlen("nnictl "));
-    line(c->summary);
-    if (!c->opts || !c->opts->name)
+    if (!opts || !opts->name)
         return;
     printf(".br\nOptions:");
     char buf[64];
-    for (const struct option *o = c->opts; o->name; o++) {
-        const char *arg = cli_opt_arg(c, o, buf, sizeof buf);
-        printf("%s \\fB\\-\\-", o == c->opts ? "" : ",");
+    for (const struct option *o = opts; o->name; o++) {
+        const char *arg = usage_opt_arg(usage, o, buf, sizeof buf);
+        printf("%s \\fB\\-\\-", o == opts ? "" : ",");
         roff(o->name);
         printf("\\fR");
         if (arg) {
-            printf(" \\fI");
+            printf(arg[0] == '[' ? "\\fI" : " \\fI");
             roff(arg);
             printf("\\fR");
         }
     }
     printf(".\n");
+}
+
+static void command(const struct cli_cmd *c)
+{
+    printf(".TP\n.B ");
+    line(c->usage + strlen("nnictl "));
+    line(c->summary);
+    options(c->usage, c->opts);
+}
+
+/* The forms of a role's usage text from form `from` on, a line each (after `font`: ""
+ * or ".B "), between .br lines. */
+static void forms(const char *usage, int from, const char *font)
+{
+    int len;
+    const char *form;
+    for (int i = from; (form = usage_form(usage, i, &len)); i++) {
+        char *text = xstrndup(form, (size_t)len);
+        printf("%s%s", i == from ? "" : ".br\n", font);
+        line(text);
+        free(text);
+    }
 }
 
 static void nnictl_page(void)
@@ -114,17 +135,22 @@ static void trialq_page(void)
 {
     header("trialq", "TRIALQ", "the processes of an NNI-compatible hyperparameter-tuning experiment manager");
     printf(".SH SYNOPSIS\n");
-    for (int i = 0; i < cli_nroles; i++) {
+    for (int i = 0; cli_roles[i]; i++) {
         printf("%s", i ? ".br\n" : "");
-        line(cli_roles[i].usage);
+        forms(cli_roles[i]->usage, 0, "");
     }
     printf(".SH DESCRIPTION\n");
     line("trialq is one program with several roles; run as nnictl (a link to it) it is the command line, "
          "nnictl(1). Its roles are started by nnictl and by the systemd units, not by hand:");
-    for (int i = 0; i < cli_nroles; i++) {
-        printf(".TP\n.B ");
-        line(cli_roles[i].usage);
-        line(cli_roles[i].summary);
+    for (int i = 0; cli_roles[i]; i++) {
+        const struct role *r = cli_roles[i];
+        int len;
+        printf(".TP\n");
+        forms(r->usage, 0, ".B ");
+        if (usage_form(r->usage, 1, &len))
+            printf(".br\n");
+        line(r->summary);
+        options(r->usage, r->opts);
     }
     printf(".PP\n");
     line("trialq-supervise, installed beside trialq, watches each trial of the local platform.");

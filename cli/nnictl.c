@@ -22,19 +22,14 @@ const struct cli_cmd *const cli_commands[] = {
     NULL,
 };
 
-const struct cli_role cli_roles[] = {
-    {"trialq api --experiment ID [--action create|resume|view] [--home DIR] [--port N] [--no-workers] "
-     "[--log-level L]",
-     "The experiment's manager: the REST API and web UI on its port, the tuner, the scheduler and (without "
-     "--no-workers) the workers it starts. nnictl create, resume and view start it, and so do the systemd "
-     "units; `trialq api --help` prints its options, also NNI's manager command line that NNI's launcher "
-     "uses through trialq's nni_node."},
-    {"trialq worker --platform PLATFORM --experiment ID [--home DIR] [--log-level L]",
-     "Runs the experiment's trials on one training platform; the api starts it (or trialq-worker@.service)."},
-    {"trialq nnictl COMMAND ...", "The same as nnictl COMMAND ... (nnictl is a link to trialq)."},
-    {"trialq --version", "Prints the version."},
+static const struct role nnictl_role = {
+    .usage = "trialq nnictl COMMAND ...",
+    .summary = "The same as nnictl COMMAND ... (nnictl is a link to trialq).",
 };
-const int cli_nroles = sizeof cli_roles / sizeof cli_roles[0];
+static const struct role version_role = {.usage = "trialq --version", .summary = "Prints the version."};
+
+/* api_role and worker_role are beside the code that parses their options */
+const struct role *const cli_roles[] = {&api_role, &worker_role, &nnictl_role, &version_role, NULL};
 
 /* NNI commands that have no meaning for trialq, with what to do instead. */
 static const struct {
@@ -144,8 +139,11 @@ int trialq_main(int argc, char **argv)
         }
     }
     fprintf(stderr, "usage:\n");
-    for (int i = 0; i < cli_nroles; i++)
-        fprintf(stderr, "  %s\n", cli_roles[i].usage);
+    int len;
+    const char *form;
+    for (int i = 0; cli_roles[i]; i++)
+        for (int j = 0; (form = usage_form(cli_roles[i]->usage, j, &len)); j++)
+            fprintf(stderr, "  %.*s\n", len, form);
     fprintf(stderr, "(or run it as nnictl; man trialq)\n");
     return 2;
 }

@@ -66,7 +66,6 @@ struct an_ctx {
 
 /* ---- classArgs (NNI's HyperoptClassArgsValidator) ---- */
 
-static const char *const anneal_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type", "seed", NULL};
 static const char *const liar_names[] = {"min", "max", "mean", NULL};
 
 static void anneal_destroy(void *state)
@@ -85,11 +84,13 @@ static int anneal_create(const cJSON *args, const struct ss_space *space, uint64
     /* NNI's defaults: HyperoptTuner(optimize_mode='minimize', parallel_optimize=False,
      * constant_liar_type='min') */
     int mode = 1, parallel = 0, liar = LIAR_MIN;
-    if (classargs_keys(args, CA_TUNER, "Anneal", anneal_keys, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_bool(args, CA_TUNER, "parallel_optimize", &parallel, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "constant_liar_type", liar_names, &liar, e) < 0 ||
-        classargs_seed(args, &seed, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"parallel_optimize", CA_BOOL, .out = &parallel},
+        {"constant_liar_type", CA_CHOICE, .choices = liar_names, .out = &liar},
+        {"seed", CA_SEED, .out = &seed},
+    };
+    if (classargs_check(args, CA_TUNER, "Anneal", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct anneal_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {

@@ -11,7 +11,7 @@ struct batch_state {
 static int batch_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                         struct errbuf *e)
 {
-    if (classargs_keys(args, CA_TUNER, "Batch", NULL, e) < 0)
+    if (classargs_keys(args, CA_TUNER, "Batch", NULL, 0, e) < 0)
         return -1;
     if (space->n != 1 || space->params[0].type != SS_CHOICE)
         return errf(e, "searchSpace: Batch needs exactly one parameter of _type choice whose options are "

@@ -66,10 +66,6 @@ struct bohb {
     char last_label[64];
 };
 
-static const char *const bohb_args[] = {"optimize_mode", "min_budget", "max_budget", "eta", "min_points_in_model",
-                                        "top_n_percent", "num_samples", "random_fraction", "bandwidth_factor",
-                                        "min_bandwidth", "config_space", "seed", NULL};
-
 /* ---- the [0, 1] encoding of a configuration ---- */
 
 static double phi(double z)
@@ -417,18 +413,21 @@ static int bohb_create(const cJSON *args, const struct ss_space *space, uint64_t
     int mode = 0, min_budget = 1, max_budget = 3, eta = 3, min_points = -1, top = 15, samples = 64;
     double frac = 1.0 / 3, bw_factor = 3, min_bw = 1e-3;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, CA_TUNER, "BOHB", bohb_args, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_TUNER, "min_budget", 1, 1000000000, &min_budget, e) < 0 ||
-        classargs_int(args, CA_TUNER, "max_budget", 1, 1000000000, &max_budget, e) < 0 ||
-        classargs_int(args, CA_TUNER, "eta", 2, 9999, &eta, e) < 0 ||
-        classargs_int(args, CA_TUNER, "min_points_in_model", 0, 9999, &min_points, e) < 0 ||
-        classargs_int(args, CA_TUNER, "top_n_percent", 1, 99, &top, e) < 0 ||
-        classargs_int(args, CA_TUNER, "num_samples", 1, 9999, &samples, e) < 0 ||
-        classargs_number(args, CA_TUNER, "random_fraction", 0, 1, &frac, e) < 0 ||
-        classargs_number(args, CA_TUNER, "bandwidth_factor", 0, 9999, &bw_factor, e) < 0 ||
-        classargs_number(args, CA_TUNER, "min_bandwidth", 0, 9999, &min_bw, e) < 0 ||
-        classargs_seed(args, &own_seed, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"min_budget", CA_INT, 1, 1000000000, .out = &min_budget},
+        {"max_budget", CA_INT, 1, 1000000000, .out = &max_budget},
+        {"eta", CA_INT, 2, 9999, .out = &eta},
+        {"min_points_in_model", CA_INT, 0, 9999, .out = &min_points},
+        {"top_n_percent", CA_INT, 1, 99, .out = &top},
+        {"num_samples", CA_INT, 1, 9999, .out = &samples},
+        {"random_fraction", CA_NUMBER, 0, 1, .out = &frac},
+        {"bandwidth_factor", CA_NUMBER, 0, 9999, .out = &bw_factor},
+        {"min_bandwidth", CA_NUMBER, 0, 9999, .out = &min_bw},
+        {"config_space", CA_KEY, .out = NULL},
+        {"seed", CA_SEED, .out = &own_seed},
+    };
+    if (classargs_check(args, CA_TUNER, "BOHB", rules, CA_COUNT(rules), e) < 0)
         return -1;
     const cJSON *cs = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "config_space") : NULL;
     if (cs && !cJSON_IsNull(cs))

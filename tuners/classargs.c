@@ -14,34 +14,7 @@ static const cJSON *arg_get(const cJSON *args, const char *key)
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-int classargs_keys(const cJSON *args, const char *where, const char *algo, const char *const *allowed,
-                   struct errbuf *e)
-{
-    if (!args || cJSON_IsNull(args))
-        return 0;
-    if (!cJSON_IsObject(args))
-        return errf(e, "%s: must be a mapping of argument names to values", where);
-    const cJSON *item;
-    cJSON_ArrayForEach(item, args) {
-        int ok = 0;
-        for (const char *const *a = allowed; a && *a && !ok; a++)
-            ok = strcmp(*a, item->string) == 0;
-        if (ok)
-            continue;
-        if (!allowed || !*allowed)
-            return errf(e, "%s.%s: %s takes no classArgs; remove %s", where, item->string, algo, where);
-        char list[256] = "";
-        for (const char *const *a = allowed; *a; a++) {
-            size_t len = strlen(list);
-            snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", *a);
-        }
-        return errf(e, "%s.%s: unknown argument%s%s (accepted: %s)", where, item->string, algo ? " for " : "",
-                    algo ? algo : "", list);
-    }
-    return 0;
-}
-
-int classargs_require(const cJSON *args, const char *where, const char *algo, const char *key, const char *what,
+static int ca_require(const cJSON *args, const char *where, const char *algo, const char *key, const char *what,
                       struct errbuf *e)
 {
     if (arg_get(args, key))
@@ -49,7 +22,7 @@ int classargs_require(const cJSON *args, const char *where, const char *algo, co
     return errf(e, "%s.%s: required by %s (%s)", where, key, algo, what);
 }
 
-int classargs_int(const cJSON *args, const char *where, const char *key, int min, int max, int *out,
+static int ca_int(const cJSON *args, const char *where, const char *key, int min, int max, int *out,
                   struct errbuf *e)
 {
     const cJSON *v = arg_get(args, key);
@@ -64,7 +37,7 @@ int classargs_int(const cJSON *args, const char *where, const char *key, int min
     return 1;
 }
 
-int classargs_number(const cJSON *args, const char *where, const char *key, double min, double max, double *out,
+static int ca_number(const cJSON *args, const char *where, const char *key, double min, double max, double *out,
                      struct errbuf *e)
 {
     const cJSON *v = arg_get(args, key);
@@ -80,7 +53,7 @@ int classargs_number(const cJSON *args, const char *where, const char *key, doub
     return 1;
 }
 
-int classargs_bool(const cJSON *args, const char *where, const char *key, int *out, struct errbuf *e)
+static int ca_bool(const cJSON *args, const char *where, const char *key, int *out, struct errbuf *e)
 {
     const cJSON *v = arg_get(args, key);
     if (!v)
@@ -91,7 +64,7 @@ int classargs_bool(const cJSON *args, const char *where, const char *key, int *o
     return 1;
 }
 
-int classargs_choice(const cJSON *args, const char *where, const char *key, const char *const *choices, int *out,
+static int ca_choice(const cJSON *args, const char *where, const char *key, const char *const *choices, int *out,
                      struct errbuf *e)
 {
     const cJSON *v = arg_get(args, key);
@@ -113,15 +86,6 @@ int classargs_choice(const cJSON *args, const char *where, const char *key, cons
 
 const char *const classargs_modes[] = {"maximize", "minimize", NULL};
 
-int classargs_maximize(const cJSON *args, int *maximize, struct errbuf *e)
-{
-    int mode = 0;
-    int rc = classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e);
-    if (rc == 1)
-        *maximize = mode == 0;
-    return rc;
-}
-
 int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e)
 {
     const cJSON *s = arg_get(args, "seed");
@@ -134,4 +98,76 @@ int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e)
         return errf(e, CA_TUNER ".seed: must be an integer between 0 and 2^53");
     *seed = (uint64_t)s->valuedouble;
     return 1;
+}
+
+int classargs_keys(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
+                   struct errbuf *e)
+{
+    if (!args || cJSON_IsNull(args))
+        return 0;
+    if (!cJSON_IsObject(args))
+        return errf(e, "%s: must be a mapping of argument names to values", where);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, args) {
+        int ok = 0;
+        for (int i = 0; i < n && !ok; i++)
+            ok = strcmp(rules[i].key, item->string) == 0;
+        if (ok)
+            continue;
+        if (n == 0)
+            return errf(e, "%s.%s: %s takes no classArgs; remove %s", where, item->string, algo, where);
+        char list[256] = "";
+        for (int i = 0; i < n; i++) {
+            size_t len = strlen(list);
+            snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", rules[i].key);
+        }
+        return errf(e, "%s.%s: unknown argument%s%s (accepted: %s)", where, item->string, algo ? " for " : "",
+                    algo ? algo : "", list);
+    }
+    return 0;
+}
+
+static int check_rule(const cJSON *args, const char *where, const char *algo, const struct ca_rule *r,
+                      struct errbuf *e)
+{
+    if (r->required_what && ca_require(args, where, algo, r->key, r->required_what, e) < 0)
+        return -1;
+    switch (r->kind) {
+    case CA_INT:
+        return ca_int(args, where, r->key, (int)r->min, (int)r->max, r->out, e);
+    case CA_NUMBER:
+        return ca_number(args, where, r->key, r->min, r->max, r->out, e);
+    case CA_BOOL:
+        return ca_bool(args, where, r->key, r->out, e);
+    case CA_CHOICE:
+        return ca_choice(args, where, r->key, r->choices, r->out, e);
+    case CA_SEED:
+        return classargs_seed(args, r->out, e);
+    case CA_KEY:
+        break;
+    }
+    return 0;
+}
+
+int classargs_rules(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
+                    struct errbuf *e)
+{
+    int lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        lo = rules[i].pass < lo ? rules[i].pass : lo;
+        hi = rules[i].pass > hi ? rules[i].pass : hi;
+    }
+    for (int pass = lo; pass <= hi; pass++)
+        for (int i = 0; i < n; i++)
+            if (rules[i].pass == pass && check_rule(args, where, algo, &rules[i], e) < 0)
+                return -1;
+    return 0;
+}
+
+int classargs_check(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
+                    struct errbuf *e)
+{
+    if (classargs_keys(args, where, algo, rules, n, e) < 0)
+        return -1;
+    return classargs_rules(args, where, algo, rules, n, e);
 }

@@ -25,21 +25,19 @@ struct curvefitting {
     double threshold;
 };
 
-static const char *const cf_keys[] = {"epoch_num", "start_step", "threshold", "gap", NULL};
-
 static int cf_create(const cJSON *args, void **state, struct errbuf *e)
 {
     /* NNI's defaults; its validator requires epoch_num even so. NNI also asks for a
      * float threshold, and so rejects "threshold: 1"; JSON does not tell 1 from 1.0,
      * so any number in range is accepted. */
     struct curvefitting c = {.epoch_num = 20, .start_step = 6, .gap = 1, .threshold = 0.95};
-    if (classargs_keys(args, CA_ASSESSOR, "Curvefitting", cf_keys, e) < 0 ||
-        classargs_require(args, CA_ASSESSOR, "Curvefitting", "epoch_num", "the number of epochs a trial runs",
-                          e) < 0 ||
-        classargs_int(args, CA_ASSESSOR, "epoch_num", 0, 9999, &c.epoch_num, e) < 0 ||
-        classargs_int(args, CA_ASSESSOR, "start_step", 0, 9999, &c.start_step, e) < 0 ||
-        classargs_number(args, CA_ASSESSOR, "threshold", 0, 9999, &c.threshold, e) < 0 ||
-        classargs_int(args, CA_ASSESSOR, "gap", 1, 9999, &c.gap, e) < 0)
+    const struct ca_rule rules[] = {
+        {"epoch_num", CA_INT, 0, 9999, .required_what = "the number of epochs a trial runs", .out = &c.epoch_num},
+        {"start_step", CA_INT, 0, 9999, .out = &c.start_step},
+        {"threshold", CA_NUMBER, 0, 9999, .out = &c.threshold},
+        {"gap", CA_INT, 1, 9999, .out = &c.gap},
+    };
+    if (classargs_check(args, CA_ASSESSOR, "Curvefitting", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct curvefitting *s = xmalloc(sizeof *s);
     *s = c;

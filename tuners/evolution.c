@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const evo_keys[] = {"optimize_mode", "population_size", "seed", NULL};
 
 static int count_params(const struct ss_space *s)
 {
@@ -56,11 +55,13 @@ static int evo_create(const cJSON *args, const struct ss_space *space, uint64_t 
      * default, maximize, is unreachable from a config file). population_size is an
      * int in [0, 99999] there; 0 passes NNI's check and then never yields a trial,
      * so trialq asks for at least 1. */
-    if (classargs_keys(args, CA_TUNER, "Evolution", evo_keys, e) < 0 ||
-        classargs_require(args, CA_TUNER, "Evolution", "optimize_mode", "\"maximize\" or \"minimize\"", e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_TUNER, "population_size", 1, 99999, &population_size, e) < 0 ||
-        classargs_seed(args, &seed, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .required_what = "\"maximize\" or \"minimize\"",
+         .out = &mode},
+        {"population_size", CA_INT, 1, 99999, .out = &population_size},
+        {"seed", CA_SEED, .out = &seed},
+    };
+    if (classargs_check(args, CA_TUNER, "Evolution", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct evo_state *t = evo_state_new(space, seed, mode == 0, population_size, e);
     if (!t)

@@ -122,8 +122,6 @@ static double dist(const double *a, const double *b, int d)
 
 /* ---- classArgs ---- */
 
-static const char *const gp_keys[] = {"optimize_mode", "utility", "kappa", "xi", "nu", "alpha", "cold_start_num",
-                                      "selection_num_warm_up", "selection_num_starting_points", "seed", NULL};
 static const char *const utility_names[] = {"ei", "ucb", "poi", NULL};
 
 static void gp_destroy(void *state)
@@ -140,16 +138,19 @@ static int gp_create(const cJSON *args, const struct ss_space *space, uint64_t s
 {
     int mode = 0, utility = UT_EI, cold = 10, warm = 100000, starts = 250;
     double kappa = 5, xi = 0, nu = 2.5, alpha = 1e-6;
-    if (classargs_keys(args, CA_TUNER, "GP", gp_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "utility", utility_names, &utility, e) < 0 ||
-        classargs_number(args, CA_TUNER, "kappa", 0, 1e9, &kappa, e) < 0 ||
-        classargs_number(args, CA_TUNER, "xi", 0, 1e9, &xi, e) < 0 ||
-        classargs_number(args, CA_TUNER, "nu", 0, 1e9, &nu, e) < 0 ||
-        classargs_number(args, CA_TUNER, "alpha", 0, 1e9, &alpha, e) < 0 ||
-        classargs_int(args, CA_TUNER, "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
-        classargs_int(args, CA_TUNER, "selection_num_warm_up", 1, 1000000000, &warm, e) < 0 ||
-        classargs_int(args, CA_TUNER, "selection_num_starting_points", 1, 1000000000, &starts, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"utility", CA_CHOICE, .choices = utility_names, .out = &utility},
+        {"kappa", CA_NUMBER, 0, 1e9, .out = &kappa},
+        {"xi", CA_NUMBER, 0, 1e9, .out = &xi},
+        {"nu", CA_NUMBER, 0, 1e9, .out = &nu},
+        {"alpha", CA_NUMBER, 0, 1e9, .out = &alpha},
+        {"cold_start_num", CA_INT, 0, 1000000000, .out = &cold},
+        {"selection_num_warm_up", CA_INT, 1, 1000000000, .out = &warm},
+        {"selection_num_starting_points", CA_INT, 1, 1000000000, .out = &starts},
+        {"seed", CA_SEED, .out = &seed, .pass = -1},
+    };
+    if (classargs_check(args, CA_TUNER, "GP", rules, CA_COUNT(rules), e) < 0)
         return -1;
     if (nu != 0.5 && nu != 1.5 && nu != 2.5)
         return errf(e, "tuner.classArgs.nu: must be 0.5, 1.5 or 2.5 (the Matern kernels trialq implements)");

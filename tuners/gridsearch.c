@@ -10,16 +10,14 @@ struct gridsearch_state {
     struct grid *grid;
 };
 
-/* NNI's builtin table says acceptClassArgs: false, but its v3 GridSearchTuner takes
- * (and ignores) optimize_mode, which configs copied from other tuners often carry. */
-static const char *const gridsearch_args[] = {"optimize_mode", NULL};
-
 static int gridsearch_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                              struct errbuf *e)
 {
-    int maximize;  /* ignored */
-    if (classargs_keys(args, CA_TUNER, "GridSearch", gridsearch_args, e) < 0 ||
-        classargs_maximize(args, &maximize, e) < 0)
+    /* NNI's builtin table says acceptClassArgs: false, but its v3 GridSearchTuner takes
+     * (and ignores) optimize_mode, which configs copied from other tuners often carry. */
+    int mode;  /* ignored */
+    const struct ca_rule rules[] = {{"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode}};
+    if (classargs_check(args, CA_TUNER, "GridSearch", rules, CA_COUNT(rules), e) < 0)
         return -1;
     if (space->n == 0)
         return errf(e, "searchSpace: GridSearch needs at least one parameter (the search space is empty)");

@@ -23,20 +23,20 @@ struct hyperband {
     char last_label[64];
 };
 
-static const char *const hyperband_args[] = {"optimize_mode", "R", "eta", "exec_mode", "seed", NULL};
-
 static int hyperband_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                             struct errbuf *e)
 {
     static const char *const exec_modes[] = {"parallelism", "serial", NULL};
     int mode = 0, exec_mode = 0, R = 60, eta = 3;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, CA_TUNER, "Hyperband", hyperband_args, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_TUNER, "R", 1, 1000000000, &R, e) < 0 ||
-        classargs_int(args, CA_TUNER, "eta", 2, 1000000000, &eta, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "exec_mode", exec_modes, &exec_mode, e) < 0 ||
-        classargs_seed(args, &own_seed, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"R", CA_INT, 1, 1000000000, .out = &R},
+        {"eta", CA_INT, 2, 1000000000, .out = &eta},
+        {"exec_mode", CA_CHOICE, .choices = exec_modes, .out = &exec_mode},
+        {"seed", CA_SEED, .out = &own_seed},
+    };
+    if (classargs_check(args, CA_TUNER, "Hyperband", rules, CA_COUNT(rules), e) < 0)
         return -1;
     for (int i = 0; i < space->n; i++)
         if (strcmp(space->params[i].name, HB_BUDGET_KEY) == 0)

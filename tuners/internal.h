@@ -123,34 +123,48 @@ int choice_index(const struct ss_param *p, const cJSON *v);
 int observed_value(const struct ss_param *p, const cJSON *v, double *out);
 
 /* ---- classargs.c: the checks of classArgs, for tuners and assessors ---- */
-/* `where` is the path of the mapping checked (CA_TUNER, CA_ASSESSOR, or a nested
- * mapping such as CA_TUNER ".tpe_args"); errors read "<where>.<key>: ...".
- * The typed checks: absent and JSON null leave *out alone and return 0; a valid value
- * sets *out and returns 1; anything else returns -1. */
+/* Each algorithm declares its arguments as a table of rules, one row a key, in the
+ * order NNI's docs list them (the order of "(accepted: ...)" in the error for an
+ * unknown key). `where` is the path of the mapping checked (CA_TUNER, CA_ASSESSOR, or
+ * a nested mapping such as CA_TUNER ".tpe_args"); errors read "<where>.<key>: ...".
+ * Absent and JSON null leave *out alone; a valid value sets it. */
 #define CA_TUNER "tuner.classArgs"
 #define CA_ASSESSOR "assessor.classArgs"
-/* Accepts NULL, JSON null or an object whose keys are all in `allowed` (NULL-terminated;
- * NULL or empty: the algorithm takes none). algo (may be NULL inside a nested mapping)
- * names the algorithm in the error. */
-int classargs_keys(const cJSON *args, const char *where, const char *algo, const char *const *allowed,
+enum ca_kind {
+    CA_INT,     /* int *out, an integer in [min, max] */
+    CA_NUMBER,  /* double *out, a number in [min, max] (max INFINITY: no upper bound) */
+    CA_BOOL,    /* int *out, true or false */
+    CA_CHOICE,  /* int *out, the index of the string given in choices (NULL-terminated) */
+    CA_SEED,    /* uint64_t *out, tuner.classArgs.seed: an integer in [0, 2^53] */
+    CA_KEY,     /* accepted; the algorithm checks the value itself after the table */
+};
+struct ca_rule {
+    const char *key;
+    enum ca_kind kind;
+    double min, max;
+    const char *const *choices;
+    /* non-NULL: the key is required, and the error tells the user to put this there */
+    const char *required_what;
+    void *out;
+    /* the rows are checked by ascending pass, then in row order (most are 0; a seed
+     * some tuners check before the rest has -1) */
+    int pass;
+};
+/* Accepts NULL, JSON null or an object whose keys each name a row (n 0: the algorithm
+ * takes none). algo (may be NULL inside a nested mapping) names the algorithm in the
+ * error. Returns 0 or -1. */
+int classargs_keys(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
                    struct errbuf *e);
-/* -1 unless key is present and not null; `what` tells the user what to put there. */
-int classargs_require(const cJSON *args, const char *where, const char *algo, const char *key, const char *what,
-                      struct errbuf *e);
-int classargs_int(const cJSON *args, const char *where, const char *key, int min, int max, int *out,
-                  struct errbuf *e);
-/* max INFINITY: no upper bound */
-int classargs_number(const cJSON *args, const char *where, const char *key, double min, double max, double *out,
-                     struct errbuf *e);
-int classargs_bool(const cJSON *args, const char *where, const char *key, int *out, struct errbuf *e);
-/* choices is NULL-terminated; *out receives the index of the one given. */
-int classargs_choice(const cJSON *args, const char *where, const char *key, const char *const *choices, int *out,
-                     struct errbuf *e);
+/* Checks each row's value (its presence first when required_what is set), in the
+ * order of `pass`; the first error wins. Returns 0 or -1. */
+int classargs_rules(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
+                    struct errbuf *e);
+/* classargs_keys, then classargs_rules. */
+int classargs_check(const cJSON *args, const char *where, const char *algo, const struct ca_rule *rules, int n,
+                    struct errbuf *e);
+#define CA_COUNT(rules) ((int)(sizeof(rules) / sizeof(rules)[0]))
 /* The options of optimize_mode, in NNI's order: {"maximize", "minimize", NULL}. */
 extern const char *const classargs_modes[];
-/* tuner.classArgs.optimize_mode: sets *maximize (1: "maximize", 0: "minimize") when
- * given; returns as classargs_choice. */
-int classargs_maximize(const cJSON *args, int *maximize, struct errbuf *e);
 /* tuner.classArgs.seed: a non-negative integer. Returns 1 and sets *seed when present,
  * 0 when absent, -1 on error. */
 int classargs_seed(const cJSON *args, uint64_t *seed, struct errbuf *e);

@@ -9,8 +9,6 @@
 /* ---- TPE_legacy: optimize_mode (minimize), parallel_optimize (false),
  * constant_liar_type (min, max, mean) ---- */
 
-static const char *const legacy_keys[] = {"optimize_mode", "parallel_optimize", "constant_liar_type",
-                                          "algorithm_name", "seed", NULL};
 static const char *const hyperopt_liars[] = {"min", "max", "mean", NULL};
 static const char *const tpe_liars[] = {"best", "worst", "mean"}; /* hyperopt's liar over losses */
 
@@ -19,10 +17,14 @@ static int legacy_create(const cJSON *args, const struct ss_space *space, uint64
 {
     int mode = 1, parallel = 0, liar = 0;
     uint64_t own_seed = seed;
-    if (classargs_keys(args, CA_TUNER, "TPE_legacy", legacy_keys, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_bool(args, CA_TUNER, "parallel_optimize", &parallel, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "constant_liar_type", hyperopt_liars, &liar, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"parallel_optimize", CA_BOOL, .out = &parallel},
+        {"constant_liar_type", CA_CHOICE, .choices = hyperopt_liars, .out = &liar},
+        {"algorithm_name", CA_KEY, .out = NULL},
+        {"seed", CA_KEY, .out = NULL},  /* checked below: the TPE it maps to is given it only when set */
+    };
+    if (classargs_check(args, CA_TUNER, "TPE_legacy", rules, CA_COUNT(rules), e) < 0)
         return -1;
     int has_seed = classargs_seed(args, &own_seed, e);
     if (has_seed < 0)

@@ -18,14 +18,14 @@ struct medianstop {
     int start_step;
 };
 
-static const char *const ms_keys[] = {"optimize_mode", "start_step", NULL};
-
 static int ms_create(const cJSON *args, void **state, struct errbuf *e)
 {
     int mode = 0, start_step = 0;  /* NNI's defaults: maximize, 0 */
-    if (classargs_keys(args, CA_ASSESSOR, "Medianstop", ms_keys, e) < 0 ||
-        classargs_choice(args, CA_ASSESSOR, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_ASSESSOR, "start_step", 0, 9999, &start_step, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"start_step", CA_INT, 0, 9999, .out = &start_step},
+    };
+    if (classargs_check(args, CA_ASSESSOR, "Medianstop", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct medianstop *m = xcalloc(1, sizeof *m);
     m->maximize = mode == 0;

@@ -64,9 +64,6 @@ struct metis_state {
 
 /* ---- classArgs and the space ---- */
 
-static const char *const metis_keys[] = {"optimize_mode",    "no_resampling",           "no_candidates",
-                                         "selection_num_starting_points", "cold_start_num",
-                                         "exploration_probability", "seed", NULL};
 
 static void metis_destroy(void *state)
 {
@@ -103,14 +100,16 @@ static int metis_create(const cJSON *args, const struct ss_space *space, uint64_
 {
     int mode = 0, no_resampling = 1, no_candidates = 0, starts = 600, cold = 10;
     double explore_p = 0.9;
-    if (classargs_keys(args, CA_TUNER, "Metis", metis_keys, e) < 0 || classargs_seed(args, &seed, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_bool(args, CA_TUNER, "no_resampling", &no_resampling, e) < 0 ||
-        classargs_bool(args, CA_TUNER, "no_candidates", &no_candidates, e) < 0 ||
-        classargs_int(args, CA_TUNER, "selection_num_starting_points", 1, 1000000000, &starts, e) < 0 ||
-        classargs_int(args, CA_TUNER, "cold_start_num", 0, 1000000000, &cold, e) < 0 ||
-        classargs_number(args, CA_TUNER, "exploration_probability", 0, 1, &explore_p, e) < 0 ||
-        check_space(space, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"no_resampling", CA_BOOL, .out = &no_resampling},
+        {"no_candidates", CA_BOOL, .out = &no_candidates},
+        {"selection_num_starting_points", CA_INT, 1, 1000000000, .out = &starts},
+        {"cold_start_num", CA_INT, 0, 1000000000, .out = &cold},
+        {"exploration_probability", CA_NUMBER, 0, 1, .out = &explore_p},
+        {"seed", CA_SEED, .out = &seed, .pass = -1},
+    };
+    if (classargs_check(args, CA_TUNER, "Metis", rules, CA_COUNT(rules), e) < 0 || check_space(space, e) < 0)
         return -1;
     struct metis_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {

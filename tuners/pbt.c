@@ -46,9 +46,6 @@ struct pbt_state {
     char *checkpoint_dir;    /* all_checkpoint_dir, or NULL: <experiment dir>/checkpoint */
 };
 
-static const char *const pbt_keys[] = {"optimize_mode", "all_checkpoint_dir", "population_size", "factor",
-                                       "factors", "resample_probability", "fraction", "seed", NULL};
-
 /* all_checkpoint_dir: absolute, or under ~; NULL when absent */
 static int checkpoint_arg(const cJSON *args, char **out, struct errbuf *e)
 {
@@ -74,16 +71,20 @@ static int pbt_create(const cJSON *args, const struct ss_space *space, uint64_t 
     int mode = 0, population_size = 10;
     double factor = 0.2, resample = 0.25, fraction = 0.2;
     /* NNI's PBTClassArgsValidator requires optimize_mode; population_size is an int in
-     * [0, 99999] there, and 0 never yields a trial, so trialq asks for at least 1. */
-    if (classargs_keys(args, CA_TUNER, "PBT", pbt_keys, e) < 0 ||
-        classargs_require(args, CA_TUNER, "PBT", "optimize_mode", "\"maximize\" or \"minimize\"", e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_TUNER, "population_size", 1, 99999, &population_size, e) < 0 ||
-        classargs_number(args, CA_TUNER, "factors", 0, 1, &factor, e) < 0 ||
-        classargs_number(args, CA_TUNER, "factor", 0, 1, &factor, e) < 0 ||
-        classargs_number(args, CA_TUNER, "resample_probability", 0, 1, &resample, e) < 0 ||
-        classargs_number(args, CA_TUNER, "fraction", 0, 0.5, &fraction, e) < 0 ||
-        classargs_seed(args, &seed, e) < 0)
+     * [0, 99999] there, and 0 never yields a trial, so trialq asks for at least 1.
+     * factors (NNI's spelling of factor) is checked before factor and the rows after it (pass 1). */
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .required_what = "\"maximize\" or \"minimize\"",
+         .out = &mode},
+        {"all_checkpoint_dir", CA_KEY, .out = NULL},
+        {"population_size", CA_INT, 1, 99999, .out = &population_size},
+        {"factor", CA_NUMBER, 0, 1, .out = &factor, .pass = 1},
+        {"factors", CA_NUMBER, 0, 1, .out = &factor},
+        {"resample_probability", CA_NUMBER, 0, 1, .out = &resample, .pass = 1},
+        {"fraction", CA_NUMBER, 0, 0.5, .out = &fraction, .pass = 1},
+        {"seed", CA_SEED, .out = &seed, .pass = 1},
+    };
+    if (classargs_check(args, CA_TUNER, "PBT", rules, CA_COUNT(rules), e) < 0)
         return -1;
     const cJSON *f1 = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "factor") : NULL;
     const cJSON *f2 = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "factors") : NULL;

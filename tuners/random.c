@@ -25,15 +25,16 @@ struct random_state {
     int exhausted;
 };
 
-static const char *const random_args[] = {"seed", "optimize_mode", NULL};
-
 static int random_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                          struct errbuf *e)
 {
     uint64_t own_seed = seed;
-    int maximize;  /* ignored */
-    if (classargs_keys(args, CA_TUNER, "Random", random_args, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
-        classargs_maximize(args, &maximize, e) < 0)
+    int mode;  /* ignored */
+    const struct ca_rule rules[] = {
+        {"seed", CA_SEED, .out = &own_seed},
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+    };
+    if (classargs_check(args, CA_TUNER, "Random", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct random_state *st = xcalloc(1, sizeof *st);
     if (ss_parse(space->json, &st->space, NULL, 0, e) < 0) {

@@ -33,19 +33,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const regevo_keys[] = {"optimize_mode", "population_size", "sample_size", "seed", NULL};
-
 static int regevo_create(const cJSON *args, const struct ss_space *space, uint64_t seed, void **state,
                          struct errbuf *e)
 {
     int mode = 0, population_size = 100, sample_size = 25;
     /* NNI's validator: population_size in [0, 99999], sample_size in [0, 9999]; 0 never
      * yields a trial (or a parent), so trialq asks for at least 1 */
-    if (classargs_keys(args, CA_TUNER, "RegularizedEvolutionTuner", regevo_keys, e) < 0 ||
-        classargs_choice(args, CA_TUNER, "optimize_mode", classargs_modes, &mode, e) < 0 ||
-        classargs_int(args, CA_TUNER, "population_size", 1, 99999, &population_size, e) < 0 ||
-        classargs_int(args, CA_TUNER, "sample_size", 1, 9999, &sample_size, e) < 0 ||
-        classargs_seed(args, &seed, e) < 0)
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"population_size", CA_INT, 1, 99999, .out = &population_size},
+        {"sample_size", CA_INT, 1, 9999, .out = &sample_size},
+        {"seed", CA_SEED, .out = &seed},
+    };
+    if (classargs_check(args, CA_TUNER, "RegularizedEvolutionTuner", rules, CA_COUNT(rules), e) < 0)
         return -1;
     struct evo_state *t = evo_state_new(space, seed, mode == 0, population_size, e);
     if (!t)

@@ -53,10 +53,6 @@ struct obs {
 
 /* ---- classArgs ---- */
 
-static const char *const tpe_keys[] = {"optimize_mode", "seed", "tpe_args", NULL};
-static const char *const tpe_arg_keys[] = {"constant_liar_type", "n_startup_jobs", "n_ei_candidates",
-                                           "linear_forgetting", "prior_weight", "gamma", NULL};
-
 #define TPE_ARGS CA_TUNER ".tpe_args"
 #define ARG_PATH TPE_ARGS "."
 
@@ -64,7 +60,16 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
 {
     if (!ta || cJSON_IsNull(ta))
         return 0;
-    if (classargs_keys(ta, TPE_ARGS, NULL, tpe_arg_keys, e) < 0)
+    /* The upper bounds keep the values in an int and one suggestion's work bounded. */
+    const struct ca_rule rules[] = {
+        {"constant_liar_type", CA_KEY, .out = NULL},
+        {"n_startup_jobs", CA_INT, 0, 1000000000, .out = &a->n_startup_jobs},
+        {"n_ei_candidates", CA_INT, 1, 100000, .out = &a->n_ei_candidates},
+        {"linear_forgetting", CA_INT, 1, 1000000000, .out = &a->linear_forgetting},
+        {"prior_weight", CA_NUMBER, 0, INFINITY, .out = &a->prior_weight},
+        {"gamma", CA_KEY, .out = NULL},
+    };
+    if (classargs_keys(ta, TPE_ARGS, NULL, rules, CA_COUNT(rules), e) < 0)
         return -1;
     const cJSON *liar = cJSON_GetObjectItemCaseSensitive(ta, "constant_liar_type");
     if (liar && cJSON_IsNull(liar)) {
@@ -83,11 +88,7 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
             return errf(e, ARG_PATH "constant_liar_type: must be \"best\", \"worst\", \"mean\" or null, got \"%s\"",
                         liar->valuestring);
     }
-    /* The upper bounds keep the values in an int and one suggestion's work bounded. */
-    if (classargs_int(ta, TPE_ARGS, "n_startup_jobs", 0, 1000000000, &a->n_startup_jobs, e) < 0 ||
-        classargs_int(ta, TPE_ARGS, "n_ei_candidates", 1, 100000, &a->n_ei_candidates, e) < 0 ||
-        classargs_int(ta, TPE_ARGS, "linear_forgetting", 1, 1000000000, &a->linear_forgetting, e) < 0 ||
-        classargs_number(ta, TPE_ARGS, "prior_weight", 0, INFINITY, &a->prior_weight, e) < 0)
+    if (classargs_rules(ta, TPE_ARGS, NULL, rules, CA_COUNT(rules), e) < 0)
         return -1;
     const cJSON *gamma = cJSON_GetObjectItemCaseSensitive(ta, "gamma");
     if (gamma && !cJSON_IsNull(gamma)) {
@@ -148,9 +149,16 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
         .linear_forgetting = 25, .prior_weight = 1.0, .gamma = 0,
     };
     uint64_t own_seed = seed;
-    if (classargs_keys(args, CA_TUNER, "TPE", tpe_keys, e) < 0 || classargs_seed(args, &own_seed, e) < 0 ||
-        classargs_maximize(args, &a.maximize, e) < 0 ||
-        parse_tpe_args(cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "tpe_args") : NULL, &a, e) < 0)
+    int mode = 1;
+    const struct ca_rule rules[] = {
+        {"optimize_mode", CA_CHOICE, .choices = classargs_modes, .out = &mode},
+        {"seed", CA_SEED, .out = &own_seed, .pass = -1},
+        {"tpe_args", CA_KEY, .out = NULL},
+    };
+    if (classargs_check(args, CA_TUNER, "TPE", rules, CA_COUNT(rules), e) < 0)
+        return -1;
+    a.maximize = mode == 0;
+    if (parse_tpe_args(cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "tpe_args") : NULL, &a, e) < 0)
         return -1;
     struct tpe_state *t = xcalloc(1, sizeof *t);
     if (ss_parse(space->json, &t->space, NULL, 0, e) < 0) {

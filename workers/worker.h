@@ -228,6 +228,9 @@ int hybrid_may_claim(struct worker *w);
 
 /* `trialq worker --platform P --experiment ID` */
 int worker_main(int argc, char **argv);
+struct role; /* common/usage.h */
+/* `trialq worker`'s usage, summary and options (worker_main.c), for trialq(1) too */
+extern const struct role worker_role;
 
 /* ---- the loop, step by step (worker_main runs it; tests drive it with a fake
  * platform_ops) ---- */

@@ -1,7 +1,6 @@
 /* worker_main.c: `trialq worker`: its options, its signals, and the wait between the
  * passes of the loop (workers/worker.c). */
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/usage.h"
 #include "workers/worker.h"
 
 struct worker_opts {
@@ -18,51 +18,62 @@ struct worker_opts {
     int parent_death, drain, cleanup;
 };
 
-static void usage(void)
+static const struct option worker_options[] = {
+    {"platform", required_argument, NULL, 'p'},
+    {"experiment", required_argument, NULL, 'e'},
+    {"home", required_argument, NULL, 'H'},
+    {"log-level", required_argument, NULL, 'l'},
+    {"parent-death", no_argument, NULL, 'D'},
+    {"drain", no_argument, NULL, 'X'},
+    {"cleanup", no_argument, NULL, 'C'},
+    {NULL, 0, NULL, 0},
+};
+
+static void list_platforms(FILE *f)
 {
-    char *names = platform_names_dup("|");
-    fprintf(stderr, "usage: trialq worker --platform %s --experiment ID [--home DIR] [--log-level L]\n", names);
+    char *names = platform_names_dup(", ");
+    fprintf(f, "\nPLATFORM: %s\n", names);
     free(names);
+}
+
+const struct role worker_role = {
+    .usage = "trialq worker --platform PLATFORM --experiment ID [--home DIR] [--log-level L]",
+    .summary = "Runs the experiment's trials on one training platform; the api starts it (or "
+               "trialq-worker@.service), with --parent-death: it ends with the api. nnictl stop starts one "
+               "with --drain (it ends every started trial of the platform, then exits) or --cleanup (the "
+               "platform removes what it holds for the experiment).",
+    .shortopts = "p:e:H:l:DXC",
+    .opts = worker_options,
+    .more = list_platforms,
+};
+
+/* One option into o (role_getopt's set). */
+static int set_opt(void *ctx, int c, char *arg)
+{
+    struct worker_opts *o = ctx;
+    enum log_level lvl;
+    switch (c) {
+    case 'p': o->platform = arg; break;
+    case 'e': o->exp_id = arg; break;
+    case 'H': o->home = arg; break;
+    case 'l': if (log_level_parse(arg, &lvl) == 0) log_set_level(lvl); break;
+    case 'D': o->parent_death = 1; break;
+    case 'X': o->drain = 1; break;
+    case 'C': o->cleanup = 1; break;
+    default: return -1;
+    }
+    return 0;
 }
 
 /* 0, or 2 after the usage text. */
 static int parse_opts(int argc, char **argv, struct worker_opts *o)
 {
-    static const struct option opts[] = {
-        {"platform", required_argument, NULL, 'p'},
-        {"experiment", required_argument, NULL, 'e'},
-        {"home", required_argument, NULL, 'H'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"parent-death", no_argument, NULL, 'D'},
-        {"drain", no_argument, NULL, 'X'},
-        {"cleanup", no_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0},
-    };
     memset(o, 0, sizeof *o);
     o->platform = platform_all[0]->name;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "p:e:H:l:DXC", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': o->platform = optarg; break;
-        case 'e': o->exp_id = optarg; break;
-        case 'H': o->home = optarg; break;
-        case 'l': {
-            enum log_level lvl;
-            if (log_level_parse(optarg, &lvl) == 0)
-                log_set_level(lvl);
-            break;
-        }
-        case 'D': o->parent_death = 1; break;
-        case 'X': o->drain = 1; break;
-        case 'C': o->cleanup = 1; break;
-        default: usage(); return 2;
-        }
-    }
-    if (!o->exp_id) {
-        usage();
+    if (role_getopt(&worker_role, argc, argv, set_opt, o) != 0)
         return 2;
-    }
+    if (!o->exp_id)
+        return role_usage(&worker_role);
     return 0;
 }
 
