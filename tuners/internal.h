@@ -271,11 +271,13 @@ struct pz_mixture {
 /* How pz_build shapes an estimator. A numeric kernel's width is NNI's adaptive rule
  * over the rows x[0 .. n_spread) (n_spread >= n_obs: later rows only shape the
  * widths), floored at prior_sigma / clip_div (NNI: min(100, n + 2), hyperopt's
- * "magic clip"). The prior joins the mixture with prior_weight; a categorical
- * dimension's kernels are shaped as if it were cat_prior_weight (NNI: prior_weight). */
+ * "magic clip") and at scott * n_obs^(-1/(d+4)) * prior_sigma (Scott's rule, the
+ * width of Optuna's multivariate TPE with scott 0.2; 0: no such floor). The prior
+ * joins the mixture with prior_weight; a categorical dimension's kernels are shaped
+ * as if it were cat_prior_weight (NNI: prior_weight). */
 struct pz_shape {
     int n_spread;
-    double clip_div, prior_weight, cat_prior_weight;
+    double clip_div, prior_weight, cat_prior_weight, scott;
 };
 
 /* Builds the estimator with one component per row x[0 .. n_obs) (row-major, d values

@@ -196,6 +196,12 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
         double ps = dim->prior_sigma;
         if (n_obs > 0)
             adaptive_sigmas(dim, x + j, d, n_spread, sh->clip_div, sigma, tmp);
+        if (sh->scott > 0 && n_obs > 0) {
+            double floor = sh->scott * pow((double)n_obs, -1.0 / (d + 4)) * ps;
+            for (int i = 0; i < n_obs; i++)
+                if (sigma[i] < floor)
+                    sigma[i] = floor < ps ? floor : ps;
+        }
         sigma[n_obs] = ps;  /* the prior keeps its own width */
         for (int i = 0; i < n; i++) {
             size_t at = (size_t)i * d + j;

@@ -306,9 +306,14 @@ static void forgetting_weights(int n, int lf, double *w)
  * trial's kernel in g(x) weighs this much of a result's, l(x)'s categorical kernels
  * are shaped with this share of prior_weight, and the numeric kernels may narrow to
  * prior_sigma / max(100, TPE_CLIP_PER_TRIAL n). */
-#define TPE_PENDING_WEIGHT 0.1
+#define TPE_PENDING_WEIGHT 0.03
 #define TPE_CAT_PRIOR_SHARE 0.4
 #define TPE_CLIP_PER_TRIAL 0.4
+/* and, while a group has fewer than TPE_SCOTT_UNTIL results, its numeric kernels are
+ * at least Scott's-rule wide (pz_shape's scott: TPE_SCOTT, fading to 0 at
+ * TPE_SCOTT_UNTIL results) */
+#define TPE_SCOTT 0.1
+#define TPE_SCOTT_UNTIL 100
 
 /* Chooses the values of group g's parameters from its observations o (the first
  * n_results are results, the others the liar's): out[j] is the internal value of
@@ -331,7 +336,14 @@ static void forgetting_weights(int n, int lf, double *w)
  * NNI's, as sharper ones there made the search leave the best option late: drift4,
  * 4 of 20 seeds), and the numeric kernels' floor keeps narrowing past 250
  * trials (TPE_CLIP_PER_TRIAL; NNI's stops at a hundredth of the range, where a long
- * search stalls and its last trials get worse than the ones before). The prior joins
+ * search stalls and its last trials get worse than the ones before). In the first
+ * TPE_SCOTT_UNTIL results the numeric kernels of both parts are also at least a
+ * fading share of Scott's-rule width (TPE_SCOTT: at 10 results 0.09 n^(-1/(d+4)) of
+ * the range, 0 from 100 on): the neighbour-gap widths of a few good trials in
+ * several dimensions are narrow and g(x)'s many narrow bad kernels leave holes, so
+ * a small budget searched too locally (hartmann6 at 100 trials and concurrency 8:
+ * -2.77 against Optuna's -3.0; bench/README.md), while a long search keeps the
+ * narrow kernels that let it converge. The prior joins
  * both estimators with prior_weight, and the candidate with the largest
  * log l(x) - log g(x) of n_ei_candidates drawn from l wins.
  *
@@ -386,9 +398,10 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     double clip_div = n + 2 < 100 ? n + 2 : 100;
     if (!nni && TPE_CLIP_PER_TRIAL * n > clip_div)
         clip_div = TPE_CLIP_PER_TRIAL * n;
+    double scott = nni || n_results >= TPE_SCOTT_UNTIL ? 0 : TPE_SCOTT * (1 - (double)n_results / TPE_SCOTT_UNTIL);
     struct pz_shape good = {n_spread, clip_div, a->prior_weight,
-                            nni ? a->prior_weight : TPE_CAT_PRIOR_SHARE * a->prior_weight};
-    struct pz_shape bad = {n - n_below, clip_div, a->prior_weight, a->prior_weight};
+                            nni ? a->prior_weight : TPE_CAT_PRIOR_SHARE * a->prior_weight, scott};
+    struct pz_shape bad = {n - n_below, clip_div, a->prior_weight, a->prior_weight, scott};
     struct pz_mixture below, above;
     pz_build(&below, pz, d, xs, w, n_below, &good);
     pz_build(&above, pz, d, xs + (size_t)n_below * d, w + n_below, n - n_below, &bad);
