@@ -4,7 +4,6 @@
  * the number of trials or metrics. docs/operations.md lists the metrics. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -206,17 +205,14 @@ static void process_part(struct strbuf *sb, struct api *a)
     prom_single(sb, "trialq_scheduler_loop_lag_seconds", "gauge",
                 "The most the api's 500 ms scheduler tick ran late in the last minute.",
                 prom_tick_lag_ms(mono_ms()) / 1000.0);
-    int64_t pages = 0, page_size = 0;
+    int64_t db_bytes = 0, wal_bytes = 0;
     struct errbuf e;
-    db_int(a->db, &e, &pages, "PRAGMA page_count", "");
-    db_int(a->db, &e, &page_size, "PRAGMA page_size", "");
+    if (db_size_bytes(a->db, &db_bytes, &wal_bytes, &e) < 0)
+        log_limited(LOG_WARN, "GET /metrics: %s", e.msg);
     prom_single(sb, "trialq_database_size_bytes", "gauge", "Size of the database (all experiments of its home).",
-                (double)(pages * page_size));
-    char *wal = xasprintf("%s-wal", a->db->path);
-    struct stat st;
+                (double)db_bytes);
     prom_single(sb, "trialq_database_wal_size_bytes", "gauge", "Size of the database's write-ahead log.",
-                stat(wal, &st) == 0 ? (double)st.st_size : 0);
-    free(wal);
+                (double)wal_bytes);
     prom_histogram_write(sb, "trialq_api_request_duration_seconds",
                          "Time from a request's arrival at the route table to its reply sent.",
                          prom_request_histogram());

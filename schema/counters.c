@@ -1,5 +1,7 @@
 /* counters.c: the kept counts of migration 018 (schema/counters.h). */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "schema/counters.h"
 
@@ -74,4 +76,19 @@ int oldest_waiting_submit(struct db *db, const char *exp_id, int64_t *out, struc
 {
     return db_int(db, e, out, "SELECT submit_time FROM trial WHERE experiment_id = ? AND status = 'WAITING'"
                               " ORDER BY sequence LIMIT 1", "s", exp_id);
+}
+
+int db_size_bytes(struct db *db, int64_t *db_bytes, int64_t *wal_bytes, struct errbuf *e)
+{
+    int64_t pages = 0, page_size = 0;
+    *db_bytes = *wal_bytes = 0;
+    if (db_int(db, e, &pages, "PRAGMA page_count", "") < 0 || db_int(db, e, &page_size, "PRAGMA page_size", "") < 0)
+        return -1;
+    *db_bytes = pages * page_size;
+    char *wal = xasprintf("%s-wal", db->path);
+    struct stat st;
+    if (stat(wal, &st) == 0)
+        *wal_bytes = st.st_size;
+    free(wal);
+    return 0;
 }

@@ -33,4 +33,8 @@ int worker_stats_report(struct db *db, const char *exp_id, const char *platform,
  * (the oldest submitted): 1 with *out, 0 when none waits, -1 on error. One index seek. */
 int oldest_waiting_submit(struct db *db, const char *exp_id, int64_t *out, struct errbuf *e);
 
+/* The size of the database file in bytes (its pages x the page size) into *db_bytes, and
+ * of its write-ahead log file into *wal_bytes (0 when there is none): 0, or -1 on error. */
+int db_size_bytes(struct db *db, int64_t *db_bytes, int64_t *wal_bytes, struct errbuf *e);
+
 #endif
