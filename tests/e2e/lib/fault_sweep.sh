@@ -49,9 +49,12 @@ sweep_nnictl() {
     env "${SWEEP_ENV[@]}" nnictl "$@" >> "$RUN/nnictl.out" 2>&1
 }
 
-# sweep_trial_running SEQ: the trial of sequence SEQ runs (or the experiment is over)
-sweep_trial_running() {
-    [ -n "$(sql "SELECT 1 FROM trial WHERE experiment_id='$SWEEP_ID' AND sequence=$1 AND status='RUNNING'
+# sweep_trial_reached SEQ: the trial of sequence SEQ runs or has ended (a fault that hit
+# its own job may end it), or the experiment is over (an update the fault refused leaves
+# no trial SEQ to run)
+sweep_trial_reached() {
+    [ -n "$(sql "SELECT 1 FROM trial WHERE experiment_id='$SWEEP_ID' AND sequence=$1
+                   AND (status='RUNNING' OR end_time IS NOT NULL)
                  UNION SELECT 1 FROM experiment WHERE id='$SWEEP_ID' AND status IN ('DONE','STOPPING','STOPPED','ERROR')")" ]
 }
 
@@ -97,12 +100,13 @@ sweep_run() {
             fail "create with no fault failed after a refused one"
         SWEEP_ID=$(sql "SELECT id FROM experiment LIMIT 1")
     fi
-    wait_until 20 sweep_trial_running 0 || true
+    wait_until 20 sweep_trial_reached 0 || fail "trial 0 neither ran nor ended within 20 s"
     sweep_nnictl update trialnum "$SWEEP_ID" --value 5 || true
     local t0
     t0=$(sql "SELECT id FROM trial WHERE experiment_id='$SWEEP_ID' AND sequence=0")
     [ -z "$t0" ] || sweep_nnictl trial kill "$SWEEP_ID" --trial_id "$t0" || true
-    wait_until $((SWEEP_HOLD * 3)) sweep_trial_running 3 || true
+    wait_until $((SWEEP_HOLD * 3)) sweep_trial_reached 3 ||
+        fail "trial 3 neither ran nor ended within $((SWEEP_HOLD * 3)) s, and the experiment is not over"
     sweep_nnictl stop "$SWEEP_ID" || true
     sweep_nnictl resume "$SWEEP_ID" --port "$port" || true
     wait_until $((SWEEP_HOLD * 3)) status_is "$SWEEP_ID" DONE || true
