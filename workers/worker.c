@@ -87,8 +87,6 @@ static void notify_api(struct worker *w)
         kill(w->api_pid, SIGUSR1);
 }
 
-/* The experiment row as it is now: the api to wake (its pid, if it lives). 0 when the
- * experiment is gone, -1 when it cannot be read. */
 /* A call to the platform made (op: WSTAT_SUBMIT...), failed or not: for GET /metrics. */
 static void count_call(struct worker *w, int op, int failed)
 {
@@ -108,6 +106,8 @@ static void report_counts(struct worker *w)
     memset(&w->counted, 0, sizeof w->counted);
 }
 
+/* The experiment row as it is now: the api to wake (its pid, if it lives). 0 when the
+ * experiment is gone, -1 when it cannot be read. */
 static int refresh_experiment(struct worker *w)
 {
     struct experiment x;
