@@ -57,7 +57,7 @@ nnictl create --config "$WORK/exp/config.yml" --port "$(free_port)" > "$WORK/cre
 id=$(exp_id_of "$WORK/create.out")
 worker_pid() { sql "SELECT pid FROM process WHERE experiment_id='$id' AND role LIKE 'worker%' AND ended_at IS NULL LIMIT 1"; }
 has_worker() { [ -n "$(worker_pid)" ]; }
-wait_until 60 has_worker || true
+wait_until 60 has_worker || fail "no worker process of $id within 60 s"
 wpid=$(worker_pid)
 [ -n "$wpid" ] || fail "no worker process of $id"
 # running: the jobs running now; with an argument, also how many were created: "R CREATED"

@@ -40,7 +40,7 @@ id=$(exp_id_of "$WORK/create.out")
 REMOTE_EXPS="$id"
 worker_pid() { sql "SELECT pid FROM process WHERE experiment_id='$id' AND role LIKE 'worker%' AND ended_at IS NULL LIMIT 1"; }
 has_worker() { [ -n "$(worker_pid)" ]; }
-wait_until 60 has_worker || true
+wait_until 60 has_worker || fail "no worker process of $id within 60 s"
 wpid=$(worker_pid)
 while [ "$(sql "SELECT status FROM experiment WHERE id='$id'")" != DONE ]; do sleep 0.2; done
 t1=$(date +%s.%N)

@@ -109,7 +109,6 @@ sweep_run() {
         fail "trial 3 neither ran nor ended within $((SWEEP_HOLD * 3)) s, and the experiment is not over"
     sweep_nnictl stop "$SWEEP_ID" || true
     sweep_nnictl resume "$SWEEP_ID" --port "$port" || true
-    wait_until $((SWEEP_HOLD * 3)) status_is "$SWEEP_ID" DONE || true
     SWEEP_FAULTS=$(wc -l < "$RUN/faults.log")
     SWEEP_MAXCOUNT=$(awk 'BEGIN { m = 0 } $3 > m { m = $3 } END { print m }' "$RUN/counts")
     sweep_check "$port"
@@ -120,8 +119,8 @@ sweep_check() {
     local port=$1 t f starts attempt want got owned bad
     [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
     SWEEP_OUTCOME="${SWEEP_REFUSED}DONE by itself"
-    if ! status_is "$SWEEP_ID" DONE; then
-        # the fault is over: a resume brings the experiment to its end
+    if ! wait_until $((SWEEP_HOLD * 3)) status_is "$SWEEP_ID" DONE; then
+        # not DONE by itself: the fault is over, a resume brings the experiment to its end
         nnictl stop "$SWEEP_ID" >> "$RUN/nnictl.out" 2>&1 || true
         nnictl resume "$SWEEP_ID" --port "$port" >> "$RUN/nnictl.out" 2>&1 || fail "resume with no fault failed"
         wait_status "$SWEEP_ID" DONE 60
