@@ -16,6 +16,9 @@
 #        FUZZ_NICE    run the targets under nice (default 10)
 #        FUZZ_PARALLEL  targets run at a time, each on its own core (default 1; ctest's
 #                     fuzz/short runs 2: the same SECONDS per target in half the time)
+#        FUZZ_CPU     1: SECONDS are CPU seconds, not wall-clock ones: a target that got
+#                     less (a busy machine, or stopped for a while with SIGSTOP) is run
+#                     again on its work corpus until its CPU time reaches SECONDS
 # Exits 77 (skipped) when clang or its libFuzzer is missing.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +58,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # run_target T: runs target T; its table line to $OUT/T.line, "found" there when it found
 # something (a background job of its own: its CPU time is its own child's)
 run_target() {
-    local t=$1 me=$BASHPID exe seeds work log t0 t1 rc cpu runs eps cov finds dict=()
+    local t=$1 me=$BASHPID exe seeds work log t0 t1 rc cpu runs n left eps cov finds dict=()
     exe=$BUILD/tests/fuzz/fuzz_$t
     seeds=$SRC/tests/fuzz/corpus/$t
     work=$OUT/$t
@@ -63,15 +66,20 @@ run_target() {
     rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* "$work"/slow-unit-* "$OUT/$t.line" "$OUT/$t.found"
     log=$work/log
     t0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
-    rc=0
+    rc=0 cpu=0 runs=0 left=$SECS
     [ ! -f "$SRC/tests/fuzz/$t.dict" ] || dict=(-dict="$SRC/tests/fuzz/$t.dict")
-    # the work corpus first (new inputs are written there), the seeds read only
-    (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$SECS" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >"$log" 2>&1 || rc=$?
-    # CPU time of the finished child (user + system, clock ticks), from this job's counters
-    t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
-    cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    : >"$log"
+    while [ "$rc" = 0 ] && [ "$left" -gt 0 ]; do
+        # the work corpus first (new inputs are written there), the seeds read only
+        (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$left" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >>"$log" 2>&1 || rc=$?
+        # CPU time of the finished children (user + system, clock ticks), from this job's counters
+        t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
+        cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+        runs=$((runs + ${n:-0}))
+        [ "${FUZZ_CPU:-0}" = 1 ] && left=$((SECS - cpu)) || left=0
+    done
     eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2 || true)
     finds=$(cd "$work" && ls crash-* leak-* timeout-* oom-* 2>/dev/null | tr '\n' ' ' || true)
