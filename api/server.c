@@ -26,6 +26,7 @@
 #include "api/tensorboard.h"
 #include "common/secrets.h"
 #include "common/usage.h"
+#include "schema/counters.h"
 #include "schema/exp_api.h"
 #include "schema/trial_sets.h"
 
@@ -88,6 +89,19 @@ static void on_signal(evutil_socket_t sig, short ev, void *arg)
     }
 }
 
+/* The metrics stored since the last fold counted into the kept counts (migration 020),
+ * by whichever api comes first; at most FOLD_MAX a tick, so that a backlog (the api was
+ * down while workers stored metrics) does not stall the loop. A failure (a full disk) is
+ * tried again next tick: the readers count the backlog meanwhile. */
+#define FOLD_MAX 100000
+static void fold_metrics(struct api *a)
+{
+    struct errbuf e;
+    int64_t folded;
+    if (!a->readonly && metric_fold(a->db, FOLD_MAX, &folded, &e) < 0)
+        log_limited(LOG_WARN, "counting the new metrics: %s", e.msg);
+}
+
 static void on_tick(evutil_socket_t fd, short ev, void *arg)
 {
     (void)fd; (void)ev;
@@ -96,6 +110,7 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
     children_restart_due(a);
     tensorboard_tick(a);
     sched_tick(a);
+    fold_metrics(a);
     log_input_flush(0); /* the counts of repeated malformed input, once a minute */
 }
 
@@ -403,6 +418,7 @@ static void let_go(struct api *a)
     if (!a->readonly && a->stopping)
         exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
     launch_nnidb_sync(a); /* its end time for NNI's client */
+    fold_metrics(a);
     exp_api_release(a->db, a->exp_id, (int)getpid(), &e);
     proc_ended(a->db, a->proc_row, "exited", &e);
     log_info("experiment %s: api exiting", a->exp_id);

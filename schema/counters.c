@@ -10,8 +10,13 @@ const char *const wstat_op_names[WSTAT_OPS] = {"submit", "poll", "list", "kill"}
 int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
                   struct errbuf *e)
 {
-    sqlite3_stmt *st = db_query(db, e, "SELECT name, n FROM exp_counter WHERE experiment_id = ? ORDER BY name", "s",
-                                exp_id);
+    /* the kept rows, and the metrics stored since the last fold (a few: half a second's) */
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT name, sum(n) FROM ("
+        " SELECT name, n FROM exp_counter WHERE experiment_id = ?1"
+        " UNION ALL SELECT 'metrics:' || m.type, count(*) FROM metric m CROSS JOIN trial t ON t.id = m.trial_id"
+        "  WHERE m.id > (SELECT upto FROM metric_fold) AND t.experiment_id = ?1 GROUP BY m.type)"
+        " GROUP BY name ORDER BY name", "s", exp_id);
     if (!st)
         return -1;
     int rc;
@@ -19,6 +24,56 @@ int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name
         fn((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), arg);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : errf(e, "exp_counter: %s", sqlite3_errmsg(db->h));
+}
+
+/* The fold's writes, inside the caller's transaction: the metrics with ids in (lo, hi]. */
+static int fold_range(struct db *db, int64_t lo, int64_t hi, struct errbuf *e)
+{
+    if (db_run(db, e,
+               "INSERT INTO exp_counter (experiment_id, name, n)"
+               " SELECT t.experiment_id, 'metrics:' || m.type, count(*)"
+               " FROM metric m CROSS JOIN trial t ON t.id = m.trial_id"
+               " WHERE m.id > ?1 AND m.id <= ?2 GROUP BY 1, 2"
+               " ON CONFLICT DO UPDATE SET n = n + excluded.n", "ii", lo, hi) < 0)
+        return -1;
+    /* only the metrics of each trial's current attempt: those the listings show */
+    if (db_run(db, e,
+               "INSERT INTO metric_count (experiment_id, block, periodical, final)"
+               " SELECT t.experiment_id, t.sequence >> 6, sum(m.type = 'PERIODICAL'), sum(m.type = 'FINAL')"
+               " FROM metric m CROSS JOIN trial t ON t.id = m.trial_id AND t.attempt = m.attempt"
+               " WHERE m.id > ?1 AND m.id <= ?2 GROUP BY 1, 2"
+               " ON CONFLICT DO UPDATE SET periodical = periodical + excluded.periodical,"
+               " final = final + excluded.final", "ii", lo, hi) < 0)
+        return -1;
+    return db_run(db, e, "UPDATE metric_fold SET upto = ?1", "i", hi) < 0 ? -1 : 0;
+}
+
+int metric_fold(struct db *db, int64_t max_rows, int64_t *folded, struct errbuf *e)
+{
+    int64_t upto = 0, hi = 0;
+    *folded = 0;
+    /* read first, outside a transaction: no write lock taken when there is nothing new */
+    if (db_int(db, e, &upto, "SELECT upto FROM metric_fold", "") < 0 ||
+        db_int(db, e, &hi, "SELECT coalesce(max(id), 0) FROM metric", "") < 0)
+        return -1;
+    if (hi <= upto)
+        return 0;
+    if (db_begin(db, e) < 0)
+        return -1;
+    /* again under the write lock: another api may have folded meanwhile */
+    int rc = db_int(db, e, &upto, "SELECT upto FROM metric_fold", "") < 0 ||
+             db_int(db, e, &hi, "SELECT coalesce(max(id), 0) FROM metric", "") < 0 ? -1 : 0;
+    if (rc == 0 && hi > upto) {
+        if (max_rows > 0 && hi - upto > max_rows)
+            hi = upto + max_rows;
+        rc = fold_range(db, upto, hi, e);
+    }
+    if (rc == 0 && db_commit(db, e) == 0) {
+        *folded = hi > upto ? hi - upto : 0;
+        return 0;
+    }
+    db_rollback(db);
+    return -1;
 }
 
 int worker_stats_each(struct db *db, const char *exp_id,

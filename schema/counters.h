@@ -8,9 +8,17 @@
 #include "schema/db.h"
 
 /* Calls fn for each exp_counter row of the experiment ("trials:RUNNING", "started", ...;
- * migration 018 lists them), in name order. 0, or -1 on error. */
+ * migration 018 lists them), in name order; "metrics:TYPE" includes the metrics not
+ * folded in yet (metric_fold below). 0, or -1 on error. */
 int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
                   struct errbuf *e);
+
+/* Folds the metrics stored since the last fold (ids above metric_fold.upto, at most
+ * max_rows of them) into exp_counter ("metrics:TYPE") and metric_count (migration 020),
+ * and moves upto past them, in one transaction; nothing is written when there is nothing
+ * new (max_rows 0: no limit). How far upto moved (ids) into *folded: 0, or -1 on error
+ * (nothing changed). */
+int metric_fold(struct db *db, int64_t max_rows, int64_t *folded, struct errbuf *e);
 
 /* Calls fn for each worker_stat row of the experiment, by platform and name. */
 int worker_stats_each(struct db *db, const char *exp_id,

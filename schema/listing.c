@@ -397,48 +397,109 @@ static int metric_count_in(struct db *db, const struct page *p, int64_t lo, int6
 
 #define MC_SHIFT 6 /* metric_count's blocks: 64 trial sequences (migration 019) */
 
+/* Where a seek stands while it visits the blocks in order. */
+struct seek_walk {
+    struct db *db;
+    const struct page *p;
+    int64_t nth;      /* metrics still to skip */
+    int64_t from, to; /* the sequences of the block visited last, clipped to the range */
+};
+
+/* Visits a block whose kept count is n: 1 the nth metric is in it, 0 skipped, -1 error. A
+ * block the range cuts is counted row by row instead. */
+static int seek_visit(struct seek_walk *w, int64_t block, int64_t n, struct errbuf *e)
+{
+    int64_t first = block << MC_SHIFT, last = first + ((INT64_C(1) << MC_SHIFT) - 1);
+    w->from = first < w->p->seq_min ? w->p->seq_min : first;
+    w->to = last > w->p->seq_max ? w->p->seq_max : last;
+    if ((w->from != first || w->to != last) && metric_count_in(w->db, w->p, w->from, w->to, &n, e) < 0)
+        return -1;
+    if (n > w->nth)
+        return 1;
+    w->nth -= n;
+    return 0;
+}
+
+struct block_n {
+    int64_t block, n;
+};
+
+/* The metrics stored since the last fold (migration 020: not in metric_count yet), per
+ * block of the range, in block order: a few rows, what arrived in the last half second. */
+static int seek_backlog(struct db *db, const struct page *p, struct block_n **out, size_t *nout, struct errbuf *e)
+{
+    *out = NULL;
+    *nout = 0;
+    sqlite3_stmt *st = db_query(db, e,
+        "SELECT t.sequence >> 6, count(*)"
+        " FROM metric m CROSS JOIN trial t ON t.id = m.trial_id AND t.attempt = m.attempt"
+        " WHERE m.id > (SELECT upto FROM metric_fold) AND t.experiment_id = ?1 AND t.sequence >= ?2"
+        " AND t.sequence <= ?3 AND (?4 IS NULL OR m.type = ?4) GROUP BY 1 ORDER BY 1",
+        "siis", p->exp_id, p->seq_min, p->seq_max, p->type);
+    if (!st)
+        return -1;
+    int rc;
+    size_t cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*nout == cap) {
+            cap = cap ? 2 * cap : 16;
+            *out = xrealloc(*out, cap * sizeof **out);
+        }
+        (*out)[(*nout)++] = (struct block_n){col_i64(st, 0), col_i64(st, 1)};
+    }
+    if (step_error(db, st, rc, e) < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* An offset into the whole listing (or a range of trial sequences) as a seek: the
- * blocks' counts (metric_count) are summed up to the block that holds the offset-th
- * metric, which is then found by a walk of that block alone; a block the range cuts is
- * counted row by row. The page then starts after the last metric skipped (p->key1,
- * key2). 1 skipped, 0 past the end (the page is empty), 2 the counts disagree with the
- * rows (a database edited by hand): walk instead. -1 error. */
+ * blocks' counts (metric_count, plus the metrics not folded in yet) are summed up to the
+ * block that holds the offset-th metric, which is then found by a walk of that block
+ * alone; a block the range cuts is counted row by row. The page then starts after the
+ * last metric skipped (p->key1, key2). 1 skipped, 0 past the end (the page is empty), 2
+ * the counts disagree with the rows (a database edited by hand): walk instead. -1 error. */
 static int metric_seek(struct db *db, struct page *p, int64_t off, struct errbuf *e)
 {
-    int64_t lo = p->seq_min, hi = p->seq_max, nth = off - 1;
+    int64_t lo = p->seq_min, hi = p->seq_max;
+    struct seek_walk w = {db, p, off - 1, 0, 0};
+    struct block_n *bl;
+    size_t nbl, j = 0;
+    if (seek_backlog(db, p, &bl, &nbl, e) < 0)
+        return -1;
     sqlite3_stmt *st = db_query(db, e,
         "SELECT block, CASE ?4 WHEN 'FINAL' THEN final WHEN 'PERIODICAL' THEN periodical ELSE periodical + final END"
         " FROM metric_count WHERE experiment_id = ?1 AND block >= ?2 AND block <= ?3 ORDER BY block",
         "siis", p->exp_id, lo >> MC_SHIFT, hi >> MC_SHIFT, p->type);
-    if (!st)
+    if (!st) {
+        free(bl);
         return -1;
-    int rc, found = 0, bad = 0;
-    int64_t from = 0, to = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t block = col_i64(st, 0), n = col_i64(st, 1);
-        from = block << MC_SHIFT;
-        to = from + ((INT64_C(1) << MC_SHIFT) - 1);
-        if (from < lo)
-            from = lo;
-        if (to > hi)
-            to = hi;
-        if ((from != block << MC_SHIFT || to != from + ((INT64_C(1) << MC_SHIFT) - 1)) &&
-            metric_count_in(db, p, from, to, &n, e) < 0) {
-            bad = 1;
-            break;
-        }
-        if (n > nth) {
-            found = 1;
-            break;
-        }
-        nth -= n;
     }
-    if (step_error(db, st, rc == SQLITE_ROW || bad ? SQLITE_DONE : rc, e) < 0 || bad)
-        return -1;
-    if (!found)
-        return 0;
+    int rc = SQLITE_DONE, found = 0;
+    /* the kept rows and the backlog's, merged in block order */
+    while (!found && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t block = col_i64(st, 0), n = col_i64(st, 1);
+        for (; !found && j < nbl && bl[j].block < block; j++)
+            found = seek_visit(&w, bl[j].block, bl[j].n, e);
+        if (found)
+            break;
+        if (j < nbl && bl[j].block == block)
+            n += bl[j++].n;
+        found = seek_visit(&w, block, n, e);
+    }
+    if (found < 0)
+        sqlite3_reset(st);
+    else if (step_error(db, st, found ? SQLITE_DONE : rc, e) < 0)
+        found = -1;
+    for (; !found && j < nbl; j++)
+        found = seek_visit(&w, bl[j].block, bl[j].n, e);
+    free(bl);
+    if (found <= 0)
+        return found;
     int64_t seq, id;
-    int at = metric_key_at(db, p, from, to, nth, &seq, &id, e);
+    int at = metric_key_at(db, p, w.from, w.to, w.nth, &seq, &id, e);
     if (at <= 0)
         return at < 0 ? -1 : 2;
     p->key1 = seq;

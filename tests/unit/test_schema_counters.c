@@ -31,12 +31,23 @@ static char tmpdir[] = "/tmp/trialq-test-counters-XXXXXX";
     " UNION ALL SELECT t.experiment_id, 'metrics:' || m.type, count(*) FROM metric m JOIN trial t ON t.id ="       \
     " m.trial_id GROUP BY 1, 2"
 
+/* Folds the metrics stored since the last fold (migration 020); the number of ids folded. */
+static int64_t fold(struct db *db)
+{
+    struct errbuf e;
+    int64_t n = -1;
+    if (metric_fold(db, 0, &n, &e) < 0)
+        fail_msg("metric_fold: %s", e.msg);
+    return n;
+}
+
 /* exp_counter's gauges (and metric totals: nothing is deleted where this is used) equal
- * a count of the rows, both ways (a kept 0 is no row counted) */
+ * a count of the rows, both ways (a kept 0 is no row counted), once the metrics are folded */
 static void assert_recount(struct db *db)
 {
     struct errbuf e;
     int64_t diff = -1;
+    fold(db);
     int rc = db_int(db, &e, &diff,
                     "SELECT (SELECT count(*) FROM (" RECOUNT " EXCEPT SELECT * FROM exp_counter))"
                     " + (SELECT count(*) FROM (SELECT * FROM exp_counter WHERE n <> 0 AND (name LIKE 'trials:%'"
@@ -66,6 +77,34 @@ static void assert_kept(struct db *db, const char *exp, const char *want)
         *eq = '\0';
         if (kept(db, exp, w) != atoll(eq + 1))
             fail_msg("%s: %s is %lld, wanted %s", exp, w, (long long)kept(db, exp, w), eq + 1);
+    }
+}
+
+struct each {
+    const char *name;
+    int64_t n;
+};
+static void each_fn(const char *name, int64_t n, void *arg)
+{
+    struct each *w = arg;
+    if (strcmp(name, w->name) == 0)
+        w->n = n;
+}
+
+/* "name=n ...": what counters_each (GET /metrics' reader) says, folded or not */
+static void assert_each(struct db *db, const char *exp, const char *want)
+{
+    char buf[512];
+    struct errbuf e;
+    snprintf(buf, sizeof buf, "%s", want);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(w, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        struct each got = {w, 0};
+        assert_int_equal(counters_each(db, exp, each_fn, &got, &e), 0);
+        if (got.n != atoll(eq + 1))
+            fail_msg("%s: counters_each's %s is %lld, wanted %s", exp, w, (long long)got.n, eq + 1);
     }
 }
 
@@ -118,8 +157,20 @@ static void test_triggers(void **state)
     add_metric(db, "e10000", "PERIODICAL", 1);
     add_metric(db, "e10000", "FINAL", 0);
     add_metric(db, "e20000", "FINAL", 0);
+    /* not folded yet: none kept, and the reader counts them all the same */
+    assert_kept(db, "e1", "metrics:PERIODICAL=0 metrics:FINAL=0");
+    assert_each(db, "e1", "metrics:PERIODICAL=2 metrics:FINAL=1 trials:WAITING=2");
+    assert_each(db, "e2", "metrics:FINAL=1");
+    assert_int_equal(fold(db), 5); /* ids: the ignored repeat took none */
+    assert_int_equal(fold(db), 0);
     assert_recount(db);
     assert_kept(db, "e1", "metrics:PERIODICAL=2 metrics:FINAL=1");
+    assert_each(db, "e1", "metrics:PERIODICAL=2 metrics:FINAL=1");
+    /* one more, half folded: kept plus backlog */
+    add_metric(db, "e10000", "PERIODICAL", 2);
+    assert_each(db, "e1", "metrics:PERIODICAL=3 metrics:FINAL=1");
+    assert_recount(db);
+    assert_kept(db, "e1", "metrics:PERIODICAL=3");
     /* a deleted trial leaves the gauges, not the totals */
     run(db, "DELETE FROM trial WHERE id IN ('e10004', 'e10000')");
     assert_kept(db, "e1", "trials:WAITING=1 waiting:platform=0 ended:SUCCEEDED=2");
