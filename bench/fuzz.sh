@@ -17,8 +17,10 @@
 #        FUZZ_PARALLEL  targets run at a time, each on its own core (default 1; ctest's
 #                     fuzz/short runs 2: the same SECONDS per target in half the time)
 #        FUZZ_CPU     1: SECONDS are CPU seconds, not wall-clock ones: a target that got
-#                     less (a busy machine, or stopped for a while with SIGSTOP) is run
-#                     again on its work corpus until its CPU time reaches SECONDS
+#                     less (a busy machine) is run again on its work corpus until its CPU
+#                     time reaches SECONDS. Do not pause a target (SIGSTOP): libFuzzer's
+#                     timeout is wall-clock, so the input it was on is reported as a
+#                     timeout (-timeout=10) when it goes on
 # Exits 77 (skipped) when clang or its libFuzzer is missing.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
