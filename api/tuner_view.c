@@ -110,6 +110,10 @@ static int view_append(struct tuner_view *v, const char *id, cJSON *params)
     v->params[i] = params;
     memset(&v->items[i], 0, sizeof v->items[i]);
     v->items[i].parameters = params;
+    if (params) { /* once per trial: the repeat checks of finite spaces compare these */
+        v->items[i].params_hash = tuner_params_hash(params);
+        v->items[i].has_hash = 1;
+    }
     view_index(v, i);
     return i;
 }

@@ -97,7 +97,9 @@ static struct tuner_result *random_history(const struct ss_space *space, int n, 
     for (int i = 0; i < n; i++) {
         random->suggest(rnd, i, NULL, &(*params)[i], &e);
         items[i] = (struct tuner_result){.parameter_id = i, .parameters = (*params)[i], .has_value = 1,
-                                         .value = objective((*params)[i]), .status = "SUCCEEDED"};
+                                         .value = objective((*params)[i]), .status = "SUCCEEDED",
+                                         /* as the api's view of the trials sets it */
+                                         .has_hash = 1, .params_hash = tuner_params_hash((*params)[i])};
     }
     random->destroy(rnd);
     return items;

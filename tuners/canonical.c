@@ -145,6 +145,11 @@ static uint64_t mix64(uint64_t h)
     return h ^ (h >> 33);
 }
 
+uint64_t tuner_params_hash(const cJSON *params)
+{
+    return json_hash64(params);
+}
+
 uint64_t json_hash64(const cJSON *j)
 {
     int k = kind(j);

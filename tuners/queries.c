@@ -79,9 +79,23 @@ int observed_value(const struct ss_param *p, const cJSON *v, double *out)
 
 int history_has(const struct tuner_history *hist, const cJSON *params)
 {
-    for (int i = 0; hist && i < hist->n; i++)
-        if (hist->items[i].parameters && json_same(hist->items[i].parameters, params))
+    uint64_t h = 0;
+    int hashed = 0;
+    for (int i = 0; hist && i < hist->n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (!it->parameters)
+            continue;
+        if (it->has_hash) { /* a different hash: a different object (json_hash64) */
+            if (!hashed) {
+                h = json_hash64(params);
+                hashed = 1;
+            }
+            if (it->params_hash != h)
+                continue;
+        }
+        if (json_same(it->parameters, params))
             return 1;
+    }
     return 0;
 }
 

@@ -489,19 +489,29 @@ static int same_params(void *ctx, int64_t id)
     return json_same(q->h->hist->items[id].parameters, q->params);
 }
 
-static int index_has(const struct history_index *h, const cJSON *params)
+static int index_has_hashed(const struct history_index *h, const cJSON *params, uint64_t hash)
 {
     struct param_probe q = {h, params};
-    return seen_find(&h->seen, json_hash64(params), same_params, &q) >= 0;
+    return seen_find(&h->seen, hash, same_params, &q) >= 0;
+}
+
+static int index_has(const struct history_index *h, const cJSON *params)
+{
+    return index_has_hashed(h, params, json_hash64(params));
 }
 
 static void history_index_build(struct history_index *h, const struct tuner_history *hist)
 {
     h->hist = hist;
     seen_init(&h->seen);
-    for (int i = 0; hist && i < hist->n; i++)
-        if (hist->items[i].parameters && !index_has(h, hist->items[i].parameters))
-            seen_add(&h->seen, json_hash64(hist->items[i].parameters), i);
+    for (int i = 0; hist && i < hist->n; i++) {
+        const struct tuner_result *it = &hist->items[i];
+        if (!it->parameters)
+            continue;
+        uint64_t hash = it->has_hash ? it->params_hash : json_hash64(it->parameters);
+        if (!index_has_hashed(h, it->parameters, hash))
+            seen_add(&h->seen, hash, i);
+    }
 }
 
 /* Replaces a repeated suggestion as NNI's Deduplicator does: by the first grid-search

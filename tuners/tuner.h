@@ -24,7 +24,17 @@ struct tuner_result {
      * highest sequence (of the trial's current attempt). has_latest 0: no result. */
     int has_latest;
     double latest;
+    /* tuner_params_hash(parameters), set by the history's owner once per trial (the
+     * api's view of the trials, when it parses them); has_hash 0: not set, the tuners
+     * compare the objects themselves. Finite spaces' repeat checks (TPE, Anneal,
+     * Metis) then compare one number a trial instead of walking its object. */
+    int has_hash;
+    uint64_t params_hash;
 };
+
+/* A hash of a parameter object, equal for objects the tuners take as the same
+ * suggestion (key order aside; numbers by value): what tuner_result.params_hash holds. */
+uint64_t tuner_params_hash(const cJSON *params);
 
 struct tuner_history {
     int n;

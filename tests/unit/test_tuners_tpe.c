@@ -627,13 +627,18 @@ static void test_finite_space_dedup(void **state)
         "{\"c\": {\"_type\": \"choice\", \"_value\": [\"a\", \"b\"]}, \"n\": {\"_type\": \"randint\", \"_value\": [0, 3]},"
         " \"q\": {\"_type\": \"quniform\", \"_value\": [0, 1, 0.5]}}");
     void *t = create(&tuner_tpe, "{\"tpe_args\": {\"n_startup_jobs\": 4}}", s, 1);
-    struct hist h = {0};
+    struct hist h = {0}, hashed = {0}; /* the second with params_hash set, as the api's view sets it */
     for (int i = 0; i < 18; i++) {
-        cJSON *p = suggest(&tuner_tpe, t, i, &h);
+        cJSON *p = suggest(&tuner_tpe, t, i, &h), *ph = suggest(&tuner_tpe, t, i, &hashed);
         for (int j = 0; j < h.n; j++)
             assert_false(cJSON_Compare(p, h.params[j], 1));
+        assert_true(cJSON_Compare(p, ph, 1)); /* the hashes change nothing but the cost */
         hist_add(&h, i, p, 1, num(p, "n") + num(p, "q"), i % 3 ? "SUCCEEDED" : "FAILED");
+        hist_add(&hashed, i, ph, 1, num(p, "n") + num(p, "q"), i % 3 ? "SUCCEEDED" : "FAILED");
+        hashed.items[i].has_hash = 1;
+        hashed.items[i].params_hash = tuner_params_hash(ph);
     }
+    hist_free(&hashed);
     cJSON *p = (cJSON *)1;
     struct errbuf e = {{0}};
     struct tuner_history th = view(&h);
