@@ -64,6 +64,12 @@ static double run_sequential(const struct tuner_ops *ops, void *st, struct hist 
     return best;
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static const char branin_space[] =
     "{\"x1\": {\"_type\": \"uniform\", \"_value\": [-5, 10]}, \"x2\": {\"_type\": \"uniform\", \"_value\": [0, 15]}}";
 
@@ -230,23 +236,81 @@ static void test_determinism(void **state)
     ss_free(s);
 }
 
-/* Until n_startup_jobs trials exist TPE draws exactly as the Random tuner does; the
- * default is 10 (NNI's: 20; issue 33: a tenth of a 100-trial budget, as Optuna's). */
-static void test_startup_is_random(void **state)
+/* The model starts after 10 results (NNI: 20). Before it, the start-up design: the
+ * same point for an index whatever the history (a function of seed and index), not
+ * Random's draws; with an explicit gamma (NNI's model), Random's draws value for value. */
+static void test_startup_design(void **state)
 {
     (void)state;
     struct ss_space *s = parse_space(mixed_space);
     void *t = create(&tuner_tpe, NULL, s, 3), *r = create(&tuner_random, NULL, s, 3);
-    struct hist h = {0};
+    void *nni = create(&tuner_tpe, "{\"tpe_args\": {\"gamma\": 0.25}}", s, 3);
+    struct hist h = {0}, hn = {0};
     for (int i = 0; i < 25; i++) {
-        cJSON *pt = suggest(&tuner_tpe, t, i, &h), *pr = suggest(&tuner_random, r, i, NULL);
-        assert_int_equal(cJSON_Compare(pt, pr, 1), i < 10);
+        cJSON *pt = suggest(&tuner_tpe, t, i, &h), *p0 = suggest(&tuner_tpe, t, i, NULL);
+        cJSON *pn = suggest(&tuner_tpe, nni, i, &hn), *pr = suggest(&tuner_random, r, i, NULL);
+        assert_int_equal(cJSON_Compare(pt, p0, 1), i < 10);
+        assert_false(cJSON_Compare(p0, pr, 1));
+        assert_int_equal(cJSON_Compare(pn, pr, 1), i < 10);
+        cJSON_Delete(p0);
         cJSON_Delete(pr);
         hist_add(&h, i, pt, 1, mixed_objective(pt), "SUCCEEDED");
+        hist_add(&hn, i, pn, 1, mixed_objective(pn), "SUCCEEDED");
     }
     hist_free(&h);
+    hist_free(&hn);
     tuner_tpe.destroy(t);
+    tuner_tpe.destroy(nni);
     tuner_random.destroy(r);
+    ss_free(s);
+}
+
+/* The smallest distance between two of 16 points of the unit square. */
+static double min_gap(const double (*xy)[2], int n)
+{
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            m = fmin(m, hypot(xy[i][0] - xy[j][0], xy[i][1] - xy[j][1]));
+    return m;
+}
+
+/* The start-up design spreads its points: 16 start-up trials in the unit square (over
+ * 20 seeds, the median of each set's smallest gap between two points) are twice as
+ * far apart as Random's 16 draws, and every set covers each quarter of each axis. */
+static void test_startup_design_spreads(void **state)
+{
+    (void)state;
+    struct ss_space *s = parse_space("{\"a\": {\"_type\": \"uniform\", \"_value\": [0, 1]},"
+                                     " \"b\": {\"_type\": \"uniform\", \"_value\": [0, 1]}}");
+    double gd[20], gr[20];
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        void *t = create(&tuner_tpe, "{\"tpe_args\": {\"n_startup_jobs\": 16}}", s, seed);
+        void *r = create(&tuner_random, NULL, s, seed);
+        double d[16][2], q[16][2];
+        int bins[2][4] = {{0}};
+        for (int i = 0; i < 16; i++) {
+            cJSON *p = suggest(&tuner_tpe, t, i, NULL), *pr = suggest(&tuner_random, r, i, NULL);
+            d[i][0] = num(p, "a");
+            d[i][1] = num(p, "b");
+            q[i][0] = num(pr, "a");
+            q[i][1] = num(pr, "b");
+            for (int k = 0; k < 2; k++)
+                bins[k][(int)(d[i][k] * 4)]++;
+            cJSON_Delete(p);
+            cJSON_Delete(pr);
+        }
+        for (int k = 0; k < 2; k++)
+            for (int b = 0; b < 4; b++)
+                assert_true(bins[k][b] >= 2);
+        gd[seed] = min_gap((const double (*)[2])d, 16);
+        gr[seed] = min_gap((const double (*)[2])q, 16);
+        tuner_tpe.destroy(t);
+        tuner_random.destroy(r);
+    }
+    double md = median(gd, 20), mr = median(gr, 20);
+    print_message("16 start-up points: median smallest gap %.4f (Random's %.4f)\n", md, mr);
+    assert_true(md > 2 * mr);
     ss_free(s);
 }
 
@@ -493,9 +557,9 @@ static void test_liar_counts_for_startup(void **state)
         int done = i < 15;
         hist_add(&h, i, p, done, done ? branin_params(p) : 0, done ? "SUCCEEDED" : "RUNNING");
     }
-    cJSON *rnd = suggest(&tuner_random, r, 20, NULL);
     void *liar = create(&tuner_tpe, "{\"tpe_args\": {\"n_startup_jobs\": 20}}", s, 4);
     void *no_liar = create(&tuner_tpe, "{\"tpe_args\": {\"constant_liar_type\": null, \"n_startup_jobs\": 20}}", s, 4);
+    cJSON *rnd = suggest(&tuner_tpe, no_liar, 20, NULL); /* the start-up design's point 20 */
     cJSON *p1 = suggest(&tuner_tpe, liar, 20, &h), *p2 = suggest(&tuner_tpe, no_liar, 20, &h);
     assert_false(cJSON_Compare(p1, rnd, 1));
     assert_true(cJSON_Compare(p2, rnd, 1));
@@ -556,10 +620,12 @@ static void test_imported_and_odd_items(void **state)
     assert_int_equal(tuner_tpe.suggest(t, -1, &th, &p, &e), -1);
     assert_null(p);
     assert_non_null(strstr(e.msg, "negative"));
-    /* no history at all (NULL) */
+    /* no history at all (NULL): the start-up design, as with an empty history */
     p = suggest(&tuner_tpe, t, 3, NULL);
-    pr = suggest(&tuner_random, r, 3, NULL);
+    struct hist none = {0};
+    pr = suggest(&tuner_tpe, t, 3, &none);
     assert_true(cJSON_Compare(p, pr, 1));
+    assert_true(num(p, "x") >= 0 && num(p, "x") <= 10);
     cJSON_Delete(p);
     cJSON_Delete(pr);
     tuner_tpe.destroy(t);
@@ -784,12 +850,6 @@ static double drift4(const cJSON *p)
     double m = 0.9 - 0.15 * fabs(log10(num(p, "lr")) + 2.5) - 0.1 * fabs(num(p, "momentum") - 0.9) +
                0.02 * log2(h->valuedouble / 64);
     return 1 - (1 - exp(-10.0 / 3)) * m;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* n trials, conc at a time (each suggestion sees the earlier ones of its batch as
@@ -1100,7 +1160,8 @@ int main(void)
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_class_args),
         cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_startup_is_random),
+        cmocka_unit_test(test_startup_design),
+        cmocka_unit_test(test_startup_design_spreads),
         cmocka_unit_test(test_all_types),
         cmocka_unit_test(test_nested_branches),
         cmocka_unit_test(test_constant_liar),
