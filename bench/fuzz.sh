@@ -5,7 +5,8 @@
 # inputs are checked on every run), with the words of tests/fuzz/<target>.dict if there
 # is one. New inputs go to a work corpus outside the tree; crashes, leaks, timeouts (an
 # input over 10 s) and out-of-memory (over 2 GB) are kept as <out>/<target>/crash-*,
-# leak-*, timeout-*, oom-*. Prints one line per target (CPU seconds: user + system of
+# leak-*, timeout-*, oom-*. A target's own libFuzzer flags (a -max_len...) are the lines of
+# tests/fuzz/<target>.options that are not comments. Prints one line per target (CPU seconds: user + system of
 # the run) and exits 1 when any target found something.
 #   usage: bench/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET...]
 #   env: FUZZ_BUILD   build dir (default <repo>/build-fuzz)
@@ -60,7 +61,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # run_target T: runs target T; its table line to $OUT/T.line, "found" there when it found
 # something (a background job of its own: its CPU time is its own child's)
 run_target() {
-    local t=$1 me=$BASHPID exe seeds work log t0 t1 rc cpu runs n left eps cov finds dict=()
+    local t=$1 me=$BASHPID exe seeds work log t0 t1 rc cpu runs n left eps cov finds dict=() opts=()
     exe=$BUILD/tests/fuzz/fuzz_$t
     seeds=$SRC/tests/fuzz/corpus/$t
     work=$OUT/$t
@@ -70,11 +71,12 @@ run_target() {
     t0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
     rc=0 cpu=0 runs=0 left=$SECS
     [ ! -f "$SRC/tests/fuzz/$t.dict" ] || dict=(-dict="$SRC/tests/fuzz/$t.dict")
+    [ ! -f "$SRC/tests/fuzz/$t.options" ] || mapfile -t opts < <(grep -v -e '^#' -e '^[[:space:]]*$' "$SRC/tests/fuzz/$t.options")
     : >"$log"
     while [ "$rc" = 0 ] && [ "$left" -gt 0 ]; do
         # the work corpus first (new inputs are written there), the seeds read only
         (cd "$work" && exec nice -n "${FUZZ_NICE:-10}" "$exe" -max_total_time="$left" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 \
-            -print_final_stats=1 "${dict[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >>"$log" 2>&1 || rc=$?
+            -print_final_stats=1 "${dict[@]}" "${opts[@]}" -artifact_prefix="$work/" "$work/corpus" "$seeds") >>"$log" 2>&1 || rc=$?
         # CPU time of the finished children (user + system, clock ticks), from this job's counters
         t1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$me/stat)
         cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')

@@ -8,6 +8,7 @@
  * to the platform until the platform confirms it (again after a back-off) or the job is
  * seen ended. worker_main (workers/worker_main.c) runs worker_step whenever a signal or
  * worker_next_due wakes it. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,16 @@ static void note_failure(const struct worker_trial *wt, const char *what, int fa
         log_warn("trial %s: %s failed (%s); retrying in %lld ms (failure %d)", wt->t.id, what,
                  snippet(shown, why, strlen(why)), (long long)wait_ms, failures);
     }
+}
+
+void job_why_disk_fault(struct job_state *js, int fault)
+{
+    const char *words = fault == ENOSPC || fault == EDQUOT ? "was full"
+                        : fault == EROFS                   ? "was read-only"
+                        : fault == EIO                     ? "failed (I/O error)"
+                                                           : "failed";
+    snprintf(js->why, sizeof js->why, "exit code %d; the disk of its trial directory %s while it ran", js->exit_code,
+             words);
 }
 
 static const char *final_status(const struct job_state *js, const char *kill_request, char *msg, size_t msglen)

@@ -226,6 +226,12 @@ void worker_trial_env(const struct worker *w, const struct trial *t, const char 
  * trialConcurrency first, more only for trials the others leave waiting. */
 int hybrid_may_claim(struct worker *w);
 
+/* js->why of a job that exited non-zero (js->exit_code) while the filesystem of its
+ * trial directory was seen faulty (fault, an errno: ENOSPC or EDQUOT full, EROFS
+ * read-only, EIO failing): "exit code 1; the disk of its trial directory was full while
+ * it ran". The local and the remote platform say it alike. */
+void job_why_disk_fault(struct job_state *js, int fault);
+
 /* `trialq worker --platform P --experiment ID` */
 int worker_main(int argc, char **argv);
 struct role; /* common/usage.h */

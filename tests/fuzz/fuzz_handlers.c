@@ -12,14 +12,28 @@
  * reply has come back whole (the api closes the connection: the request says
  * Connection: close).
  *
- * An input is a request in a short form:
+ * An input is a request in a short form, after an optional setup byte:
+ *     SETUP                      a byte below 0x20 (no method starts so): its bit 0 runs
+ *                                the api in view mode (nnictl view: read only, no tuner
+ *                                or assessor loaded), its bit 1 as listening beyond
+ *                                loopback (bind address 0.0.0.0: changes need the token,
+ *                                "t", in X-Trialq-Token); none: the api as nnictl create
+ *                                starts it, on loopback (a change without the right
+ *                                token is refused by the front door, guard.c, from the
+ *                                head; run_route's own check of it answers only where
+ *                                evhttp reads the header otherwise than guard.c does)
  *     METHOD TARGET\n            e.g. GET /api/v1/nni/trial-jobs/$T1?offset=2
  *     Name: value\n              headers, optional (Origin, Host, X-Trialq-Token...)
  *     \n
  *     BODY                       the rest, sent with its Content-Length
  * "$T0" to "$T9" in it stand for the trials' ids (by sequence: random at setup, so
  * the seeds name them so; past the last trial, an id that none has), "$E" for the
- * experiment's. Content-Length, Transfer-Encoding
+ * experiment's; in the body, "$W0" to "$W9" stand for 64 KiB to 32 MiB of spaces (2^16
+ * to 2^25: JSON stays JSON while the body reaches the routes' limits, api/http_util.h,
+ * beyond what a libFuzzer input holds; tests/fuzz/handlers.options gives this target a
+ * -max_len for big documents themselves; the seeds use only $W0: an input that expands
+ * to megabytes costs a tenth of a second, and libFuzzer picks small seeds often, so seeds
+ * with $W4..$W9 cut the target's runs per second six-fold). Content-Length, Transfer-Encoding
  * and Connection lines of the input are left out (the harness frames the request).
  *
  * Every route runs, those that change state too (PUT /experiment, DELETE /experiment,
@@ -57,6 +71,7 @@
 #include "api/api.h"
 #include "api/assess.h"
 #include "api/guard.h"
+#include "api/http_util.h"
 #include "api/routes.h"
 #include "api/scheduler.h"
 #include "queue/queue.h"
@@ -72,6 +87,12 @@ static char trial_ids[MAX_TRIALS][8];
 static int ntrials;
 static char *sock_path, *nnidb;
 static int64_t changes_at_rest; /* sqlite3_total_changes after the last restore */
+
+/* The api's setups an input's first byte selects (see the top): bits of mode. */
+#define MODE_VIEW 1            /* nnictl view: read only, no tuner (server.c, --action view) */
+#define MODE_BEYOND_LOOPBACK 2 /* listening on 0.0.0.0: changes need the token, EXP_TOKEN */
+#define EXP_TOKEN "t"
+static int mode; /* the setup the api's state was loaded with */
 
 /* No handler may start a process here (see the top): the api's fork (common/spawn.c,
  * api/tensorboard.c, api/disp_proc.c) is this one, which makes it a finding with the
@@ -111,8 +132,14 @@ static void load_state(void)
         fail("exp_load", e.msg);
     if (config_from_json(A.exp.config, &A.cfg, &e) < 0)
         fail("config_from_json", e.msg);
-    if (sched_load_tuner(&A, &e) < 0 || assess_init(&A, &e) < 0)
+    /* view mode loads no tuner or assessor (server.c's load_experiment) */
+    A.tuner = NULL;
+    if (!A.readonly && (sched_load_tuner(&A, &e) < 0 || assess_init(&A, &e) < 0))
         fail("tuner", e.msg);
+    if (mode & MODE_BEYOND_LOOPBACK) { /* as `--bind 0.0.0.0` stores it: changes need the token */
+        free(A.exp.bind_address);
+        A.exp.bind_address = xstrdup("0.0.0.0");
+    }
 }
 
 /* The experiment as nnictl create stores it, RUNNING. */
@@ -137,7 +164,7 @@ static void make_experiment(const char *dir, const char *exp_dir)
     char *space = cJSON_PrintUnformatted(cfg->search_space);
     struct experiment x = {.id = EXP_ID, .name = "fuzz", .config = config, .search_space = space,
                            .platform = "local", .exp_dir = (char *)exp_dir, .bind_address = "127.0.0.1",
-                           .url_prefix = "", .start_time = now_ms(), .concurrency = 3, .seed = 7, .token = "t",
+                           .url_prefix = "", .start_time = now_ms(), .concurrency = 3, .seed = 7, .token = EXP_TOKEN,
                            .max_trial_number = 8, .max_exec_seconds = 3600};
     if (exp_insert(A.db, &x, &e) < 0 || exp_transition(A.db, EXP_ID, NULL, "RUNNING", "create", &e) < 0)
         fail("exp_insert", e.msg);
@@ -291,11 +318,21 @@ static void restore(void)
 
 /* ---------------- one request ---------------- */
 
-/* s with $T0..$T9 and $E replaced by the trials' and the experiment's ids. */
-static void substitute(struct strbuf *out, const char *s, size_t n)
+/* s with $T0..$T9 and $E replaced by the trials' and the experiment's ids, and in a
+ * body (body set) $W0..$W9 by 2^16..2^25 spaces (64 KiB to 32 MiB: JSON's whitespace,
+ * so a document stays one while its body crosses the routes' limits, http_util.h). */
+static void substitute(struct strbuf *out, const char *s, size_t n, int body)
 {
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '$' && i + 1 < n && s[i + 1] == 'E') {
+        if (body && s[i] == '$' && i + 2 < n && s[i + 1] == 'W' && s[i + 2] >= '0' && s[i + 2] <= '9') {
+            static char *spaces; /* the largest, made once */
+            if (!spaces) {
+                spaces = xmalloc(MAX_BODY);
+                memset(spaces, ' ', MAX_BODY);
+            }
+            sb_add(out, spaces, (size_t)1 << (16 + s[i + 2] - '0'));
+            i += 2;
+        } else if (s[i] == '$' && i + 1 < n && s[i + 1] == 'E') {
             sb_puts(out, EXP_ID);
             i++;
         } else if (s[i] == '$' && i + 2 < n && s[i + 1] == 'T' && s[i + 2] >= '0' && s[i + 2] <= '9') {
@@ -337,7 +374,7 @@ static int build_request(const char *p, size_t n, struct strbuf *out, int *get)
     sb_init(&head);
     sb_init(&body);
     sb_add(out, p, ml + 1);
-    substitute(out, target, (size_t)(nl - target));
+    substitute(out, target, (size_t)(nl - target), 0);
     sb_puts(out, " HTTP/1.1\r\n");
     int host = 0;
     const char *q = nl + 1, *end = p + n;
@@ -350,14 +387,14 @@ static int build_request(const char *p, size_t n, struct strbuf *out, int *get)
             ok = *c > ' ' && *c < 127;
         if (ok) {
             host |= l >= 5 && strncasecmp(q, "host:", 5) == 0;
-            substitute(&head, q, l);
+            substitute(&head, q, l, 0);
             sb_puts(&head, "\r\n");
         }
         q += l + (le != NULL);
     }
     if (q < end)
         q++; /* the empty line */
-    substitute(&body, q, (size_t)(end - q));
+    substitute(&body, q, (size_t)(end - q), 1);
     sb_add(out, head.buf ? head.buf : "", head.len);
     sb_printf(out, "%sContent-Length: %zu\r\nConnection: close\r\n\r\n", host ? "" : "Host: 127.0.0.1\r\n", body.len);
     sb_add(out, body.buf ? body.buf : "", body.len);
@@ -458,6 +495,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_quiet();
     if (!A.base)
         setup();
+    int want = 0;
+    if (size && data[0] < ' ') { /* the setup byte (see the top) */
+        want = data[0] & (MODE_VIEW | MODE_BEYOND_LOOPBACK);
+        data++;
+        size--;
+    }
+    if (want != mode) {
+        mode = want;
+        A.readonly = (mode & MODE_VIEW) != 0;
+        A.action = A.readonly ? ACTION_VIEW : ACTION_CREATE;
+        api_free_state(&A);
+        load_state();
+    }
     struct strbuf req;
     sb_init(&req);
     int get = 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "workers/remote/remote.h"
@@ -36,6 +37,25 @@ static void test_status_answer(void **state)
     assert_non_null(parse("status\ndata\n", 0, h));
 }
 
+/* the fault the runner saw on the trial dir's filesystem, last on the line (issue 32) */
+static void test_status_fault(void **state)
+{
+    (void)state;
+    struct remote_status h[4];
+    const char *ok = "status\nF 1 5 0 0 0 0 full\nF 1 5 0 0 0 0 readonly\nF 1 5 0 0 0 0 ioerror\nR 0 0 0 0 0 0 -\ndata\n";
+    assert_non_null(parse(ok, 4, h));
+    assert_int_equal(h[0].fault, ENOSPC);
+    assert_int_equal(h[1].fault, EROFS);
+    assert_int_equal(h[2].fault, EIO);
+    assert_int_equal(h[3].fault, 0);
+    /* a runner that names no fault */
+    assert_non_null(parse("status\nF 1 5 0 0 0 0\ndata\n", 1, h));
+    assert_int_equal(h[0].fault, 0);
+    assert_null(parse("status\nF 1 5 0 0 0 0 full x\ndata\n", 1, h));   /* more after it */
+    assert_null(parse("status\nF 1 5 0 0 0 0 \ndata\n", 1, h));         /* a space, no word */
+    assert_null(parse("status\nF 1 5 0 0 0 0 FULL\ndata\n", 1, h));     /* not a fault word */
+}
+
 static void test_malformed(void **state)
 {
     (void)state;
@@ -54,6 +74,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_answer),
+        cmocka_unit_test(test_status_fault),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -481,17 +481,6 @@ static const char *local_reaped(struct worker *w, pid_t pid, int wstatus)
     return NULL;
 }
 
-/* What the end record's <fault> says of the trial dir's filesystem while the trial ran. */
-static const char *fault_words(long long fault)
-{
-    switch (fault) {
-    case ENOSPC: case EDQUOT: return "was full";
-    case EROFS: return "was read-only";
-    case EIO: return "failed (I/O error)";
-    default: return "failed";
-    }
-}
-
 /* The end of this attempt as its leader or supervisor recorded it: 1 when there. A trial
  * that exited non-zero while its directory's filesystem was full (read-only, failing)
  * says so in its message. */
@@ -511,8 +500,7 @@ static int read_end(const char *statepath, int attempt, struct job_state *js)
     js->stop_known = fields >= 5;
     js->stopped = fields >= 5 && v[4] != 0;
     if (fields >= 6 && v[5] != 0)
-        snprintf(js->why, sizeof js->why, "exit code %d; the disk of its trial directory %s while it ran",
-                 js->exit_code, fault_words(v[5]));
+        job_why_disk_fault(js, (int)v[5]);
     return 1;
 }
 

@@ -108,13 +108,24 @@ const char *remote_status_parse(const char *p, const char *end, int n, struct re
     if ((size_t)(end - p) < 7 || strncmp(p, "status\n", 7) != 0)
         return NULL;
     p += 7;
-    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3>", then "data" and the bytes in order */
+    /* headers "<state> <rc> <end> <stopped> <n1> <n2> <n3> [<fault>]", then "data" and the
+     * bytes in order */
     for (int i = 0; i < n; i++) {
-        int used = 0;
-        if (sscanf(p, "%c %d %lld %d %lld %lld %lld\n%n", &h[i].state, &h[i].rc, &h[i].end, &h[i].stopped,
+        int used = 0, wused = 0;
+        char word[12] = "";
+        if (sscanf(p, "%c %d %lld %d %lld %lld %lld%n", &h[i].state, &h[i].rc, &h[i].end, &h[i].stopped,
                    &h[i].len[0], &h[i].len[1], &h[i].len[2], &used) < 7 || !used)
             return NULL;
         p += used;
+        if (*p == ' ' && (sscanf(p, " %11[-a-z]%n", word, &wused) < 1 || !wused))
+            return NULL;
+        p += wused;
+        if (*p++ != '\n')
+            return NULL;
+        h[i].fault = strcmp(word, "full") == 0       ? ENOSPC
+                     : strcmp(word, "readonly") == 0 ? EROFS
+                     : strcmp(word, "ioerror") == 0  ? EIO
+                                                     : 0;
     }
     if ((size_t)(end - p) < 5 || strncmp(p, "data\n", 5) != 0)
         return NULL;
@@ -193,6 +204,7 @@ static void apply_state(struct worker *w, struct rmachine *m, struct trial *t, s
     r->rc = h->rc;
     r->end = h->end;
     r->stopped = h->stopped;
+    r->fault = h->fault;
     if (h->state != 'N')
         return;
     if (r->killed) {

@@ -209,6 +209,8 @@ static int remote_poll(struct worker *w, struct trial *t, struct job_state *js, 
         js->end_time = r->end;
         js->stop_known = r->stopped >= 0;
         js->stopped = r->stopped > 0;
+        if (r->fault)
+            job_why_disk_fault(js, r->fault);
         rtrial_drop(rs, t->id);
         break;
     case 'V':

@@ -24,9 +24,12 @@ struct remote_status {
     char state;
     int rc, stopped;
     long long end, len[3];
+    int fault; /* F: the trial dir's filesystem was seen full (ENOSPC), read-only (EROFS),
+                * failing (EIO) while it ran; 0: not, or a runner that does not say */
 };
 /* Parses a tq_status answer for n trials, p..end NUL-terminated at end: "status\n", n
- * header lines into h[0..n), "data\n". Returns where the data begins, NULL when the
+ * header lines into h[0..n) ("<state> <rc> <end> <stopped> <n1> <n2> <n3>", then the
+ * fault, "-", full, readonly or ioerror, when the runner says it), "data\n". Returns where the data begins, NULL when the
  * answer is malformed. The lengths are the runner's word: checked against the data by
  * the caller. */
 const char *remote_status_parse(const char *p, const char *end, int n, struct remote_status *h);
@@ -82,6 +85,7 @@ struct rtrial {
     char why[160];    /* state E: why the runner could not start it */
     int killed;       /* a kill was asked for: never start it */
     int stopped;      /* F: a stop reached it before it ended (1), not (0), unknown (-1) */
+    int fault;        /* F: remote_status's fault */
 };
 
 struct remote_state {
