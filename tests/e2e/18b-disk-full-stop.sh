@@ -140,9 +140,10 @@ resume_again() {
         "$st:$att $st:$att $st:$att $st:$att SUCCEEDED:1 SUCCEEDED:1" ||
         { sql "SELECT id, sequence, status, attempt, message FROM trial WHERE experiment_id='$id'"
           fail "$name: after the resume, by sequence: $SQL_GOT"; }
-    sql_is "SELECT count(*) FROM event WHERE experiment_id='$id' AND entity='trial' AND to_state IN
-            ('SUCCEEDED', 'FAILED', 'USER_CANCELED', 'SYS_CANCELED', 'EARLY_STOPPED')" 6 ||
-        fail "$name: not one end event per trial ($SQL_GOT)"
+    sql_is "SELECT group_concat(n, ' ') FROM (SELECT (SELECT count(*) FROM event WHERE trial_id=trial.id AND
+            to_state IN ('SUCCEEDED', 'FAILED', 'USER_CANCELED', 'SYS_CANCELED', 'EARLY_STOPPED')) AS n
+            FROM trial WHERE experiment_id='$id' ORDER BY sequence)" "1 1 1 1 1 1" ||
+        fail "$name: not one end event per trial (by sequence: $SQL_GOT)"
     sql_is "PRAGMA integrity_check" ok || fail "$name: integrity_check"
     nnictl stop "$id" > "$WORK/$name.stop2" 2>&1 ||
         { cat "$WORK/$name.stop2"; fail "$name: the stop after DONE failed"; }
