@@ -17,7 +17,9 @@
  * A stop reaches the group as SIGINT (from the supervisor, or from a worker when the
  * supervisor is gone): the command gets it, we note that a stop reached the trial and
  * escalate to SIGKILL after KILL_GRACE_SECONDS, so a stop ends the trial even with no
- * supervisor left.
+ * supervisor left. The experiment's stop that the database refused (nnictl stop on a
+ * full disk) comes with a mark (lead.h, STOP_SIGVAL_EXPERIMENT), which the end record
+ * keeps: a resume records the trial USER_CANCELED, not "killed by signal 2".
  *
  * With TRIALQ_CHANNEL_PATH in the environment (trialCommandChannel: http) we also serve
  * the trial's HTTP command channel (supervise/chanserve.c) on a loopback port, and the
@@ -49,6 +51,23 @@ static void on_stop(int sig) { (void)sig; g_stop = 1; }
 static void on_alarm(int sig) { (void)sig; g_alarm = 1; }
 static void on_chld(int sig) { (void)sig; } /* only to wake sigsuspend */
 
+/* A stop signal taken carried the experiment's mark (lead.h, STOP_SIGVAL_EXPERIMENT) */
+static volatile sig_atomic_t g_experiment_stop;
+static void (*g_stop_handler)(int);
+
+static void note_stop(const siginfo_t *si)
+{
+    if (si->si_code == SI_QUEUE && si->si_value.sival_int == STOP_SIGVAL_EXPERIMENT)
+        g_experiment_stop = 1;
+}
+
+static void on_stop_info(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    note_stop(si);
+    g_stop_handler(sig);
+}
+
 void catch_stop_signals(void (*stop)(int), void (*alarm_)(int), sigset_t *waiting)
 {
     static const int handled[] = {SIGTERM, SIGINT, SIGHUP, SIGALRM, SIGCHLD};
@@ -57,13 +76,26 @@ void catch_stop_signals(void (*stop)(int), void (*alarm_)(int), sigset_t *waitin
     for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
         sigaddset(&set, handled[i]);
     sigprocmask(SIG_BLOCK, &set, waiting);
+    g_stop_handler = stop;
     struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
     for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+        memset(&sa, 0, sizeof sa);
         sigdelset(waiting, handled[i]);
-        sa.sa_handler = handled[i] == SIGCHLD ? on_chld : handled[i] == SIGALRM ? alarm_ : stop;
+        if (handled[i] == SIGCHLD || handled[i] == SIGALRM) {
+            sa.sa_handler = handled[i] == SIGCHLD ? on_chld : alarm_;
+        } else {
+            sa.sa_sigaction = on_stop_info;
+            sa.sa_flags = SA_SIGINFO;
+        }
         sigaction(handled[i], &sa, NULL);
     }
+}
+
+void stop_group(pid_t lead)
+{
+    if (g_experiment_stop) /* first: the group's SIGINT, pending at the leader, then adds nothing */
+        sigqueue(lead, SIGINT, (union sigval){.sival_int = STOP_SIGVAL_EXPERIMENT});
+    kill(-lead, SIGINT);
 }
 
 void default_signals(void)
@@ -120,9 +152,13 @@ int record_retry(struct record_retry *r, int err)
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGHUP);
     struct timespec ts = {1, 0};
-    if (sigtimedwait(&stops, NULL, &ts) > 0 && !r->stopped) {
-        r->stopped = 1;
-        r->give_up_at = mono_ms() + STOP_RECORD_GIVE_UP_SECONDS * 1000;
+    siginfo_t si;
+    if (sigtimedwait(&stops, &si, &ts) > 0) {
+        note_stop(&si);
+        if (!r->stopped) {
+            r->stopped = 1;
+            r->give_up_at = mono_ms() + STOP_RECORD_GIVE_UP_SECONDS * 1000;
+        }
     }
     return 1;
 }
@@ -180,7 +216,9 @@ int trial_state_write(const char *dir, int code, int64_t end, int sig, int attem
     snprintf(what, sizeof what, "record the trial's end in %s", path);
     struct record_retry r = {.what = what, .stopped = stopped};
     for (;;) {
-        int n = snprintf(state, sizeof state, "%d %lld %d %d %d %d\n", code, (long long)end, sig, attempt, stopped,
+        /* looked at each time: the experiment's stop may be taken by the retry's wait */
+        int as = !stopped ? STOPPED_NOT : g_experiment_stop ? STOPPED_EXPERIMENT : STOPPED_KILL;
+        int n = snprintf(state, sizeof state, "%d %lld %d %d %d %d\n", code, (long long)end, sig, attempt, as,
                          fault ? fault : r.fault);
         if (write_file_replace(path, state, (size_t)n, 0644) == 0) {
             unlink(next); /* the room is not needed */

@@ -14,9 +14,11 @@
  * group as SIGINT, as NNI 3 kills a trial (Python sees KeyboardInterrupt and may save
  * its work), and escalated to SIGKILL after 5 s (the leader escalates too). When the
  * leader died without recording an end (killed itself), we kill what is left of the
- * group and write .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>"
- * (atomically; stopped: 1 when a stop was forwarded to the trial before it ended, so
- * that a kill asked for after the trial ended by itself does not name its end).
+ * group and write .nni/state = "<exit code> <end ms> <signal> <attempt> <stopped>
+ * <fault>" (atomically; stopped: 1 when a stop was forwarded to the trial before it
+ * ended, so that a kill asked for after the trial ended by itself does not name its end;
+ * 2 when that stop was the experiment's, sent by nnictl stop itself with a mark because
+ * the database refused it: see lead.h, STOP_SIGVAL_EXPERIMENT).
  * The job lock holds "<attempt> <leader pid> <its start ticks> <our pid> <our start
  * ticks>" before the trial runs: a supervisor killed at any moment leaves either no
  * trial or one the next worker can find, watch and end.
@@ -108,7 +110,7 @@ static int wait_leader(pid_t pid, const sigset_t *waiting, int *status)
     *status = 0;
     for (;;) {
         if (g_term && !forwarded) {
-            kill(-pid, SIGINT);
+            stop_group(pid);
             alarm(KILL_GRACE_SECONDS);
             forwarded = 1;
         }

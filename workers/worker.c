@@ -169,6 +169,10 @@ static const char *final_status(const struct job_state *js, const char *kill_req
      * to end it) keeps its own end. A platform that cannot tell: the request. */
     if (kill_request && (!js->stop_known || js->stopped))
         return kill_request;
+    /* ended by the experiment's stop that the database could not take (nnictl stop on a
+     * full disk; recorded by the next stop's drain or a resume): as that stop would have */
+    if (js->stopped == JOB_STOPPED_EXPERIMENT)
+        return "USER_CANCELED";
     if (js->signal) {
         snprintf(msg, msglen, "killed by signal %d%s", js->signal,
                  js->signal == SIGKILL ? " (out of memory?)" : "");

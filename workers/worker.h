@@ -20,11 +20,17 @@ struct job_state {
     int exit_code;
     int signal;            /* killed by this signal (0 = exited) */
     int stop_known;        /* the platform knows whether a stop reached the job: */
-    int stopped;           /* ... it did (a kill request then names the end) */
+    int stopped;           /* ... it did (a kill request then names the end); or
+                            * JOB_STOPPED_EXPERIMENT: the experiment's stop did, which the
+                            * database may not hold (USER_CANCELED without a kill request) */
     int64_t end_time;
     char why[512];         /* optional: the trial's message: why the job vanished, or why
                             * a finished job failed (else "exit code N") */
 };
+
+/* job_state.stopped: the experiment's stop ended the job (nnictl stop itself, from the
+ * platform's files, host_job: the database refused the stop). */
+#define JOB_STOPPED_EXPERIMENT 2
 
 /* What submit found or did (its return value when it succeeds; -1 is an error). Only a
  * SUBMIT_NEW job under a new job id is a child the loop may expect by SIGCHLD. */
@@ -119,8 +125,10 @@ struct platform_ops {
     /* Optional: nnictl stop's last resort for what the database could not be made to end
      * (a full, read-only or failing disk refused the kill requests and the ends): t's job
      * is found from what the platform keeps on this host alone (files, the process table)
-     * and nothing is written. how: JOB_LOOK only looks, JOB_STOP asks it to end as kill
-     * does, JOB_KILL kills what is left at once. 1 while something of it runs, else 0. */
+     * and nothing is written. how: JOB_LOOK only looks, JOB_STOP asks it to end as the
+     * experiment's stop (its end then poll's JOB_STOPPED_EXPERIMENT, where the platform
+     * can record that), JOB_KILL kills what is left at once. 1 while something of it
+     * runs, else 0. */
     int (*host_job)(const struct trial *t, const char *exp_dir, int how);
     /* Optional: upkeep before each claim pass, e.g. the GPU inventory (rate-limited by
      * the platform itself; local runs nvidia-smi at most every GPU_REFRESH_MS). */

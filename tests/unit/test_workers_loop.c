@@ -672,6 +672,29 @@ static void test_kill_failing_job_ends(void **s)
     worker_close(&w);
 }
 
+/* An end without a kill request in the database: the experiment's stop that nnictl stop
+ * sent itself (the database refused it, a full disk) is USER_CANCELED, as that stop would
+ * have recorded it (a resume: issue 32); a plain stop that reached it (someone else's
+ * signal) keeps the job's own end. */
+static void test_experiment_stop_without_request(void **s)
+{
+    (void)s;
+    struct worker w;
+    setup_worker(&w, 2, 2, 1);
+    jobs[0].submit = jobs[1].submit = SUBMIT_NEW;
+    int64_t t0 = start(&w);
+    for (int i = 0; i < 2; i++) {
+        jobs[i].finished = jobs[i].stop_known = 1;
+        jobs[i].exit_code = 130;
+    }
+    jobs[0].stopped = JOB_STOPPED_EXPERIMENT;
+    jobs[1].stopped = 1;
+    step_at(&w, t0 + 10);
+    assert_status(&w, 0, "USER_CANCELED 1");
+    assert_status(&w, 1, "FAILED 1 exit code 130");
+    worker_close(&w);
+}
+
 /* The trials of a dead owner are adopted: a running one is polled (not submitted), a
  * claimed one not yet started is submitted (idempotent: re-attached); leases renew. */
 static void test_adopt_dead_owner(void **s)
@@ -809,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_submit_rate),
         cmocka_unit_test(test_kill_retried_until_confirmed),
         cmocka_unit_test(test_kill_failing_job_ends),
+        cmocka_unit_test(test_experiment_stop_without_request),
         cmocka_unit_test(test_adopt_dead_owner),
         cmocka_unit_test(test_experiment_gone),
         cmocka_unit_test(test_trial_env),

@@ -12,9 +12,10 @@
  *                   process group, the supervisor's its session)
  *   .nni/state      "<exit code> <end ms> <signal> <attempt> <stopped> <fault>" (written
  *                   by the leader, or by the supervisor when the leader was killed; an
- *                   older one has no <stopped> or <fault>: the errno of a full,
- *                   read-only or failing filesystem seen under the trial dir while it
- *                   ran, else 0)
+ *                   older one has no <stopped> or <fault>. stopped: supervise/lead.h's
+ *                   STOPPED_*, 2 when nnictl stop itself ended it: USER_CANCELED.
+ *                   fault: the errno of a full, read-only or failing filesystem seen
+ *                   under the trial dir while it ran, else 0)
  *   .nni/state.next the end record's room (blanks), taken before the trial runs: on a
  *                   full disk the end is written over it and renamed to .nni/state
  *   .nni/channel    the URL of the trial's HTTP command channel while its leader serves
@@ -37,6 +38,7 @@
 #include "workers/worker.h"
 #include "common/chantoken.h"
 #include "common/trialenv.h"
+#include "supervise/lead.h"
 
 extern char **environ;
 
@@ -498,7 +500,7 @@ static int read_end(const char *statepath, int attempt, struct job_state *js)
     js->signal = (int)v[2];
     js->end_time = v[1];
     js->stop_known = fields >= 5;
-    js->stopped = fields >= 5 && v[4] != 0;
+    js->stopped = fields < 5 || v[4] == STOPPED_NOT ? 0 : v[4] == STOPPED_EXPERIMENT ? JOB_STOPPED_EXPERIMENT : 1;
     if (fields >= 6 && v[5] != 0)
         job_why_disk_fault(js, (int)v[5]);
     return 1;
@@ -542,11 +544,22 @@ static int live_supervisor(const struct trial *t, const struct local_job *j, pid
     return j->n >= 5 && proc_alive((pid_t)j->sup, (uint64_t)j->sup_start);
 }
 
+/* A stop signal to pid: with the experiment's mark (lead.h) when it is the experiment's
+ * stop that the database could not take (host_job). */
+static void send_stop(pid_t pid, int sig, int experiment)
+{
+    if (experiment)
+        sigqueue(pid, sig, (union sigval){.sival_int = STOP_SIGVAL_EXPERIMENT});
+    else
+        kill(pid, sig);
+}
+
 /* Asks t's job to end (JOB_STOP: its supervisor forwards it and escalates to SIGKILL,
- * else the trial's group directly: its leader notes the stop and escalates), or kills
- * what is left of it (JOB_KILL), or only looks (JOB_LOOK): 1 while something of it runs.
- * From the files and the process table: nothing is written. */
-static int signal_job(const struct trial *t, const char *dir, int how)
+ * else the trial's group directly: its leader notes the stop and escalates; experiment:
+ * as the experiment's stop, the end then recorded USER_CANCELED without a kill request),
+ * or kills what is left of it (JOB_KILL), or only looks (JOB_LOOK): 1 while something of
+ * it runs. From the files and the process table: nothing is written. */
+static int signal_job(const struct trial *t, const char *dir, int how, int experiment)
 {
     struct local_job j;
     read_job(dir, &j);
@@ -555,10 +568,12 @@ static int signal_job(const struct trial *t, const char *dir, int how)
     int ours = j.n >= 3 && j.attempt == t->attempt;
     int lead = ours && proc_alive((pid_t)j.lead, (uint64_t)j.lead_start);
     int group = ours && job_group_alive(&j);
-    if (how == JOB_STOP && has_sup)
-        kill(sup, SIGTERM);
-    else if (how == JOB_STOP && lead)
+    if (how == JOB_STOP && has_sup) {
+        send_stop(sup, SIGTERM, experiment);
+    } else if (how == JOB_STOP && lead) {
+        send_stop((pid_t)j.lead, SIGINT, experiment); /* the leader first, as stop_group */
         kill(-(pid_t)j.lead, SIGINT);
+    }
     else if (how == JOB_KILL && has_sup)
         kill(sup, SIGKILL);
     if ((how == JOB_STOP && !has_sup && !lead && group) || (how == JOB_KILL && group))
@@ -570,7 +585,7 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
 {
     (void)e;
     char *dir = trial_dir_path(t, w->exp.exp_dir);
-    signal_job(t, dir, JOB_STOP);
+    signal_job(t, dir, JOB_STOP, 0);
     free(dir);
     return 0;
 }
@@ -578,7 +593,7 @@ static int local_kill(struct worker *w, struct trial *t, struct errbuf *e)
 static int local_host_job(const struct trial *t, const char *exp_dir, int how)
 {
     char *dir = trial_dir_path(t, exp_dir);
-    int alive = signal_job(t, dir, how);
+    int alive = signal_job(t, dir, how, 1); /* only nnictl stop calls it */
     free(dir);
     return alive;
 }
