@@ -89,17 +89,23 @@ static void on_signal(evutil_socket_t sig, short ev, void *arg)
     }
 }
 
-/* The metrics stored since the last fold counted into the kept counts (migration 020),
- * by whichever api comes first; at most FOLD_MAX a tick, so that a backlog (the api was
- * down while workers stored metrics) does not stall the loop. A failure (a full disk) is
- * tried again next tick: the readers count the backlog meanwhile. */
+/* The kept counts GET /metrics reads, brought up to date: the metrics stored since the
+ * last fold (migration 020), by whichever api comes first, at most FOLD_MAX a tick so
+ * that a backlog (the api was down while workers stored metrics) does not stall the
+ * loop; and this experiment's trial gauges (migration 021). A failure (a full disk) is
+ * tried again next tick: the metric readers count the backlog meanwhile. */
 #define FOLD_MAX 100000
 static void fold_metrics(struct api *a)
 {
     struct errbuf e;
     int64_t folded;
-    if (!a->readonly && metric_fold(a->db, FOLD_MAX, &folded, &e) < 0)
+    int changed;
+    if (a->readonly)
+        return;
+    if (metric_fold(a->db, FOLD_MAX, &folded, &e) < 0)
         log_limited(LOG_WARN, "counting the new metrics: %s", e.msg);
+    if (counters_refresh(a->db, a->exp_id, &changed, &e) < 0)
+        log_limited(LOG_WARN, "counting the trials: %s", e.msg);
 }
 
 static void on_tick(evutil_socket_t fd, short ev, void *arg)

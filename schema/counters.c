@@ -26,6 +26,45 @@ int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name
     return rc == SQLITE_DONE ? 0 : errf(e, "exp_counter: %s", sqlite3_errmsg(db->h));
 }
 
+/* The trial gauges as the rows say now, one (name, n) per name: the statuses' and the
+ * final statuses' sums of trial_status_count, the WAITING trials by the class of their
+ * reason (migration 018's rule), and 0 for a class the experiment had and has no more. */
+#define GAUGES_NOW                                                                                                  \
+    "SELECT name, sum(n) AS n FROM ("                                                                              \
+    " SELECT 'trials:' || status AS name, sum(n) AS n FROM trial_status_count WHERE experiment_id = ?1"            \
+    "  GROUP BY status"                                                                                            \
+    " UNION ALL SELECT 'ended:' || status, sum(n) FROM trial_status_count WHERE experiment_id = ?1"                \
+    "  AND status NOT IN ('WAITING', 'RUNNING', 'UNKNOWN') GROUP BY status"                                       \
+    " UNION ALL SELECT 'waiting:' || class, count(*) FROM (SELECT coalesce((SELECT class FROM waiting_class_rule"   \
+    "  WHERE t.waiting_reason LIKE pattern ORDER BY prio LIMIT 1), iif(t.lease_owner IS NULL, 'queued', 'claimed'))" \
+    "  AS class FROM trial t WHERE t.experiment_id = ?1 AND t.status = 'WAITING') GROUP BY class"                   \
+    " UNION ALL SELECT name, 0 FROM exp_counter WHERE experiment_id = ?1 AND name LIKE 'waiting:%')"               \
+    " GROUP BY name"
+
+int counters_refresh(struct db *db, const char *exp_id, int *changed, struct errbuf *e)
+{
+    int64_t differ = 0;
+    *changed = 0;
+    /* a read first: no write lock taken when nothing moved */
+    if (db_int(db, e, &differ,
+               "SELECT count(*) FROM (" GAUGES_NOW ") w LEFT JOIN exp_counter x"
+               " ON x.experiment_id = ?1 AND x.name = w.name WHERE x.n IS NOT w.n", "s", exp_id) < 0)
+        return -1;
+    if (!differ)
+        return 0;
+    if (db_begin(db, e) < 0)
+        return -1;
+    if (db_run(db, e,
+               "INSERT INTO exp_counter (experiment_id, name, n) SELECT ?1, name, n FROM (" GAUGES_NOW ") WHERE true"
+               " ON CONFLICT DO UPDATE SET n = excluded.n WHERE n IS NOT excluded.n", "s", exp_id) < 0 ||
+        db_commit(db, e) < 0) {
+        db_rollback(db);
+        return -1;
+    }
+    *changed = 1;
+    return 0;
+}
+
 /* The fold's writes, inside the caller's transaction: the metrics with ids in (lo, hi].
  * Each pass groups the metrics by trial first and looks up each trial once (a lookup per
  * metric cost 4 times as much: 2.7 against 0.7 us a metric). */

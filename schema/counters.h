@@ -13,6 +13,12 @@
 int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
                   struct errbuf *e);
 
+/* Sets the experiment's trial gauges in exp_counter ("trials:STATUS", "waiting:CLASS",
+ * and "ended:STATUS", migration 021) to what the kept rows say now: trial_status_count's
+ * sums and the classes of the WAITING trials. Reads first and writes (one transaction)
+ * only when a count differs. *changed 1 when it wrote. 0, or -1 on error. */
+int counters_refresh(struct db *db, const char *exp_id, int *changed, struct errbuf *e);
+
 /* Folds the metrics stored since the last fold (ids above metric_fold.upto, at most
  * max_rows of them) into exp_counter ("metrics:TYPE") and metric_count (migration 020),
  * and moves upto past them, in one transaction; nothing is written when there is nothing
