@@ -187,13 +187,20 @@ static void faults_part(struct strbuf *sb, const struct experiment *x)
 
 /* ---- the process, the database ---- */
 
+/* Worked out once (the wall clock less the time since boot, plus the process's start
+ * after boot) and kept: worked out again on every scrape, the two clocks' whole seconds
+ * made it move by a second now and then (e2e/30b saw 1796547561 then ...562). */
 static double process_start_seconds(void)
 {
-    struct timespec real, boot;
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_BOOTTIME, &boot);
-    double ticks = (double)proc_start_time(getpid()) / (double)sysconf(_SC_CLK_TCK);
-    return (double)real.tv_sec - ((double)boot.tv_sec - ticks);
+    static double start;
+    if (start == 0) {
+        struct timespec real, boot;
+        clock_gettime(CLOCK_REALTIME, &real);
+        clock_gettime(CLOCK_BOOTTIME, &boot);
+        double ticks = (double)proc_start_time(getpid()) / (double)sysconf(_SC_CLK_TCK);
+        start = ((double)real.tv_sec + real.tv_nsec / 1e9) - ((double)boot.tv_sec + boot.tv_nsec / 1e9) + ticks;
+    }
+    return start;
 }
 
 static void process_part(struct strbuf *sb, struct api *a)
