@@ -232,7 +232,8 @@ void h_metrics(struct req *q)
         return;
     struct counts k = {.n = 0};
     struct errbuf e;
-    if (counters_each(q->a->db, q->a->exp_id, keep_count, &k, &e) < 0) {
+    /* an api that refreshes the trial gauges reads them; a view-mode one works them out */
+    if (counters_each(q->a->db, q->a->exp_id, q->a->readonly, keep_count, &k, &e) < 0) {
         reply_error(q->r, 500, "GET /metrics: %s", e.msg);
         exp_clear(&x);
         return;

@@ -7,25 +7,6 @@
 
 const char *const wstat_op_names[WSTAT_OPS] = {"submit", "poll", "list", "kill"};
 
-int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
-                  struct errbuf *e)
-{
-    /* the kept rows, and the metrics stored since the last fold (a few: half a second's) */
-    sqlite3_stmt *st = db_query(db, e,
-        "SELECT name, sum(n) FROM ("
-        " SELECT name, n FROM exp_counter WHERE experiment_id = ?1"
-        " UNION ALL SELECT 'metrics:' || m.type, count(*) FROM metric m CROSS JOIN trial t ON t.id = m.trial_id"
-        "  WHERE m.id > (SELECT upto FROM metric_fold) AND t.experiment_id = ?1 GROUP BY m.type)"
-        " GROUP BY name ORDER BY name", "s", exp_id);
-    if (!st)
-        return -1;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        fn((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), arg);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : errf(e, "exp_counter: %s", sqlite3_errmsg(db->h));
-}
-
 /* The trial gauges as the rows say now, one (name, n) per name: the statuses' and the
  * final statuses' sums of trial_status_count, the WAITING trials by the class of their
  * reason (migration 018's rule), and 0 for a class the experiment had and has no more. */
@@ -40,6 +21,33 @@ int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name
     "  AS class FROM trial t WHERE t.experiment_id = ?1 AND t.status = 'WAITING') GROUP BY class"                   \
     " UNION ALL SELECT name, 0 FROM exp_counter WHERE experiment_id = ?1 AND name LIKE 'waiting:%')"               \
     " GROUP BY name"
+
+/* The metrics stored since the last fold (a few: half a second's), by type. */
+#define METRIC_BACKLOG                                                                                             \
+    " UNION ALL SELECT 'metrics:' || m.type, count(*) FROM metric m CROSS JOIN trial t ON t.id = m.trial_id"      \
+    "  WHERE m.id > (SELECT upto FROM metric_fold) AND t.experiment_id = ?1 GROUP BY m.type"
+#define TRIAL_GAUGE(name) "(" name " LIKE 'trials:%' OR " name " LIKE 'ended:%' OR " name " LIKE 'waiting:%')"
+
+int counters_each(struct db *db, const char *exp_id, int live, void (*fn)(const char *name, int64_t n, void *arg),
+                  void *arg, struct errbuf *e)
+{
+    sqlite3_stmt *st = live
+        ? db_query(db, e,
+                   "SELECT name, sum(n) FROM ("
+                   " SELECT name, n FROM exp_counter WHERE experiment_id = ?1 AND NOT " TRIAL_GAUGE("name")
+                   " UNION ALL SELECT name, n FROM (" GAUGES_NOW ")" METRIC_BACKLOG ")"
+                   " GROUP BY name ORDER BY name", "s", exp_id)
+        : db_query(db, e,
+                   "SELECT name, sum(n) FROM (SELECT name, n FROM exp_counter WHERE experiment_id = ?1" METRIC_BACKLOG ")"
+                   " GROUP BY name ORDER BY name", "s", exp_id);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), arg);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : errf(e, "exp_counter: %s", sqlite3_errmsg(db->h));
+}
 
 int counters_refresh(struct db *db, const char *exp_id, int *changed, struct errbuf *e)
 {

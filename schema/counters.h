@@ -9,9 +9,12 @@
 
 /* Calls fn for each exp_counter row of the experiment ("trials:RUNNING", "started", ...;
  * migration 018 lists them), in name order; "metrics:TYPE" includes the metrics not
- * folded in yet (metric_fold below). 0, or -1 on error. */
-int counters_each(struct db *db, const char *exp_id, void (*fn)(const char *name, int64_t n, void *arg), void *arg,
-                  struct errbuf *e);
+ * folded in yet (metric_fold below). live: the trial gauges worked out now, as
+ * counters_refresh would set them, instead of read (for an api that cannot refresh
+ * them: view mode, a read-only database; costs a sum of trial_status_count, about a
+ * row per 1,024 trials). 0, or -1 on error. */
+int counters_each(struct db *db, const char *exp_id, int live, void (*fn)(const char *name, int64_t n, void *arg),
+                  void *arg, struct errbuf *e);
 
 /* Sets the experiment's trial gauges in exp_counter ("trials:STATUS", "waiting:CLASS",
  * and "ended:STATUS", migration 021) to what the kept rows say now: trial_status_count's
