@@ -48,21 +48,10 @@ id=$(exp_id_of "$WORK/create.out")
 [ -n "$id" ] || { cat "$WORK/create.out"; fail "no experiment id"; }
 REMOTE_EXPS="$id"
 wait_sql "SELECT count(*) FROM trial WHERE experiment_id='$id' AND end_time IS NOT NULL" 3 90 "3 trials ended"
-msg() { sql "SELECT message FROM trial WHERE experiment_id='$id' AND sequence=$1"; }
-full_msg="exit code 1; the disk of its trial directory was full while it ran"
-[ "$(msg 0)" = "$full_msg" ] || fail "trial 0 (filled its disk, then freed it): $(msg 0)"
-[ "$(msg 1)" = "exit code 1" ] || fail "trial 1 (a disk with room): $(msg 1)"
-[ "$(msg 2)" = "$full_msg" ] || fail "trial 2 (its disk full at its end): $(msg 2)"
-sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='FAILED' AND attempt=1" 3 ||
-    fail "not 3 FAILED in attempt 1 ($SQL_GOT)"
-t2=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND sequence=2")
 [ "$(stat -f -c %a "$rhome")" = 0 ] || fail "the tmpfs is not full at trial 2's end"
-pass "the remote trials that met a full disk say so, the other only its exit code"
-curl -sf "http://127.0.0.1:$port/api/v1/nni/trial-jobs/$t2" | grep -qF "\"message\":\"$full_msg\"" ||
-    fail "REST trial-jobs does not show the message"
-nnictl trial ls "$id" | grep -qF "$full_msg" || fail "nnictl trial ls does not show the message"
-pass "REST and nnictl trial ls show it"
-rm -f "$(remote_dir_of "$t2")/junk"
+disk_full_messages "$id" "$port"
+pass "the remote trials that met a full disk say so, the other only its exit code; REST and nnictl trial ls show it"
+rm -f "$(remote_dir_of "$FULL_T2")/junk"
 nnictl stop "$id" > /dev/null
 sql_is "PRAGMA integrity_check" ok || fail "integrity_check"
 remote_wait_no_procs "$id" 20

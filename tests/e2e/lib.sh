@@ -457,3 +457,24 @@ assert_final_once() {
                  GROUP BY trial_id HAVING count(*) != 1)")
     [ "$multi" = 0 ] || fail "$multi trials reached a final state more or less than once"
 }
+
+# disk_full_messages ID PORT: the three trials of a "fill" experiment (e2e/18b part 3 on
+# the local platform, e2e/59b on the remote one): trials 0 and 2 met a full disk and say
+# so, trial 1 only its exit code; all three FAILED in attempt 1; REST /trial-jobs and
+# `nnictl trial ls` show the message. Sets FULL_T2 to trial 2's id.
+DISK_FULL_MSG="exit code 1; the disk of its trial directory was full while it ran"
+disk_full_messages() {
+    local id=$1 port=$2 m0 m1 m2
+    m0=$(sql "SELECT message FROM trial WHERE experiment_id='$id' AND sequence=0")
+    m1=$(sql "SELECT message FROM trial WHERE experiment_id='$id' AND sequence=1")
+    m2=$(sql "SELECT message FROM trial WHERE experiment_id='$id' AND sequence=2")
+    [ "$m0" = "$DISK_FULL_MSG" ] || fail "trial 0 (filled its disk, then freed it): $m0"
+    [ "$m1" = "exit code 1" ] || fail "trial 1 (a disk with room): $m1"
+    [ "$m2" = "$DISK_FULL_MSG" ] || fail "trial 2 (its disk full at its end): $m2"
+    sql_is "SELECT count(*) FROM trial WHERE experiment_id='$id' AND status='FAILED' AND attempt=1" 3 ||
+        fail "not 3 FAILED in attempt 1 ($SQL_GOT)"
+    FULL_T2=$(sql "SELECT id FROM trial WHERE experiment_id='$id' AND sequence=2")
+    curl -sf "http://127.0.0.1:$port/api/v1/nni/trial-jobs/$FULL_T2" | grep -qF "\"message\":\"$DISK_FULL_MSG\"" ||
+        fail "REST trial-jobs does not show the message"
+    nnictl trial ls "$id" | grep -qF "$DISK_FULL_MSG" || fail "nnictl trial ls does not show the message"
+}
