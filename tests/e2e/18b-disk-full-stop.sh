@@ -160,16 +160,8 @@ run_and_stop ioerror-resume EIO resume
 grep -q "supervise .* EROFS" "$FLOG" && grep -q "supervise .* EIO" "$FLOG" && grep -q "nnictl .* EIO" "$FLOG" ||
     fail "the faults did not reach the supervisors and nnictl"
 
-# 3. the trials' own disk full: sequence 0 fills it, waits 2 s, frees it and exits 1;
-# sequence 1 exits 1 on a disk with room; sequence 2 fills it and exits 1
-cat > "$WORK/exp/fill.sh" <<'SH'
-fill() { dd if=/dev/zero of="$NNI_SYS_DIR/junk" bs=64k 2> /dev/null; }
-case $NNI_TRIAL_SEQ_ID in
-0) fill; sleep 2; rm -f "$NNI_SYS_DIR/junk"; exit 1 ;;
-1) exit 1 ;;
-*) fill; echo "the disk is full" >&2; exit 1 ;;
-esac
-SH
+# 3. the trials' own disk full (trials/fill_disk.sh)
+cp "$TRIALQ_SRC/tests/e2e/trials/fill_disk.sh" "$WORK/exp/fill.sh"
 write_config "$WORK/exp/fill.yml" trialCommand='sh fill.sh' maxTrialNumber=3 experimentWorkingDirectory="$WORK/fs"
 port=$(free_port)
 nnictl create --config "$WORK/exp/fill.yml" --port "$port" > "$WORK/fill.create"

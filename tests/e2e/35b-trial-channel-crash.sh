@@ -7,7 +7,8 @@
 # While 4 run: kill -9 the api (its workers end with it), resume 3 s later; then again
 # with kill -9 of every manager process at once (api and workers). Every trial
 # SUCCEEDED in its first attempt, with exactly the metrics it was acknowledged, none
-# doubled, and the trials went on reporting while no manager process ran. First, a
+# doubled, and the trials went on reporting while no manager process ran; once stopped,
+# the kept metric and trial counts equal a recount (lib.sh's assert_kept_counts). First, a
 # trial's channel (served by its group leader, trialq-trial) by hand: what it answers,
 # and that a metric is in .nni/metrics before its 200.
 . "$(dirname "$0")/lib.sh"
@@ -49,6 +50,7 @@ run_case() { # label seed what-to-kill (api | all)
         fail "$1: final metrics missing"
     pass "$1: 12 trials SUCCEEDED in attempt 1, every acknowledged metric stored once ($((after - before)) acknowledged while down)"
     nnictl stop "$id" > /dev/null
+    assert_kept_counts "$id"  # the metric counts folded across the kill -9 and the resume
 }
 
 # ---- the trial's channel by hand (served by its group leader) ----

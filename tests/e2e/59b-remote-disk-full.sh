@@ -31,14 +31,7 @@ tmpfs_exit() {
 trap tmpfs_exit EXIT
 
 mkdir -p "$WORK/exp"
-cat > "$WORK/exp/fill.sh" <<'SH'
-fill() { dd if=/dev/zero of="$NNI_SYS_DIR/junk" bs=64k 2> /dev/null; }
-case $NNI_TRIAL_SEQ_ID in
-0) fill; sleep 2; rm -f "$NNI_SYS_DIR/junk"; exit 1 ;;
-1) exit 1 ;;
-*) fill; echo "the disk is full" >&2; exit 1 ;;
-esac
-SH
+cp "$TRIALQ_SRC/tests/e2e/trials/fill_disk.sh" "$WORK/exp/fill.sh"
 write_config "$WORK/exp/fill.yml" trialCommand='sh fill.sh' trialConcurrency=1 maxTrialNumber=3 \
     trainingService="$(remote_ts 1)"
 port=$(free_port)

@@ -478,3 +478,29 @@ disk_full_messages() {
         fail "REST trial-jobs does not show the message"
     nnictl trial ls "$id" | grep -qF "$DISK_FULL_MSG" || fail "nnictl trial ls does not show the message"
 }
+
+# assert_kept_counts ID: once the experiment's api has exited (its last fold and refresh
+# done), the kept counts equal a recount of the rows, both ways: metric_count per block (the
+# current attempts' metrics), exp_counter's metric totals and its trial gauges
+# (migrations 019-021). Used after kill -9s (e2e/35b) and injected faults (the sweep).
+assert_kept_counts() {
+    local id=$1 bad
+    bad=$(sql "SELECT 'metric_count ' || block FROM (
+                 SELECT block, periodical, final FROM metric_count WHERE experiment_id='$id'
+                   AND (periodical != 0 OR final != 0)
+                 EXCEPT SELECT t.sequence >> 6, sum(m.type = 'PERIODICAL'), sum(m.type = 'FINAL') FROM trial t
+                   JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt
+                   WHERE t.experiment_id='$id' GROUP BY 1)
+               UNION ALL SELECT 'metrics of block ' || block || ' not counted' FROM (
+                 SELECT t.sequence >> 6 AS block, sum(m.type = 'PERIODICAL'), sum(m.type = 'FINAL') FROM trial t
+                   JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt
+                   WHERE t.experiment_id='$id' GROUP BY 1
+                 EXCEPT SELECT block, periodical, final FROM metric_count WHERE experiment_id='$id')
+               UNION ALL SELECT 'metrics:' || m.type FROM metric m JOIN trial t ON t.id = m.trial_id
+                 WHERE t.experiment_id='$id' GROUP BY m.type HAVING count(*) != coalesce((SELECT n FROM exp_counter
+                   WHERE experiment_id='$id' AND name = 'metrics:' || m.type), 0)
+               UNION ALL SELECT 'trials:' || status FROM trial_status_count WHERE experiment_id='$id'
+                 GROUP BY status HAVING sum(n) != coalesce((SELECT n FROM exp_counter
+                   WHERE experiment_id='$id' AND name = 'trials:' || status), 0)")
+    [ -z "$bad" ] || fail "$id: kept counts differ from a recount: $bad"
+}

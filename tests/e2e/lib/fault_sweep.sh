@@ -162,21 +162,9 @@ sweep_check() {
         fail "check-status shows faults 5 s after DONE, with the fault over: $SWEEP_ERRORS"
     nnictl stop "$SWEEP_ID" >> "$RUN/nnictl.out" 2>&1 || fail "stop with no fault failed"
     wait_until 10 sweep_none_left || assert_no_leftovers
-    # the kept counts (migrations 020, 021: folded and refreshed by the api in their own
-    # transactions, the last time as it exits) equal a recount, whatever the fault broke
-    bad=$(sql "SELECT 'metric_count ' || block FROM (
-                 SELECT block, periodical, final FROM metric_count WHERE experiment_id='$SWEEP_ID'
-                   AND (periodical != 0 OR final != 0)
-                 EXCEPT SELECT t.sequence >> 6, sum(m.type = 'PERIODICAL'), sum(m.type = 'FINAL') FROM trial t
-                   JOIN metric m ON m.trial_id = t.id AND m.attempt = t.attempt
-                   WHERE t.experiment_id='$SWEEP_ID' GROUP BY 1)
-               UNION ALL SELECT 'metrics:' || m.type FROM metric m JOIN trial t ON t.id = m.trial_id
-                 WHERE t.experiment_id='$SWEEP_ID' GROUP BY m.type
-                 HAVING count(*) != coalesce((SELECT n FROM exp_counter WHERE experiment_id='$SWEEP_ID' AND name = 'metrics:' || m.type), 0)
-               UNION ALL SELECT 'trials:' || status FROM trial_status_count WHERE experiment_id='$SWEEP_ID'
-                 GROUP BY status HAVING sum(n) != coalesce((SELECT n FROM exp_counter
-                   WHERE experiment_id='$SWEEP_ID' AND name = 'trials:' || status), 0)")
-    [ -z "$bad" ] || fail "kept counts differ from a recount: $bad"
+    # the kept counts, folded and refreshed by the api in their own transactions (the
+    # last time as it exits), whatever the fault broke
+    assert_kept_counts "$SWEEP_ID"
     if grep -rlsE "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" "$RUN/nnictl.out"; then
         grep -rshE -A30 "AddressSanitizer|LeakSanitizer|runtime error:" "$NNI_HOME" "$RUN/nnictl.out" | head -60 >&2
         fail "sanitizer report"
