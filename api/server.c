@@ -95,7 +95,7 @@ static void on_signal(evutil_socket_t sig, short ev, void *arg)
  * loop; and this experiment's trial gauges (migration 021). A failure (a full disk) is
  * tried again next tick: the metric readers count the backlog meanwhile. */
 #define FOLD_MAX 100000
-static void fold_metrics(struct api *a)
+static void update_counts(struct api *a)
 {
     struct errbuf e;
     int64_t folded;
@@ -116,7 +116,7 @@ static void on_tick(evutil_socket_t fd, short ev, void *arg)
     children_restart_due(a);
     tensorboard_tick(a);
     sched_tick(a);
-    fold_metrics(a);
+    update_counts(a);
     log_input_flush(0); /* the counts of repeated malformed input, once a minute */
 }
 
@@ -424,7 +424,7 @@ static void let_go(struct api *a)
     if (!a->readonly && a->stopping)
         exp_transition(a->db, a->exp_id, "STOPPING", "STOPPED", "stopped", &e);
     launch_nnidb_sync(a); /* its end time for NNI's client */
-    fold_metrics(a);
+    update_counts(a);
     exp_api_release(a->db, a->exp_id, (int)getpid(), &e);
     proc_ended(a->db, a->proc_row, "exited", &e);
     log_info("experiment %s: api exiting", a->exp_id);

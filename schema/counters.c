@@ -1,4 +1,6 @@
-/* counters.c: the kept counts of migration 018 (schema/counters.h). */
+/* counters.c: the kept counts GET /metrics and the metric-data seek read (migrations 018
+ * to 021; schema/counters.h): their readers, the api's fold of new metrics and refresh
+ * of the trial gauges, and the workers' reports. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +28,9 @@ const char *const wstat_op_names[WSTAT_OPS] = {"submit", "poll", "list", "kill"}
 #define METRIC_BACKLOG                                                                                             \
     " UNION ALL SELECT 'metrics:' || m.type, count(*) FROM metric m CROSS JOIN trial t ON t.id = m.trial_id"      \
     "  WHERE m.id > (SELECT upto FROM metric_fold) AND t.experiment_id = ?1 GROUP BY m.type"
-#define TRIAL_GAUGE(name) "(" name " LIKE 'trials:%' OR " name " LIKE 'ended:%' OR " name " LIKE 'waiting:%')"
+/* The names counters_refresh sets (the rest of exp_counter is kept by the fold and the
+ * 'started' trigger). */
+#define TRIAL_GAUGE "(name LIKE 'trials:%' OR name LIKE 'ended:%' OR name LIKE 'waiting:%')"
 
 int counters_each(struct db *db, const char *exp_id, int live, void (*fn)(const char *name, int64_t n, void *arg),
                   void *arg, struct errbuf *e)
@@ -34,7 +38,7 @@ int counters_each(struct db *db, const char *exp_id, int live, void (*fn)(const 
     sqlite3_stmt *st = live
         ? db_query(db, e,
                    "SELECT name, sum(n) FROM ("
-                   " SELECT name, n FROM exp_counter WHERE experiment_id = ?1 AND NOT " TRIAL_GAUGE("name")
+                   " SELECT name, n FROM exp_counter WHERE experiment_id = ?1 AND NOT " TRIAL_GAUGE
                    " UNION ALL SELECT name, n FROM (" GAUGES_NOW ")" METRIC_BACKLOG ")"
                    " GROUP BY name ORDER BY name", "s", exp_id)
         : db_query(db, e,

@@ -432,8 +432,6 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     int n_below = nni ? (int)ceil(a->gamma * sqrt((double)n)) : (int)ceil(0.1 * n_results);
     if (nni && n_below > a->linear_forgetting)
         n_below = a->linear_forgetting;
-    if (!nni && n_below > n_results)
-        n_below = n_results;  /* the liar's trials stay in the bad part */
     if (n_below > n)
         n_below = n;
     int n_spread = (int)ceil(0.1 * n);
