@@ -372,13 +372,15 @@ static void forgetting_weights(int n, int lf, double *w)
 #define TPE_CAT_PRIOR_SHARE 0.4
 #define TPE_CLIP_PER_TRIAL 0.4
 /* and, while a group has fewer than TPE_SCOTT_UNTIL results, its numeric kernels are
- * at least Scott's-rule wide (pz_shape's scott, fading to 0 at TPE_SCOTT_UNTIL
- * results): TPE_SCOTT_L in l(x), TPE_SCOTT_G in g(x), and l(x)'s floor grows by
- * TPE_SCOTT_RUNNING times the running trials per result (at most 1) */
-#define TPE_SCOTT_L 0.1
-#define TPE_SCOTT_G 0.2
-#define TPE_SCOTT_RUNNING 0.3
+ * at least Scott's-rule wide (pz_shape's scott: TPE_SCOTT, fading to 0 at
+ * TPE_SCOTT_UNTIL results); while trials run, the floor grows by TPE_SCOTT_RUNNING_L
+ * (l(x)) and TPE_SCOTT_RUNNING_G (g(x)) times the running trials per result (at most
+ * 1), fading to 0 at TPE_SCOTT_RUNNING_UNTIL results */
+#define TPE_SCOTT 0.1
 #define TPE_SCOTT_UNTIL 100
+#define TPE_SCOTT_RUNNING_L 0.3
+#define TPE_SCOTT_RUNNING_G 0.1
+#define TPE_SCOTT_RUNNING_UNTIL 200
 /* In a group with a categorical parameter (choice, randint), every TPE_INDEP_EVERY-th
  * suggestion models each parameter on its own (model_choose) */
 #define TPE_INDEP_EVERY 2
@@ -437,21 +439,20 @@ static void pick_candidate(const struct pz_mixture *below, const struct pz_mixtu
  * 4 of 20 seeds), and the numeric kernels' floor keeps narrowing past 250
  * trials (TPE_CLIP_PER_TRIAL; NNI's stops at a hundredth of the range, where a long
  * search stalls and its last trials get worse than the ones before). In the first
- * TPE_SCOTT_UNTIL results the numeric kernels are also at least a fading share of
- * Scott's-rule width, s n^(-1/(d+4)) of the range with s fading from TPE_SCOTT_L
- * (l(x)) and TPE_SCOTT_G (g(x)) to 0 at 100 results: the neighbour-gap widths of a
- * few good trials in several dimensions are narrow and g(x)'s many narrow bad
- * kernels leave holes, so a small budget searched too locally (hartmann6 at 100
- * trials and concurrency 8: -2.77 against Optuna's -3.0; bench/README.md), while a
- * long search keeps the narrow kernels that let it converge. g(x)'s floor is the
- * wider, so that the ratio follows l(x) (the good trials) more than the gaps between
- * the bad ones. While trials run, l(x)'s floor grows with their share
- * (TPE_SCOTT_RUNNING): a batch of 32 suggestions made from 32 results and the
- * batch's running trials is searched more widely than one made from 32 results one
- * at a time (issue 33: hartmann6 at 100 trials, 32 at once, best -2.70 -> -2.89,
- * Optuna's multivariate TPE -2.88). The prior joins both estimators with
- * prior_weight, and of n_ei_candidates drawn from l the one with the largest
- * log l(x) - log g(x) wins.
+ * TPE_SCOTT_UNTIL results the numeric kernels of both parts are also at least a
+ * fading share of Scott's-rule width (TPE_SCOTT: at 10 results 0.09 n^(-1/(d+4)) of
+ * the range, 0 from 100 on): the neighbour-gap widths of a few good trials in
+ * several dimensions are narrow and g(x)'s many narrow bad kernels leave holes, so
+ * a small budget searched too locally (hartmann6 at 100 trials and concurrency 8:
+ * -2.77 against Optuna's -3.0; bench/README.md), while a long search keeps the
+ * narrow kernels that let it converge. While trials run, the floor grows with their
+ * share of the observations (TPE_SCOTT_RUNNING_L, _G, fading over
+ * TPE_SCOTT_RUNNING_UNTIL results): a batch of 32 suggestions made from 32 results
+ * is searched more widely than one suggestion made from them, and g(x) smoother
+ * (issue 33: hartmann6 at 100 trials, 32 at once, best -2.70 -> -2.88 over 200
+ * seeds, Optuna's multivariate TPE -2.87; one at a time nothing changes). The prior
+ * joins both estimators with prior_weight, and of n_ei_candidates drawn from l the
+ * one with the largest log l(x) - log g(x) wins.
  *
  * A portfolio: in a group with a categorical (choice or randint) parameter, every
  * TPE_INDEP_EVERY-th suggestion (by index) is independent: each parameter takes the
@@ -522,12 +523,18 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     double clip_div = n + 2 < 100 ? n + 2 : 100;
     if (!nni && TPE_CLIP_PER_TRIAL * n > clip_div)
         clip_div = TPE_CLIP_PER_TRIAL * n;
-    /* the Scott floors: fading with the results, l(x)'s wider while trials run, none
-     * in an independent suggestion */
+    /* the Scott floors: fading with the results, wider while trials run (l(x) more
+     * than g(x)), none in an independent suggestion */
     double fade = nni || indep || n_results >= TPE_SCOTT_UNTIL ? 0 : 1 - (double)n_results / TPE_SCOTT_UNTIL;
     double running = n_results > 0 && n > n_results ? (double)(n - n_results) / n_results : 0;
-    double scott_l = fade * (TPE_SCOTT_L + TPE_SCOTT_RUNNING * (running < 1 ? running : 1));
-    double scott_g = fade * TPE_SCOTT_G;
+    if (running > 1)
+        running = 1;
+    if (nni || indep || n_results >= TPE_SCOTT_RUNNING_UNTIL)
+        running = 0;
+    else
+        running *= 1 - (double)n_results / TPE_SCOTT_RUNNING_UNTIL;
+    double scott_l = fade * TPE_SCOTT + running * TPE_SCOTT_RUNNING_L;
+    double scott_g = fade * TPE_SCOTT + running * TPE_SCOTT_RUNNING_G;
     struct pz_shape good = {n_spread, clip_div, a->prior_weight,
                             nni ? a->prior_weight : TPE_CAT_PRIOR_SHARE * a->prior_weight, scott_l};
     struct pz_shape bad = {n - n_below, clip_div, a->prior_weight, a->prior_weight, scott_g};
