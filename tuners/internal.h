@@ -287,5 +287,6 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
 void pz_free(struct pz_mixture *m);
 void pz_sample(const struct pz_mixture *m, struct rng *r, double *x);
 double pz_logpdf(const struct pz_mixture *m, const double *x);
+double pz_logpdf_dim(const struct pz_mixture *m, const double *x, int j);
 
 #endif

@@ -279,9 +279,42 @@ void pz_sample(const struct pz_mixture *m, struct rng *r, double *x)
     }
 }
 
+/* One term of a log-sum-exp taken in one pass with a running maximum: terms smaller
+ * than the maximum by more than 50 change the sum by less than e^-50 each, and
+ * skipping their exp() is most of the speed with the many narrow kernels of g(x). */
+static inline void lse_add(double v, double *best, double *sum)
+{
+    if (v > *best) {
+        *sum = *sum * exp(*best - v) + 1;
+        *best = v;
+    } else if (v > *best - 50) {
+        *sum += exp(v - *best);
+    }
+}
+
+/* log of the marginal density of dimension j at x[j] (the other values of x are not
+ * read): the same mixture with every kernel restricted to that dimension. */
+double pz_logpdf_dim(const struct pz_mixture *m, const double *x, int j)
+{
+    const struct pz_dim *dim = &m->dims[j];
+    double best = -INFINITY, sum = 0;
+    for (int c = 0; c < m->n; c++) {
+        size_t at = (size_t)c * m->d + j;
+        double v = m->logw[c];
+        if (dim->n_cat > 0) {
+            v += m->mu[at] == x[j] ? m->logc[at] : m->logc_other[at];
+        } else {
+            double z = (x[j] - m->mu[at]) * m->inv_sigma[at];
+            v += m->logc[at] - 0.5 * z * z;
+        }
+        lse_add(v, &best, &sum);
+    }
+    return best == -INFINITY ? -INFINITY : best + log(sum);
+}
+
 double pz_logpdf(const struct pz_mixture *m, const double *x)
 {
-    /* log-sum-exp over the components, in one pass with a running maximum */
+    /* log-sum-exp over the components (lse_add) */
     double best = -INFINITY, sum = 0;
     for (int c = 0; c < m->n; c++) {
         const double *mu = m->mu + (size_t)c * m->d;
@@ -297,14 +330,7 @@ double pz_logpdf(const struct pz_mixture *m, const double *x)
                 v += lc[j] - 0.5 * z * z;
             }
         }
-        if (v > best) {
-            sum = sum * exp(best - v) + 1;
-            best = v;
-        } else if (v > best - 50) {
-            /* smaller terms change the sum by less than e^-50 each: skipping their
-             * exp() is most of the speed with the many narrow kernels of g(x) */
-            sum += exp(v - best);
-        }
+        lse_add(v, &best, &sum);
     }
     return best == -INFINITY ? -INFINITY : best + log(sum);
 }
