@@ -449,7 +449,7 @@ static void pick_candidate(const struct pz_mixture *below, const struct pz_mixtu
  * share of the observations (TPE_SCOTT_RUNNING_L, _G, fading over
  * TPE_SCOTT_RUNNING_UNTIL results): a batch of 32 suggestions made from 32 results
  * is searched more widely than one suggestion made from them, and g(x) smoother
- * (issue 33: hartmann6 at 100 trials, 32 at once, best -2.70 -> -2.88 over 200
+ * (issue 33: hartmann6 at 100 trials, 32 at once, best -2.72 -> -2.88 over 200
  * seeds, Optuna's multivariate TPE -2.87; one at a time nothing changes). The prior
  * joins both estimators with prior_weight, and of n_ei_candidates drawn from l the
  * one with the largest log l(x) - log g(x) wins.
@@ -462,9 +462,10 @@ static void pick_candidate(const struct pz_mixture *below, const struct pz_mixtu
  * together but ties a good trial's options to its other values; the independent one
  * recombines the good values of different trials, which is what an objective made
  * of separate terms (an activation's penalty plus a learning rate's) rewards: at 100
- * trials, the median of all 100 values of bench's mixed5 went from 5.06 to 2.96 one
- * at a time and from 12.97 to 10.9 at 32 at once (Optuna's default: 11.9), with the
- * best values kept. On purely numeric spaces, where an independent model loses the
+ * trials, the median of all 100 values of bench's mixed5 went from 4.81 to 3.11 one
+ * at a time and from 12.64 to 10.82 at 32 at once (Optuna's default: 6.97, 12.28),
+ * at the price of a slightly worse best (0.70 -> 0.78 and 1.36 -> 1.55, still ahead
+ * of Optuna's). On purely numeric spaces, where an independent model loses the
  * correlations (rosenbrock4's best at 100 trials: 6.3 -> 228), every suggestion is
  * joint.
  *
