@@ -292,23 +292,24 @@ static inline void lse_add(double v, double *best, double *sum)
     }
 }
 
+/* The log of kernel `at` (component at / d, dimension j) at x: its constant plus, for a
+ * numeric dimension, the Gaussian's exponent; for a categorical one, the centre's or
+ * the other options' share. */
+static inline double kernel_log(const struct pz_mixture *m, int j, size_t at, double x)
+{
+    if (m->dims[j].n_cat > 0)
+        return m->mu[at] == x ? m->logc[at] : m->logc_other[at];
+    double z = (x - m->mu[at]) * m->inv_sigma[at];
+    return m->logc[at] - 0.5 * z * z;
+}
+
 /* log of the marginal density of dimension j at x[j] (the other values of x are not
  * read): the same mixture with every kernel restricted to that dimension. */
 double pz_logpdf_dim(const struct pz_mixture *m, const double *x, int j)
 {
-    const struct pz_dim *dim = &m->dims[j];
     double best = -INFINITY, sum = 0;
-    for (int c = 0; c < m->n; c++) {
-        size_t at = (size_t)c * m->d + j;
-        double v = m->logw[c];
-        if (dim->n_cat > 0) {
-            v += m->mu[at] == x[j] ? m->logc[at] : m->logc_other[at];
-        } else {
-            double z = (x[j] - m->mu[at]) * m->inv_sigma[at];
-            v += m->logc[at] - 0.5 * z * z;
-        }
-        lse_add(v, &best, &sum);
-    }
+    for (int c = 0; c < m->n; c++)
+        lse_add(m->logw[c] + kernel_log(m, j, (size_t)c * m->d + j, x[j]), &best, &sum);
     return best == -INFINITY ? -INFINITY : best + log(sum);
 }
 
@@ -317,19 +318,9 @@ double pz_logpdf(const struct pz_mixture *m, const double *x)
     /* log-sum-exp over the components (lse_add) */
     double best = -INFINITY, sum = 0;
     for (int c = 0; c < m->n; c++) {
-        const double *mu = m->mu + (size_t)c * m->d;
-        const double *is = m->inv_sigma + (size_t)c * m->d;
-        const double *lc = m->logc + (size_t)c * m->d;
-        const double *lother = m->logc_other + (size_t)c * m->d;
         double v = m->logw[c];
-        for (int j = 0; j < m->d; j++) {
-            if (m->dims[j].n_cat > 0) {
-                v += mu[j] == x[j] ? lc[j] : lother[j];
-            } else {
-                double z = (x[j] - mu[j]) * is[j];
-                v += lc[j] - 0.5 * z * z;
-            }
-        }
+        for (int j = 0; j < m->d; j++)
+            v += kernel_log(m, j, (size_t)c * m->d + j, x[j]);
         lse_add(v, &best, &sum);
     }
     return best == -INFINITY ? -INFINITY : best + log(sum);

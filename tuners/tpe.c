@@ -9,11 +9,12 @@
  * with a result (and, with a constant liar, the pending ones with the liar's value)
  * are split by loss into good and bad; each part becomes a Parzen estimator
  * (parzen.c), l(x) and g(x); of n_ei_candidates points drawn from l, the one with the
- * largest log l(x) - log g(x) is suggested (or, in every second suggestion of a group
- * with a categorical parameter, each parameter's value by its own marginals). While a group has fewer than
- * n_startup_jobs trials its parameters are drawn as the Random tuner draws them (the
- * same values for the same seed and index). model_choose() says how the estimators
- * differ from NNI's and tpe_suggest() how the bookkeeping does. */
+ * largest log l(x) - log g(x) is suggested (in every second suggestion of a group with
+ * a categorical parameter, each parameter's value by its own marginals; and now and
+ * then a nested choice's branch at random: explore_branches()). While a group has
+ * fewer than n_startup_jobs trials its parameters are drawn as the Random tuner draws
+ * them (the same values for the same seed and index). model_choose() says how the
+ * estimators differ from NNI's and tpe_suggest() how the bookkeeping does. */
 #include "tuners/internal.h"
 
 #include <math.h>
@@ -385,6 +386,20 @@ static void forgetting_weights(int n, int lf, double *w)
  * suggestion models each parameter on its own (model_choose) */
 #define TPE_INDEP_EVERY 2
 
+/* 1 at no results, falling linearly to 0 at `until` results and after */
+static double fading(int n_results, double until)
+{
+    return n_results >= until ? 0 : 1 - n_results / until;
+}
+
+static int has_categorical(const struct pz_dim *pz, int d)
+{
+    for (int j = 0; j < d; j++)
+        if (pz[j].n_cat > 0)
+            return 1;
+    return 0;
+}
+
 /* Of n_cand draws of l(x) (one kernel for all the parameters), what is suggested.
  * Jointly, the candidate with the largest log l(x) - log g(x); independently, each
  * parameter takes the value, among the candidates', with the largest ratio of its own
@@ -484,9 +499,8 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
     int n = o->n, d = G->d, nni = a->gamma > 0;
     if (d == 0)
         return;
-    int indep = 0;  /* this suggestion models each parameter on its own */
-    for (int j = 0; !nni && j < d && index % TPE_INDEP_EVERY == TPE_INDEP_EVERY - 1; j++)
-        indep |= pz[j].n_cat > 0;
+    /* this suggestion models each parameter on its own (the portfolio) */
+    int indep = !nni && index % TPE_INDEP_EVERY == TPE_INDEP_EVERY - 1 && has_categorical(pz, d);
 
     struct ranked *rank = xmalloc(sizeof *rank * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++)
@@ -526,14 +540,9 @@ static void model_choose(const struct tpe_state *t, int g, const struct obs *o, 
         clip_div = TPE_CLIP_PER_TRIAL * n;
     /* the Scott floors: fading with the results, wider while trials run (l(x) more
      * than g(x)), none in an independent suggestion */
-    double fade = nni || indep || n_results >= TPE_SCOTT_UNTIL ? 0 : 1 - (double)n_results / TPE_SCOTT_UNTIL;
-    double running = n_results > 0 && n > n_results ? (double)(n - n_results) / n_results : 0;
-    if (running > 1)
-        running = 1;
-    if (nni || indep || n_results >= TPE_SCOTT_RUNNING_UNTIL)
-        running = 0;
-    else
-        running *= 1 - (double)n_results / TPE_SCOTT_RUNNING_UNTIL;
+    double fade = nni || indep ? 0 : fading(n_results, TPE_SCOTT_UNTIL);
+    double running = n_results > 0 ? fmin(1, (double)(n - n_results) / n_results) : 0;
+    running *= nni || indep ? 0 : fading(n_results, TPE_SCOTT_RUNNING_UNTIL);
     double scott_l = fade * TPE_SCOTT + running * TPE_SCOTT_RUNNING_L;
     double scott_g = fade * TPE_SCOTT + running * TPE_SCOTT_RUNNING_G;
     struct pz_shape good = {n_spread, clip_div, a->prior_weight,
@@ -575,7 +584,7 @@ struct gen_ctx {
 #define TPE_BRANCH_RAMP 200
 static void explore_branches(const struct sg_group *G, int n_results, struct rng *r, double *x)
 {
-    double p = TPE_BRANCH_EXPLORE * (n_results < TPE_BRANCH_RAMP ? (double)n_results / TPE_BRANCH_RAMP : 1);
+    double p = TPE_BRANCH_EXPLORE * fmin(1, (double)n_results / TPE_BRANCH_RAMP);
     for (int j = 0; j < G->d; j++)
         if (G->dims[j].child && rng_uniform(r) < p)
             x[j] = (double)rng_below(r, (uint64_t)G->dims[j].p->n_choices);
@@ -589,13 +598,13 @@ static void gen_group(struct gen_ctx *c, int g, cJSON *obj)
     /* NNI counts the liar's trials toward n_startup_jobs; with no result at all there
      * is nothing to model (every observation would be the same lie) */
     int model = c->sets[g].n >= c->t->args.n_startup_jobs && c->n_results[g] > 0;
+    int nni = c->t->args.gamma > 0;  /* NNI's model: an explicit gamma */
     if (model)
         model_choose(c->t, g, &c->sets[g], c->n_results[g], c->index, c->r, x);
-    if (model && !(c->t->args.gamma > 0))
+    if (model && !nni)
         explore_branches(G, c->n_results[g], c->r, x);
-    /* before the model: the start-up design by default, Random's draws with NNI's model
-     * (an explicit gamma) */
-    int design = !model && !(c->t->args.gamma > 0);
+    /* before the model: the start-up design by default, Random's draws with NNI's model */
+    int design = !model && !nni;
     for (int j = 0; j < G->d; j++) {
         const struct ss_param *p = G->dims[j].p;
         if (design && startup_design(c->t, c->index, g, j, &x[j])) {
