@@ -9,10 +9,10 @@
  * largest budget. A run's first k trials do not depend on the budget, so one run gives
  * every budget's figures: best (the lowest value within the budget) and last100 (the
  * median value of the budget's last 100 trials; prev100: of the 100 before them). The
- * table gives their medians over the seeds 0 .. seeds-1 (best also its 25th and 75th
- * percentiles; numpy.percentile's interpolation), Random's beside each row.
+ * table gives their medians over the seeds (0 .. N-1, or A .. B; best also its 25th
+ * and 75th percentiles; numpy.percentile's interpolation), Random's beside each row.
  *
- *   usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--budgets 100,300,1000] [--conc 1,8,32]
+ *   usage: tuner_quality FUNCTIONS_JSON [--seeds N|A-B] [--budgets 100,300,1000] [--conc 1,8,32]
  *                        [--tuners Random,TPE,Anneal,Evolution,GP,Metis,BOHB] [--only NAME,...]
  *                        [--tpe-args JSON] [--evolution-args JSON] [--anchor FILE] [--check]
  *          tuner_quality --trace TUNER --space SPACE_JSON_FILE --objective NAME --seed S --budget N
@@ -396,7 +396,7 @@ static int parse_list(const char *text, int *out, int cap, const char *what)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N] [--budgets 100,300,1000] [--conc 1,8,32]\n"
+    fprintf(stderr, "usage: tuner_quality FUNCTIONS_JSON [--seeds N|A-B] [--budgets 100,300,1000] [--conc 1,8,32]\n"
                     "         [--tuners Random,TPE,Anneal,Evolution,GP,Metis,BOHB] [--only NAME[,NAME...]]\n"
                     "         [--tpe-args JSON] [--evolution-args JSON] [--anchor OPTUNA_TSV] [--check]\n");
     exit(2);
@@ -448,12 +448,24 @@ int main(int argc, char **argv)
     const char *path = NULL, *tuners = "Random,TPE,Anneal,Evolution,GP,Metis", *only = NULL;
     const char *tpe_args_text = NULL, *budgets_text = "100,300,1000", *conc_text = "1,8,32";
     const char *evo_args_text = "{\"optimize_mode\": \"minimize\"}";
-    int seeds = -1, check = 0;
+    int seeds = -1, first_seed = 0, check = 0;
     if (argc > 1 && strcmp(argv[1], "--trace") == 0)
         return trace(argc, argv);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
-            seeds = atoi(argv[++i]);
+        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
+            /* N: seeds 0 .. N-1; A-B: seeds A .. B (optuna_quality.py's form) */
+            const char *v = argv[++i];
+            int a, b, k = 0;
+            if (sscanf(v, "%d-%d%n", &a, &b, &k) == 2 && v[k] == 0 && a >= 0 && b >= a) {
+                first_seed = a;
+                seeds = b - a + 1;
+            } else if (sscanf(v, "%d%n", &a, &k) == 1 && v[k] == 0 && a > 0) {
+                seeds = a;
+            } else {
+                fprintf(stderr, "--seeds: N or A-B (0 <= A <= B), got \"%s\"\n", v);
+                return 2;
+            }
+        }
         else if (strcmp(argv[i], "--budgets") == 0 && i + 1 < argc)
             budgets_text = argv[++i];
         else if (strcmp(argv[i], "--conc") == 0 && i + 1 < argc)
@@ -502,9 +514,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "--tpe-args or --evolution-args: not valid JSON\n");
         return 2;
     }
-    printf("# %d seeds; best: median [25th, 75th] of the best value within the budget; last100: median of the\n"
-           "# per-run medians of the last 100 trials (prev100: of the 100 before them); Optuna: best / last100\n",
-           seeds);
+    printf("# %d seeds (%d-%d); best: median [25th, 75th] of the best value within the budget; last100: median of\n"
+           "# the per-run medians of the last 100 trials (prev100: of the 100 before them); Optuna: best / last100\n",
+           seeds, first_seed, first_seed + seeds - 1);
     printf("%-12s %6s %4s  %-10s %-30s %10s %10s  %-19s %-19s %-19s\n", "function", "budget", "conc", "tuner",
            "best median [25th, 75th]", "last100", "prev100", "Random best/last100", "Optuna TPE", "Optuna TPE mv");
     int failed = 0;
@@ -541,7 +553,7 @@ int main(int argc, char **argv)
                 /* Random first: its figures go beside every other tuner's */
                 const struct tuner_ops *random = tuner_find("Random");
                 for (int s = 0; s < seeds; s++)
-                    ran[s] = run_one(random, NULL, space, (uint64_t)s, &bf, max_budget, concs[c], runs[s]);
+                    ran[s] = run_one(random, NULL, space, (uint64_t)(first_seed + s), &bf, max_budget, concs[c], runs[s]);
                 for (int b = 0; b < n_budgets; b++)
                     figures_at(runs, ran, seeds, budgets[b], &rnd, b);
                 for (char *tn = strtok_r(list, ",", &save); tn; tn = strtok_r(NULL, ",", &save)) {
@@ -557,7 +569,7 @@ int main(int argc, char **argv)
                         memset(&f, 0, sizeof f);
                         for (int s = 0; s < seeds; s++)
                             ran[s] = run_one(ops, args_for(ops->name, tpe_args, evo_args, minimize), space,
-                                             (uint64_t)s, &bf, max_budget, concs[c], runs[s]);
+                                             (uint64_t)(first_seed + s), &bf, max_budget, concs[c], runs[s]);
                         for (int b = 0; b < n_budgets; b++)
                             figures_at(runs, ran, seeds, budgets[b], &f, b);
                     }

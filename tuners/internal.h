@@ -245,10 +245,12 @@ struct pz_dim {
     int n_cat;                     /* > 0: categorical, values are option indexes */
     double lo, hi;                 /* numeric: range in the internal space (+-INFINITY: none) */
     double prior_mu, prior_sigma;  /* numeric: the prior component */
+    int ordinal;                   /* numeric over a randint's offsets: draws are rounded */
 };
 
 /* (tpe.c) The estimators' view of parameter p: categorical for choice and randint (as
- * NNI's TPE), numeric in the internal space (log space for log types) otherwise. */
+ * NNI's TPE), numeric in the internal space (log space for log types) otherwise. TPE
+ * with its default classArgs then makes a randint numeric and ordinal (ordinal_dim). */
 void pz_dim_init(struct pz_dim *z, const struct ss_param *p);
 /* (tpe.c) Value v of parameter p in the estimators' space of z: the option index of a
  * choice, the offset from low of a randint, the log of a log type, clipped to z's range.
@@ -272,12 +274,14 @@ struct pz_mixture {
  * over the rows x[0 .. n_spread) (n_spread >= n_obs: later rows only shape the
  * widths), floored at prior_sigma / clip_div (NNI: min(100, n + 2), hyperopt's
  * "magic clip") and at scott * n_obs^(-1/(d+4)) * prior_sigma (Scott's rule, the
- * width of Optuna's multivariate TPE with scott 0.2; 0: no such floor). The prior
+ * width of Optuna's multivariate TPE with scott 0.2; 0: no such floor), and in an
+ * ordinal dimension at ordinal_sigma (unless that is wider than the prior). The prior
  * joins the mixture with prior_weight; a categorical dimension's kernels are shaped
  * as if it were cat_prior_weight (NNI: prior_weight). */
 struct pz_shape {
     int n_spread;
     double clip_div, prior_weight, cat_prior_weight, scott;
+    double ordinal_sigma;
 };
 
 /* Builds the estimator with one component per row x[0 .. n_obs) (row-major, d values
@@ -288,5 +292,7 @@ void pz_free(struct pz_mixture *m);
 void pz_sample(const struct pz_mixture *m, struct rng *r, double *x);
 double pz_logpdf(const struct pz_mixture *m, const double *x);
 double pz_logpdf_dim(const struct pz_mixture *m, const double *x, int j);
+/* log of the joint density of the dimensions j with mask[j] set, at those x[j] */
+double pz_logpdf_mask(const struct pz_mixture *m, const double *x, const unsigned char *mask);
 
 #endif

@@ -196,12 +196,12 @@ void pz_build(struct pz_mixture *m, const struct pz_dim *dims, int d, const doub
         double ps = dim->prior_sigma;
         if (n_obs > 0)
             adaptive_sigmas(dim, x + j, d, n_spread, sh->clip_div, sigma, tmp);
-        if (sh->scott > 0 && n_obs > 0) {
-            double floor = sh->scott * pow((double)n_obs, -1.0 / (d + 4)) * ps;
-            for (int i = 0; i < n_obs; i++)
-                if (sigma[i] < floor)
-                    sigma[i] = floor < ps ? floor : ps;
-        }
+        double floor = dim->ordinal ? sh->ordinal_sigma : 0;  /* and Scott's, if wider */
+        if (sh->scott > 0 && n_obs > 0)
+            floor = fmax(floor, sh->scott * pow((double)n_obs, -1.0 / (d + 4)) * ps);
+        for (int i = 0; i < n_obs; i++)
+            if (sigma[i] < floor)
+                sigma[i] = floor < ps ? floor : ps;
         sigma[n_obs] = ps;  /* the prior keeps its own width */
         for (int i = 0; i < n; i++) {
             size_t at = (size_t)i * d + j;
@@ -313,15 +313,27 @@ double pz_logpdf_dim(const struct pz_mixture *m, const double *x, int j)
     return best == -INFINITY ? -INFINITY : best + log(sum);
 }
 
-double pz_logpdf(const struct pz_mixture *m, const double *x)
+/* log-sum-exp over the components (lse_add) of the kernels' product over the
+ * dimensions in mask (all of them with mask NULL) */
+static double logpdf_over(const struct pz_mixture *m, const double *x, const unsigned char *mask)
 {
-    /* log-sum-exp over the components (lse_add) */
     double best = -INFINITY, sum = 0;
     for (int c = 0; c < m->n; c++) {
         double v = m->logw[c];
         for (int j = 0; j < m->d; j++)
-            v += kernel_log(m, j, (size_t)c * m->d + j, x[j]);
+            if (!mask || mask[j])
+                v += kernel_log(m, j, (size_t)c * m->d + j, x[j]);
         lse_add(v, &best, &sum);
     }
     return best == -INFINITY ? -INFINITY : best + log(sum);
+}
+
+double pz_logpdf(const struct pz_mixture *m, const double *x)
+{
+    return logpdf_over(m, x, NULL);
+}
+
+double pz_logpdf_mask(const struct pz_mixture *m, const double *x, const unsigned char *mask)
+{
+    return logpdf_over(m, x, mask);
 }
