@@ -11,12 +11,14 @@
 
 /* The estimators' view of p for importance: TPE's (pz_dim_init), except that a randint
  * is numeric over its offsets 0 .. n - 1, so that near integers share their evidence
- * as near reals do. */
+ * as near reals do. Not TPE's ordered view, over [-0.5, n - 0.5]: that one gives each
+ * rounded draw an equal share of the prior; this one is the reference's
+ * (test_numeric_against_reference). */
 static void imp_dim(struct pz_dim *z, const struct ss_param *p)
 {
     memset(z, 0, sizeof *z);
     if (p->type != SS_RANDINT) {
-        pz_dim_init(z, p);
+        pz_dim_init(z, p, 0);
         return;
     }
     z->lo = 0;

@@ -248,10 +248,10 @@ struct pz_dim {
     int ordinal;                   /* numeric over a randint's offsets: draws are rounded */
 };
 
-/* (tpe.c) The estimators' view of parameter p: categorical for choice and randint (as
- * NNI's TPE), numeric in the internal space (log space for log types) otherwise. TPE
- * with its default classArgs then makes a randint numeric and ordinal (ordinal_dim). */
-void pz_dim_init(struct pz_dim *z, const struct ss_param *p);
+/* (tpe.c) The estimators' view of parameter p: categorical for choice, and for randint
+ * unless ordered_randint (NNI's TPE: always), numeric and ordinal over its offsets
+ * then; numeric in the internal space (log space for log types) otherwise. */
+void pz_dim_init(struct pz_dim *z, const struct ss_param *p, int ordered_randint);
 /* (tpe.c) Value v of parameter p in the estimators' space of z: the option index of a
  * choice, the offset from low of a randint, the log of a log type, clipped to z's range.
  * 0 with *out set, or -1 when v does not fit p. */

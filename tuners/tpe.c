@@ -12,7 +12,7 @@
  * largest log l(x) - log g(x) is suggested (in a group with a categorical parameter,
  * three suggestions of four pick some values by their own marginals: model_choose()'s
  * portfolio; and now and then a nested choice's branch is drawn at random:
- * explore_branches()). A randint is ordered (ordinal_dim()). While a group has
+ * explore_branches()). A randint is ordered (pz_dim_init()). While a group has
  * fewer than n_startup_jobs trials its parameters are drawn as the Random tuner draws
  * them (the same values for the same seed and index). model_choose() says how the
  * estimators differ from NNI's and tpe_suggest() how the bookkeeping does. */
@@ -110,10 +110,20 @@ static int parse_tpe_args(const cJSON *ta, struct tpe_args *a, struct errbuf *e)
 
 /* ---- the groups of the search space ---- */
 
-/* The estimators' view of one numeric or categorical parameter (internal.h). */
-void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
+/* The estimators' view of one numeric or categorical parameter (internal.h). An
+ * ordered randint's offsets 0 .. n-1 are a numeric dimension over [-0.5, n - 0.5]
+ * (TPE rounds its draws: round_ordinal), so that near integers share their evidence
+ * as near reals do. */
+void pz_dim_init(struct pz_dim *z, const struct ss_param *p, int ordered_randint)
 {
-    if (p->type == SS_CHOICE || p->type == SS_RANDINT) {
+    memset(z, 0, sizeof *z);
+    if (p->type == SS_RANDINT && ordered_randint) {
+        z->ordinal = 1;
+        z->lo = -0.5;
+        z->hi = p->n_choices - 0.5;
+        z->prior_mu = 0.5 * (z->lo + z->hi);
+        z->prior_sigma = z->hi - z->lo;
+    } else if (p->type == SS_CHOICE || p->type == SS_RANDINT) {
         z->n_cat = p->n_choices;  /* NNI's TPE treats randint as categorical too */
     } else if (ss_type_is_normal(p->type)) {
         z->lo = -INFINITY;
@@ -129,11 +139,9 @@ void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
     }
 }
 
-/* trialq's view of a randint (gamma unset): ordered, not categorical as in NNI's TPE
- * (NNI's docs leave the order to the tuner). The offsets 0 .. n-1 are a numeric
- * dimension over [-0.5, n - 0.5], its draws rounded (round_ordinal), so that a good
- * value's neighbours share its evidence as near reals do: 4 of 8 layers says
- * something about 3 and 5. No kernel of a trial is narrower than TPE_ORDINAL_SIGMA
+/* trialq's view of a randint (gamma unset): ordered (pz_dim_init), not categorical as
+ * in NNI's TPE (NNI's docs leave the order to the tuner), so that a good value's
+ * neighbours share its evidence: 4 of 8 layers says something about 3 and 5. No kernel of a trial is narrower than TPE_ORDINAL_SIGMA
  * of a step at first (a neighbour keeps 0.41 of a value's density), narrowing
  * linearly to TPE_ORDINAL_SIGMA_END at TPE_ORDINAL_SIGMA_UNTIL results (0.004):
  * narrower kernels early, once the values repeat, made it categorical without a
@@ -146,15 +154,6 @@ void pz_dim_init(struct pz_dim *z, const struct ss_param *p)
 #define TPE_ORDINAL_SIGMA 0.75
 #define TPE_ORDINAL_SIGMA_END 0.3
 #define TPE_ORDINAL_SIGMA_UNTIL 500
-static void ordinal_dim(struct pz_dim *z, const struct ss_param *p)
-{
-    z->n_cat = 0;
-    z->ordinal = 1;
-    z->lo = -0.5;
-    z->hi = p->n_choices - 0.5;
-    z->prior_mu = 0.5 * (z->lo + z->hi);
-    z->prior_sigma = z->hi - z->lo;
-}
 
 /* An ordinal dimension's draws to the nearest offset in its range */
 static void round_ordinal(const struct pz_dim *z, int d, double *x)
@@ -268,12 +267,8 @@ static int tpe_create(const cJSON *args, const struct ss_space *space, uint64_t 
     t->pz = xcalloc((size_t)t->sg.n, sizeof *t->pz);
     for (int g = 0; g < t->sg.n; g++) {
         t->pz[g] = xcalloc((size_t)(t->sg.g[g].d ? t->sg.g[g].d : 1), sizeof *t->pz[g]);
-        for (int j = 0; j < t->sg.g[g].d; j++) {
-            const struct ss_param *p = t->sg.g[g].dims[j].p;
-            pz_dim_init(&t->pz[g][j], p);
-            if (p->type == SS_RANDINT && a.gamma == 0)
-                ordinal_dim(&t->pz[g][j], p);
-        }
+        for (int j = 0; j < t->sg.g[g].d; j++)
+            pz_dim_init(&t->pz[g][j], t->sg.g[g].dims[j].p, a.gamma == 0);
     }
     t->may_repeat = space_may_repeat(t->space);  /* NNI's Deduplicator (hpo_utils/dedup.py) */
     startup_design_init(t);
@@ -458,8 +453,9 @@ static void pick_candidate(const struct pz_mixture *below, const struct pz_mixtu
     double *cand = xmalloc(sizeof *cand * (size_t)d);
     double *best = xmalloc(sizeof *best * (size_t)(d + 1));  /* per dimension, then the joint numeric one */
     unsigned char *numeric = xmalloc((size_t)d);
+    int any_numeric = 0;  /* a hybrid pick without numeric parameters is an independent one */
     for (int j = 0; j < d; j++)
-        numeric[j] = how == PICK_HYBRID && below->dims[j].n_cat == 0;
+        any_numeric |= numeric[j] = how == PICK_HYBRID && below->dims[j].n_cat == 0;
     for (int c = 0; c < n_cand; c++) {
         pz_sample(below, r, cand);
         round_ordinal(below->dims, d, cand);
@@ -471,7 +467,7 @@ static void pick_candidate(const struct pz_mixture *below, const struct pz_mixtu
             }
             continue;
         }
-        if (how == PICK_HYBRID) {
+        if (any_numeric) {
             double score = pz_logpdf_mask(below, cand, numeric) - pz_logpdf_mask(above, cand, numeric);
             if (c == 0 || score > best[d]) {
                 best[d] = score;

@@ -1165,7 +1165,7 @@ static void test_hybrid_keeps_numeric_pairs(void **state)
     assert_true(a_joint <= 5);
 }
 
-/* A randint is ordinal (ordinal_dim): with 30 results at k = 6 (good) and k = 2 (bad)
+/* A randint is ordinal (pz_dim_init): with 30 results at k = 6 (good) and k = 2 (bad)
  * of randint [0, 9), draws of l(x) alone (one candidate: no selection) put 5 and 7,
  * the good value's neighbours, ahead of 0 and 1, which are as far from the bad one;
  * NNI's model (an explicit gamma), categorical, gives the options nobody tried the
